@@ -1,0 +1,369 @@
+"""The data model shared by every part of the project. Data only, no behaviour.
+
+Time is integer milliseconds everywhere.
+
+* `Event`: an `id` and properties.
+* Trace items: `Arrive` (an event, optionally after walking the clock to `time`,
+  optionally with a CCL operation code), `Advance` (a walk), `Jump`, `SetVariables`.
+* `Update`: what a subscriber receives for one unit of work.
+* Window specs: frozen attrs classes, one per window kind, each field a real
+  semantic variation. Engines whose windows behave alike map to the same spec.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar, Union
+
+import attrs
+from attrs import field, frozen
+
+from oracle.errors import InvalidSpec, InvalidTrace
+
+# --------------------------------------------------------------------------- events
+
+
+def _freeze_props(props: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(props or {}))
+
+
+@frozen
+class Event:
+    """An event: a unique `id` and its properties (`id` is not among `props`)."""
+
+    id: str = field(validator=attrs.validators.instance_of(str))
+    props: Mapping[str, Any] = field(factory=dict, converter=_freeze_props, hash=False)
+
+    def get(self, name: str) -> Any:
+        """The value of a property; `id` is a property too; a missing one is None (null)."""
+        if name == "id":
+            return self.id
+        return self.props.get(name)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, **self.props}
+
+    def __repr__(self) -> str:
+        return f"Event({self.id!r})"
+
+
+# --------------------------------------------------------------------------- trace items
+
+OPCODES = ("insert", "update", "upsert", "delete", "safedelete")
+
+
+def _check_opcode(_inst, _attr, value):
+    if value is not None and value not in OPCODES:
+        raise InvalidTrace(f"unknown operation code {value!r}; known: {', '.join(OPCODES)}")
+
+
+@frozen
+class Arrive:
+    """An event arrives at the current clock; with `time`, the clock first walks to
+    `time` (the corpus shorthand `{"event": ..., "time": T}`)."""
+
+    event: Event
+    time: int | None = None
+    op: str | None = field(default=None, validator=_check_opcode)
+
+
+@frozen
+class Advance:
+    """The clock walks to `time`, stopping at every due time on the way (Esper
+    `advanceTimeSpan`)."""
+
+    time: int
+
+
+@frozen
+class Jump:
+    """The clock is set to `time` at once; every timer due by then fires once,
+    seeing `time` (Esper `advanceTime`)."""
+
+    time: int
+
+
+@frozen
+class SetVariables:
+    """Variables used by a window expression change (Esper `#expr(... SIZE)`)."""
+
+    values: Mapping[str, Any] = field(converter=_freeze_props, hash=False)
+
+
+TraceItem = Union[Arrive, Advance, Jump, SetVariables]
+
+
+@frozen
+class Trace:
+    """Trace items in arrival order, and the clock when the window is created."""
+
+    items: tuple[TraceItem, ...] = field(converter=tuple)
+    start_time: int = 0
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def events(self) -> list[Event]:
+        return [item.event for item in self.items if isinstance(item, Arrive)]
+
+
+def check_trace(trace: Trace) -> None:
+    """Raise `InvalidTrace`, naming the item's index, for a trace no window can run:
+    the clock going backwards, a duplicate id, an empty id."""
+    clock = trace.start_time
+    seen: dict[str, int] = {}
+    for index, item in enumerate(trace.items):
+        if isinstance(item, (Advance, Jump)) or (isinstance(item, Arrive) and item.time is not None):
+            if item.time < clock:
+                raise InvalidTrace(f"time goes backwards: {item.time} ms is before the clock at {clock} ms", index)
+            clock = item.time
+        if isinstance(item, Arrive):
+            event_id = item.event.id
+            if not event_id:
+                raise InvalidTrace("an event has an empty id", index)
+            if event_id in seen:
+                raise InvalidTrace(f"duplicate event id {event_id!r} (first at item {seen[event_id]})", index)
+            seen[event_id] = index
+
+
+def clock_times(trace: Trace) -> list[int]:
+    """The clock after each item: an advance's or jump's target, an event's arrival time."""
+    clock, times = trace.start_time, []
+    for item in trace.items:
+        if isinstance(item, (Advance, Jump)) or (isinstance(item, Arrive) and item.time is not None):
+            clock = item.time
+        times.append(clock)
+    return times
+
+
+# --------------------------------------------------------------------------- updates
+
+
+@frozen
+class Pane:
+    """The bounds of a pane a window emits (eKuiper): [start, end) in ms."""
+
+    start: int
+    end: int
+
+
+@frozen
+class DerivedValues:
+    """Rows a derived-value window posts instead of events (Esper `#size`, `#uni`)."""
+
+    insert: tuple[Mapping[str, Any], ...] = field(default=(), converter=lambda rows: tuple(_freeze_props(r) for r in rows), hash=False)
+    remove: tuple[Mapping[str, Any], ...] = field(default=(), converter=lambda rows: tuple(_freeze_props(r) for r in rows), hash=False)
+
+
+SIDES = ("insert", "remove")
+
+
+@frozen
+class Update:
+    """What a subscriber receives for one unit of work (one event, one stop of a
+    walk, one jump): inserted then removed events, each in posting order.
+
+    `update` holds rows posted with the CCL `update` code, `error` a rejected
+    item's message, `window` a pane's bounds, `values` derived rows. `unordered`
+    is only set on expectations: sides whose order the engine leaves open."""
+
+    after: int
+    time: int
+    insert: tuple[Event, ...] = field(default=(), converter=tuple)
+    remove: tuple[Event, ...] = field(default=(), converter=tuple)
+    update: tuple[Event, ...] = field(default=(), converter=tuple)
+    error: str | None = None
+    window: Pane | None = None
+    values: DerivedValues | None = None
+    unordered: frozenset[str] = field(default=frozenset(), converter=frozenset)
+
+
+# --------------------------------------------------------------------------- window specs
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _positive(inst, attribute, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        what = "a time period" if attribute.name == "span" else "a size"
+        raise InvalidSpec(f"{type(inst).KIND}: {attribute.name} must be {what} above 0, got {value!r}")
+
+
+def _optional_int(inst, attribute, value):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise InvalidSpec(f"{type(inst).KIND}: {attribute.name} must be whole milliseconds, got {value!r}")
+
+
+def _property_name(inst, attribute, value):
+    if not isinstance(value, str) or not _NAME.match(value):
+        raise InvalidSpec(f"{type(inst).KIND}: {attribute.name} must be a property name, got {value!r}")
+
+
+def _property_names(inst, attribute, value):
+    if not value:
+        raise InvalidSpec(f"{type(inst).KIND}: needs at least one property name")
+    for name in value:
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise InvalidSpec(f"{type(inst).KIND}: {name!r} is not a property name")
+    if len(set(value)) != len(value):
+        raise InvalidSpec(f"{type(inst).KIND}: a property is named twice in {list(value)}")
+
+
+@frozen
+class Length:
+    KIND: ClassVar[str] = "length"
+    size: int = field(validator=_positive)
+
+
+@frozen
+class LengthBatch:
+    KIND: ClassVar[str] = "length_batch"
+    size: int = field(validator=_positive)
+
+
+@frozen
+class Time:
+    KIND: ClassVar[str] = "time"
+    span: int = field(validator=_positive)
+
+
+@frozen
+class ExtTimed:
+    KIND: ClassVar[str] = "ext_timed"
+    timestamp: str = field(validator=_property_name)
+    span: int = field(validator=_positive)
+
+
+@frozen
+class TimeBatch:
+    """`reference`: the batch grid's reference point (None: the first arrival's
+    time). `start_eager` implies `force_update` (Esper's TimeBatchFlags)."""
+
+    KIND: ClassVar[str] = "time_batch"
+    span: int = field(validator=_positive)
+    reference: int | None = field(default=None, validator=_optional_int)
+    force_update: bool = False
+    start_eager: bool = False
+
+    def __attrs_post_init__(self):
+        if self.start_eager and not self.force_update:
+            raise InvalidSpec("time_batch: START_EAGER implies FORCE_UPDATE; set force_update too")
+
+
+@frozen
+class ExtTimedBatch:
+    KIND: ClassVar[str] = "ext_timed_batch"
+    timestamp: str = field(validator=_property_name)
+    span: int = field(validator=_positive)
+    reference: int | None = field(default=None, validator=_optional_int)
+
+
+@frozen
+class KeepAll:
+    KIND: ClassVar[str] = "keepall"
+
+
+@frozen
+class FirstLength:
+    KIND: ClassVar[str] = "firstlength"
+    size: int = field(validator=_positive)
+
+
+@frozen
+class FirstTime:
+    KIND: ClassVar[str] = "firsttime"
+    span: int = field(validator=_positive)
+
+
+@frozen
+class FirstEvent:
+    KIND: ClassVar[str] = "firstevent"
+
+
+@frozen
+class LastEvent:
+    KIND: ClassVar[str] = "lastevent"
+
+
+@frozen
+class Unique:
+    KIND: ClassVar[str] = "unique"
+    keys: tuple[str, ...] = field(converter=tuple, validator=_property_names)
+
+
+@frozen
+class FirstUnique:
+    KIND: ClassVar[str] = "firstunique"
+    keys: tuple[str, ...] = field(converter=tuple, validator=_property_names)
+
+
+DataWindow = Union[
+    Length, LengthBatch, Time, ExtTimed, TimeBatch, ExtTimedBatch, KeepAll,
+    FirstLength, FirstTime, FirstEvent, LastEvent, Unique, FirstUnique,
+]
+DATA_WINDOWS: tuple[type, ...] = DataWindow.__args__  # type: ignore[attr-defined]
+BATCH_WINDOWS = (LengthBatch, TimeBatch, ExtTimedBatch)
+
+
+def _members(inst, attribute, value):
+    if len(value) < 2:
+        raise InvalidSpec(f"{type(inst).KIND}: needs at least two data windows")
+    for member in value:
+        if not isinstance(member, DATA_WINDOWS):
+            raise InvalidSpec(f"{type(inst).KIND}: {member!r} cannot be a member")
+
+
+@frozen
+class Intersection:
+    """Several data windows on one stream, an event held while every member holds it."""
+
+    KIND: ClassVar[str] = "intersection"
+    members: tuple[DataWindow, ...] = field(converter=tuple, validator=_members)
+
+
+@frozen
+class RetainUnion:
+    """Several data windows on one stream, an event held while any member holds it."""
+
+    KIND: ClassVar[str] = "retain_union"
+    members: tuple[DataWindow, ...] = field(converter=tuple, validator=_members)
+
+
+def _grouped(inst, attribute, value):
+    if not isinstance(value, DATA_WINDOWS + (Intersection, RetainUnion)):
+        raise InvalidSpec(f"groupwin: cannot group {value!r}")
+
+
+@frozen
+class GroupWin:
+    """A complete copy of `window` per distinct value of `keys`, created on the
+    key's first event (Esper `#groupwin`)."""
+
+    KIND: ClassVar[str] = "groupwin"
+    keys: tuple[str, ...] = field(converter=tuple, validator=_property_names)
+    window: DataWindow | Intersection | RetainUnion = field(validator=_grouped)
+
+
+WindowSpec = Union[DataWindow, Intersection, RetainUnion, GroupWin]
+WINDOW_SPECS: tuple[type, ...] = DATA_WINDOWS + (Intersection, RetainUnion, GroupWin)
+
+
+def spec_kind(spec: WindowSpec) -> str:
+    """A short name for reports: `length`, `groupwin/time_batch`, `intersection`."""
+    if isinstance(spec, GroupWin):
+        return f"groupwin/{spec_kind(spec.window)}"
+    return spec.KIND
+
+
+def is_float_equal(a: Any, b: Any) -> bool:
+    """Equality of property values under CORPUS.md: floats within relative 1e-9, NaN equal to NaN."""
+    if isinstance(a, float) or isinstance(b, float):
+        if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or isinstance(a, bool) or isinstance(b, bool):
+            return False
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0) or a == b
+    return a == b
