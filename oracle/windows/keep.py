@@ -1,0 +1,68 @@
+"""Windows that keep events by position alone: `#keepall`, `#firstevent`,
+`#lastevent`. None has a timer."""
+
+from __future__ import annotations
+
+from oracle.model import Event, FirstEvent, KeepAll, LastEvent
+from oracle.windows.base import Post, UntimedWindow
+
+
+class KeepAllWindow(UntimedWindow):
+    """`#keepall`: every event, kept for ever (seed 14.3.9; esper.md §1 `#keepall`).
+
+    * Arrival: kept and posted as new, with no old data. Nothing ever leaves.
+    """
+
+    def __init__(self, spec: KeepAll, now: int):
+        self.events: list[Event] = []
+
+    def on_event(self, event: Event, now: int) -> list[Post]:
+        self.events.append(event)
+        return [Post((event,))]
+
+    def contents(self) -> list[Event]:
+        return list(self.events)
+
+
+class FirstEventWindow(UntimedWindow):
+    """`#firstevent`: the very first event, kept for ever (seed 14.3.17;
+    esper.md §1 `#firstevent`).
+
+    * The first arrival is kept and posted as new; every later arrival is
+      dropped silently (no update).
+    """
+
+    def __init__(self, spec: FirstEvent, now: int):
+        self.first: Event | None = None
+
+    def on_event(self, event: Event, now: int) -> list[Post]:
+        if self.first is not None:
+            return []
+        self.first = event
+        return [Post((event,))]
+
+    def contents(self) -> list[Event]:
+        return [self.first] if self.first is not None else []
+
+
+class LastEventWindow(UntimedWindow):
+    """`#lastevent`: the last event, a length window of size 1 (seed 14.3.16;
+    esper.md §1 `#lastevent`).
+
+    * Arrival: one post, new = [arrival], old = [the previous last event] (none
+      the first time).
+    """
+
+    def __init__(self, spec: LastEvent, now: int):
+        self.last: Event | None = None
+
+    def on_event(self, event: Event, now: int) -> list[Post]:
+        replaced = (self.last,) if self.last is not None else ()
+        self.last = event
+        return [Post((event,), replaced)]
+
+    def contents(self) -> list[Event]:
+        return [self.last] if self.last is not None else []
+
+
+REGISTRY = {KeepAll: KeepAllWindow, FirstEvent: FirstEventWindow, LastEvent: LastEventWindow}

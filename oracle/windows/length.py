@@ -1,0 +1,91 @@
+"""Count-based windows: `#length(n)`, `#length_batch(n)`, `#firstlength(n)`.
+
+None of them has a timer. Events arrive one at a time (the driver never hands a
+window an upstream batch), so esper.md's multi-event rules reduce to one event.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from oracle.model import Event, FirstLength, Length, LengthBatch
+from oracle.windows.base import Post, UntimedWindow
+
+
+class LengthWindow(UntimedWindow):
+    """`#length(n)`: a sliding window of the last n events (seed 14.3.1;
+    esper.md §1 `#length(n)`).
+
+    * Arrival: the event is appended; if the window now holds n + 1 events the
+      oldest is pushed out. One post: new = [arrival], old = [pushed out] (or none).
+    * No timers; nothing leaves except by being pushed out.
+    """
+
+    def __init__(self, spec: Length, now: int):
+        self.size = spec.size
+        self.events: deque[Event] = deque()
+
+    def on_event(self, event: Event, now: int) -> list[Post]:
+        self.events.append(event)
+        if len(self.events) > self.size:
+            return [Post((event,), (self.events.popleft(),))]
+        return [Post((event,))]
+
+    def contents(self) -> list[Event]:
+        return list(self.events)
+
+
+class LengthBatchWindow(UntimedWindow):
+    """`#length_batch(n)`: a tumbling window of n events (seed 14.3.2;
+    esper.md §1 `#length_batch(n)`).
+
+    * Arrival: the event joins the open batch. When the batch holds n events, one
+      post: new = the batch, old = the previous batch (arrival order each); the
+      batch becomes the previous batch and a new one opens.
+    * An arrival that does not complete a batch posts nothing. No timers.
+    * `contents()`: the last released batch, the events a subscriber holds as
+      inserted and not yet removed. Decided: the open batch is buffered, not yet
+      in the window, so replaying the updates reproduces `contents()`.
+    """
+
+    def __init__(self, spec: LengthBatch, now: int):
+        self.size = spec.size
+        self.batch: list[Event] = []
+        self.previous: list[Event] = []
+
+    def on_event(self, event: Event, now: int) -> list[Post]:
+        self.batch.append(event)
+        if len(self.batch) < self.size:
+            return []
+        post = Post(self.batch, self.previous)
+        self.previous, self.batch = self.batch, []
+        return [post]
+
+    def contents(self) -> list[Event]:
+        return list(self.previous)
+
+
+class FirstLengthWindow(UntimedWindow):
+    """`#firstlength(n)`: the first n events, kept for ever (seed 14.3.10;
+    esper.md §1 `#firstlength(n)`).
+
+    * Arrival while fewer than n are held: kept and posted as new.
+    * Arrival into a full window: dropped silently (no update at all).
+    * Nothing ever leaves. No timers.
+    """
+
+    def __init__(self, spec: FirstLength, now: int):
+        self.size = spec.size
+        self.events: list[Event] = []
+
+    def on_event(self, event: Event, now: int) -> list[Post]:
+        if len(self.events) >= self.size:
+            return []
+        self.events.append(event)
+        return [Post((event,))]
+
+    def contents(self) -> list[Event]:
+        return list(self.events)
+
+
+REGISTRY = {Length: LengthWindow, LengthBatch: LengthBatchWindow, FirstLength: FirstLengthWindow}

@@ -1,0 +1,118 @@
+"""Time-based sliding windows: `#time(t)`, `#ext_timed(ts, t)`, `#firsttime(t)`."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from oracle.model import Event, ExtTimed, FirstTime, Time
+from oracle.windows.base import Post, UntimedWindow
+from oracle.windows.keys import timestamp_of
+
+
+class TimeWindow:
+    """`#time(t)`: the events of the last t ms of runtime time (seed 14.3.3;
+    esper.md §2 `#time(t)`).
+
+    * Arrival at `now`: the event is stamped `now` and appended, and posted as new.
+      If the window was empty, a timer is armed at `now + t`.
+    * Timer at `now`: every event stamped `<= now - t` leaves, oldest first
+      (arrival order among equal stamps), in one post of old data; an event that
+      arrived at `a` leaves at exactly `a + t`, and ties leave together. Then, if
+      events remain, the timer is re-armed at `oldest stamp + t` (always after `now`).
+    * A jump fires the timer once, at the jump target: one post covers every
+      event stamped `<= target - t` (esper.md §0.1).
+    """
+
+    def __init__(self, spec: Time, now: int):
+        self.span = spec.span
+        self.stamped: deque[tuple[int, Event]] = deque()
+        self.due: int | None = None
+
+    def on_event(self, event: Event, now: int) -> list[Post]:
+        if not self.stamped:
+            self.due = now + self.span
+        self.stamped.append((now, event))
+        return [Post((event,))]
+
+    def on_timer(self, now: int) -> list[Post]:
+        expired = []
+        while self.stamped and self.stamped[0][0] <= now - self.span:
+            expired.append(self.stamped.popleft()[1])
+        self.due = self.stamped[0][0] + self.span if self.stamped else None
+        return [Post((), expired)] if expired else []
+
+    def next_timer(self) -> int | None:
+        return self.due
+
+    def contents(self) -> list[Event]:
+        return [event for _, event in self.stamped]
+
+
+class ExtTimedWindow(UntimedWindow):
+    """`#ext_timed(ts, t)`: a sliding window over the events' own timestamps
+    (seed 14.3.4; esper.md §2 `#ext_timed(tsExpr, t)`).
+
+    * No runtime timers: nothing leaves unless an event arrives.
+    * Arrival: the event is appended **in arrival order** (not sorted) with its
+      timestamp `ts`. Then every event at the front whose timestamp is
+      `<= ts - t` leaves, front first, stopping at the first younger one. One
+      post: new = [arrival], old = the expired events.
+    * Out-of-order timestamps: an old event behind a younger one stays until
+      everything in front of it has left, and a late arrival expires nothing
+      newer than `its ts - t`. (An arrival never expires itself: events come one
+      at a time, and its own timestamp is after `ts - t`.)
+
+    Decided: a missing or non-integer timestamp raises `EventError` (see
+    `oracle.windows.keys.timestamp_of`).
+    """
+
+    def __init__(self, spec: ExtTimed, now: int):
+        self.timestamp = spec.timestamp
+        self.span = spec.span
+        self.stamped: deque[tuple[int, Event]] = deque()
+
+    def on_event(self, event: Event, now: int) -> list[Post]:
+        ts = timestamp_of(event, self.timestamp)
+        self.stamped.append((ts, event))
+        expired = []
+        while self.stamped and self.stamped[0][0] <= ts - self.span:
+            expired.append(self.stamped.popleft()[1])
+        return [Post((event,), expired)]
+
+    def contents(self) -> list[Event]:
+        return [event for _, event in self.stamped]
+
+
+class FirstTimeWindow:
+    """`#firsttime(t)`: the events that arrive within t ms of the window's
+    creation, kept for ever (seed 14.3.11; esper.md §2 `#firsttime(t)`).
+
+    * The timer is armed at creation, for `creation + t` (not at the first event).
+    * Until it fires, every arrival is kept and posted as new. When it fires it
+      posts nothing; afterwards arrivals are dropped silently. An event arriving
+      at exactly `creation + t` is dropped: the trace's advance fired the timer first.
+    * Nothing ever leaves.
+    """
+
+    def __init__(self, spec: FirstTime, now: int):
+        self.due: int | None = now + spec.span
+        self.events: list[Event] = []
+
+    def on_event(self, event: Event, now: int) -> list[Post]:
+        if self.due is None:
+            return []
+        self.events.append(event)
+        return [Post((event,))]
+
+    def on_timer(self, now: int) -> list[Post]:
+        self.due = None
+        return []
+
+    def next_timer(self) -> int | None:
+        return self.due
+
+    def contents(self) -> list[Event]:
+        return list(self.events)
+
+
+REGISTRY = {Time: TimeWindow, ExtTimed: ExtTimedWindow, FirstTime: FirstTimeWindow}

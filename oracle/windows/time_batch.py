@@ -1,0 +1,122 @@
+"""Time-based tumbling windows: `#time_batch(t[, ref][, flags])` and
+`#ext_timed_batch(ts, t[, ref])`.
+
+Both release batches on a grid `ref + k*t`. The next grid point strictly after
+a time `c` is Esper's `deltaAddWReference` (esper.md §0.2): `c + ((ref - c) mod t)`,
+or `c + t` where that distance is 0.
+"""
+
+from __future__ import annotations
+
+from oracle.model import Event, ExtTimedBatch, TimeBatch
+from oracle.windows.base import Post, UntimedWindow
+from oracle.windows.keys import timestamp_of
+
+
+def next_grid_point(current: int, reference: int, span: int) -> int:
+    """The first point of the grid `reference + k*span` strictly after `current`."""
+    return current + ((reference - current) % span or span)
+
+
+class TimeBatchWindow:
+    """`#time_batch(t[, ref][, "FORCE_UPDATE, START_EAGER"])`: batches released
+    every t ms of runtime time (seed 14.3.5; esper.md §2 `#time_batch`).
+
+    * Reference point: `ref` if given, else the runtime time of the first arrival
+      ever; it is set once and kept for the life of the window, so batches stay on
+      the grid `ref + k*t` even after the window went idle.
+    * Arrival: buffered, nothing posted. If no timer is armed, one is armed at the
+      next grid point strictly after `now` (an arrival exactly on a grid point,
+      after that point's batch fired, goes into the next batch).
+    * Timer at `now`: one post, new = the open batch, old = the previous batch
+      (arrival order each). If both are empty nothing is posted, unless
+      FORCE_UPDATE: then an empty post. The timer is re-armed at the next grid point
+      after `now` only if either batch was non-empty, or FORCE_UPDATE; so without
+      it the timer stops after the first interval where both were empty, and the
+      next arrival re-arms it on the original grid.
+    * START_EAGER (which implies FORCE_UPDATE, seed 14.3.5) arms the timer at
+      creation, with the reference = the creation time; the `ref` parameter is then
+      not consulted (esper.md §2, [src]).
+    * A jump over several grid points fires once, at the jump target; the next
+      timer is the next grid point after the target (esper.md §0.1).
+    * `contents()`: the last released batch (see `LengthBatchWindow`).
+    """
+
+    def __init__(self, spec: TimeBatch, now: int):
+        self.span = spec.span
+        self.force_update = spec.force_update
+        self.reference = now if spec.start_eager else spec.reference
+        self.batch: list[Event] = []
+        self.previous: list[Event] = []
+        self.due = next_grid_point(now, self.reference, self.span) if spec.start_eager else None
+
+    def on_event(self, event: Event, now: int) -> list[Post]:
+        if self.reference is None:
+            self.reference = now
+        if self.due is None:
+            self.due = next_grid_point(now, self.reference, self.span)
+        self.batch.append(event)
+        return []
+
+    def on_timer(self, now: int) -> list[Post]:
+        released, previous = self.batch, self.previous
+        posts = [Post(released, previous)] if released or previous or self.force_update else []
+        self.due = next_grid_point(now, self.reference, self.span) if posts else None
+        self.previous, self.batch = released, []
+        return posts
+
+    def next_timer(self) -> int | None:
+        return self.due
+
+    def contents(self) -> list[Event]:
+        return list(self.previous)
+
+
+class ExtTimedBatchWindow(UntimedWindow):
+    """`#ext_timed_batch(ts, t[, ref])`: batches cut by the events' own timestamps
+    (seed 14.3.6; esper.md §2 `#ext_timed_batch`).
+
+    * No runtime timers: batches are released only by arrivals.
+    * Reference point: `ref` if given, else the first event's timestamp.
+    * Arrival with timestamp `ts`: if the open batch is non-empty, let `oldest` be
+      the timestamp of its first event (Esper's `determineOldestTimestamp`: the
+      first in arrival order, not the smallest) and `close` the next grid point
+      strictly after `oldest`. If `ts >= close` (inclusive), one post: new = the open batch,
+      old = the previous batch; the open batch becomes the previous one. Then the
+      arrival joins the (new) open batch: the event that closes a batch starts the
+      next one.
+    * An out-of-order event (`ts` before `oldest`) just joins the open batch. No
+      empty batch is ever posted: after a gap, one late event closes the batch
+      however many intervals old it is.
+    * `contents()`: the last released batch (see `LengthBatchWindow`).
+
+    Decided: a missing or non-integer timestamp raises `EventError` (see
+    `oracle.windows.keys.timestamp_of`).
+    """
+
+    def __init__(self, spec: ExtTimedBatch, now: int):
+        self.timestamp = spec.timestamp
+        self.span = spec.span
+        self.reference = spec.reference
+        self.batch: list[Event] = []
+        self.oldest: int | None = None
+        self.previous: list[Event] = []
+
+    def on_event(self, event: Event, now: int) -> list[Post]:
+        ts = timestamp_of(event, self.timestamp)
+        if self.reference is None:
+            self.reference = ts
+        posts = []
+        if self.batch and ts >= next_grid_point(self.oldest, self.reference, self.span):
+            posts.append(Post(self.batch, self.previous))
+            self.previous, self.batch = self.batch, []
+        if not self.batch:
+            self.oldest = ts
+        self.batch.append(event)
+        return posts
+
+    def contents(self) -> list[Event]:
+        return list(self.previous)
+
+
+REGISTRY = {TimeBatch: TimeBatchWindow, ExtTimedBatch: ExtTimedBatchWindow}

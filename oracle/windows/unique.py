@@ -1,0 +1,65 @@
+"""Keyed windows: `#unique(keys)` and `#firstunique(keys)`. No timers.
+
+The key is the tuple of the named properties' values (`oracle.windows.keys.key_of`).
+Decided: a missing property is a null key value, and null is a key like any
+other (as seed 14.3.15 says of `#groupwin` keys): events missing the property
+share one key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oracle.model import Event, FirstUnique, Unique
+from oracle.windows.base import Post, UntimedWindow
+from oracle.windows.keys import key_of
+
+
+class UniqueWindow(UntimedWindow):
+    """`#unique(keys)`: the most recent event per key, a length window of size 1
+    per key (seed 14.3.14; esper.md §1 `#unique`).
+
+    * Arrival: one post, new = [arrival], old = [the event held under its key]
+      (none if the key is new); the arrival replaces it.
+    * `contents()`: the held events. Decided: in arrival order (Esper iterates
+      in hash order, which matters only for iteration, not for posts).
+    """
+
+    def __init__(self, spec: Unique, now: int):
+        self.keys = spec.keys
+        self.held: dict[tuple[Any, ...], Event] = {}
+
+    def on_event(self, event: Event, now: int) -> list[Post]:
+        key = key_of(event, self.keys)
+        replaced = self.held.pop(key, None)
+        self.held[key] = event
+        return [Post((event,), (replaced,) if replaced is not None else ())]
+
+    def contents(self) -> list[Event]:
+        return list(self.held.values())
+
+
+class FirstUniqueWindow(UntimedWindow):
+    """`#firstunique(keys)`: the first event per key, kept for ever (seed 14.3.18;
+    esper.md §1 `#firstunique`).
+
+    * Arrival with a new key: kept and posted as new.
+    * Arrival with a held key: dropped silently (no update). Nothing ever leaves.
+    """
+
+    def __init__(self, spec: FirstUnique, now: int):
+        self.keys = spec.keys
+        self.held: dict[tuple[Any, ...], Event] = {}
+
+    def on_event(self, event: Event, now: int) -> list[Post]:
+        key = key_of(event, self.keys)
+        if key in self.held:
+            return []
+        self.held[key] = event
+        return [Post((event,))]
+
+    def contents(self) -> list[Event]:
+        return list(self.held.values())
+
+
+REGISTRY = {Unique: UniqueWindow, FirstUnique: FirstUniqueWindow}

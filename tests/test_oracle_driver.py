@@ -1,0 +1,173 @@
+"""The driver's clock rules (oracle/run.py; CORPUS.md "Input items", DESIGN.md
+"The clock"), observed through real windows.
+
+Timelines read left to right in ms: `E1` an arrival, `|` a timer firing, `^` a
+jump target.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from oracle import run
+from oracle.cases import case_from_json
+from oracle.errors import InvalidTrace
+from oracle.model import (
+    Advance,
+    Arrive,
+    Event,
+    ExtTimed,
+    ExtTimedBatch,
+    GroupWin,
+    Jump,
+    KeepAll,
+    Length,
+    Time,
+    TimeBatch,
+    Trace,
+)
+
+
+def ev(event_id, time=None, op=None, **props):
+    return Arrive(Event(event_id, props), time=time, op=op)
+
+
+def updates(spec, items, start_time=0):
+    return [
+        (u.after, u.time, [e.id for e in u.insert], [e.id for e in u.remove])
+        for u in run(spec, Trace(items, start_time))
+    ]
+
+
+def test_walk_stops_at_each_due_time_and_jump_fires_once_at_the_target():
+    # time_batch(1000): E1 at 0, then to 2500
+    #   walk: 1000|[E1]  2000|-[E1]        jump: 2500^[E1]   (then 3000| -[E1])
+    walk = [ev("E1"), Advance(2500)]
+    jump = [ev("E1"), Jump(2500)]
+    assert updates(TimeBatch(1000), walk) == [(1, 1000, ["E1"], []), (1, 2000, [], ["E1"])]
+    assert updates(TimeBatch(1000), jump) == [(1, 2500, ["E1"], [])]
+
+
+def test_a_timer_scheduled_during_a_walk_fires_later_in_the_same_walk():
+    # time(1000): E1 at 0, E2 at 400; the expiry at 1000 re-arms at 1400,
+    # which the same walk reaches
+    items = [ev("E1"), ev("E2", time=400), Advance(5000)]
+    assert updates(Time(1000), items) == [
+        (0, 0, ["E1"], []),
+        (1, 400, ["E2"], []),
+        (2, 1000, [], ["E1"]),
+        (2, 1400, [], ["E2"]),
+    ]
+
+
+def test_a_timer_scheduled_during_a_jump_waits_for_the_next_clock_item():
+    # time_batch(1000): jump to 1000 releases [E1] and re-arms at 2000; the jump
+    # to 1000 does not fire it, the next jump to 2000 does
+    items = [ev("E1"), Jump(1000), Jump(1000), Jump(2000)]
+    assert updates(TimeBatch(1000), items) == [
+        (1, 1000, ["E1"], []),
+        (3, 2000, [], ["E1"]),
+    ]
+
+
+def test_a_jump_with_nothing_due_gives_no_update():
+    items = [ev("E1"), Jump(999)]
+    assert updates(Time(1000), items) == [(0, 0, ["E1"], [])]
+
+
+@pytest.mark.parametrize("clock_item", [Advance, Jump])
+def test_a_timer_due_at_an_events_arrival_fires_before_the_event(clock_item):
+    # time(1000): E1 at 0 expires at 1000, before E2 (arriving at 1000) is inserted
+    items = [ev("E1"), clock_item(1000), ev("E2")]
+    assert updates(Time(1000), items) == [
+        (0, 0, ["E1"], []),
+        (1, 1000, [], ["E1"]),
+        (2, 1000, ["E2"], []),
+    ]
+
+
+def test_the_time_shorthand_walks_first_and_the_updates_name_the_event_item():
+    # {"event": E2, "time": 2500} == {"advance": 2500}, then E2; the walk's
+    # updates are caused by item 1, the shorthand itself
+    short = [ev("E1"), ev("E2", time=2500)]
+    spelled = [ev("E1"), Advance(2500), ev("E2")]
+    assert updates(Time(1000), short) == [
+        (0, 0, ["E1"], []),
+        (1, 1000, [], ["E1"]),
+        (1, 2500, ["E2"], []),
+    ]
+    assert updates(Time(1000), spelled) == [
+        (0, 0, ["E1"], []),
+        (1, 1000, [], ["E1"]),
+        (2, 2500, ["E2"], []),
+    ]
+
+
+def test_the_shorthand_is_read_from_the_case_format():
+    case = case_from_json({
+        "dialect": "esper", "window": "#time(1 sec)", "start_time": 0,
+        "input": [{"event": {"id": "E1"}}, {"event": {"id": "E2"}, "time": 1000}],
+        "expected": [],
+    })
+    assert updates(Time(1000), case.trace.items) == [
+        (0, 0, ["E1"], []),
+        (1, 1000, [], ["E1"]),
+        (1, 1000, ["E2"], []),
+    ]
+
+
+def test_a_unit_that_posts_nothing_gives_no_update_and_an_empty_post_an_empty_one():
+    # time_batch(1000) without FORCE_UPDATE goes silent; with it, posts empty updates
+    items = [ev("E1"), Advance(4000)]
+    assert updates(TimeBatch(1000), items) == [(1, 1000, ["E1"], []), (1, 2000, [], ["E1"])]
+    assert updates(TimeBatch(1000, force_update=True), items) == [
+        (1, 1000, ["E1"], []),
+        (1, 2000, [], ["E1"]),
+        (1, 3000, [], []),
+        (1, 4000, [], []),
+    ]
+
+
+def test_the_end_of_the_trace_flushes_nothing():
+    assert updates(TimeBatch(1000), [ev("E1"), ev("E2", time=999)]) == []
+
+
+def test_a_start_time_is_the_clock_at_creation():
+    items = [ev("E1"), Advance(6000)]
+    assert updates(Time(1000), items, start_time=5000) == [
+        (0, 5000, ["E1"], []),
+        (1, 6000, [], ["E1"]),
+    ]
+
+
+@pytest.mark.parametrize("spec", [ExtTimed("ts", 1000), ExtTimedBatch("ts", 1000)])
+def test_a_missing_ext_timed_timestamp_is_an_invalid_trace_naming_the_item(spec):
+    items = [ev("E1", ts=0), Advance(10), ev("E2", other=5)]
+    with pytest.raises(InvalidTrace, match=r"trace item 2: event 'E2': timestamp property 'ts' is missing") as info:
+        run(spec, Trace(items))
+    assert info.value.index == 2
+
+
+def test_a_grouped_ext_timed_timestamp_error_names_the_item_too():
+    items = [ev("E1", symbol="A", ts=0), ev("E2", symbol="B", ts="late")]
+    with pytest.raises(InvalidTrace, match="'ts' is 'late', not an integer") as info:
+        run(GroupWin(["symbol"], ExtTimed("ts", 1000)), Trace(items))
+    assert info.value.index == 1
+
+
+@pytest.mark.parametrize("op", ["update", "upsert", "delete", "safedelete"])
+def test_operation_codes_are_rejected_by_esper_windows(op):
+    items = [ev("E1"), ev("E2", op=op)]
+    with pytest.raises(InvalidTrace, match=f"operation code '{op}' is not supported") as info:
+        run(Length(2), Trace(items))
+    assert info.value.index == 1
+
+
+def test_the_insert_operation_code_is_an_ordinary_arrival():
+    assert updates(KeepAll(), [ev("E1", op="insert")]) == [(0, 0, ["E1"], [])]
+
+
+def test_time_going_backwards_is_an_invalid_trace():
+    with pytest.raises(InvalidTrace) as info:
+        run(Length(2), Trace([Advance(1000), ev("E1", time=500)]))
+    assert info.value.index == 1
