@@ -49,6 +49,12 @@ class Event:
     def __repr__(self) -> str:
         return f"Event({self.id!r})"
 
+    def __deepcopy__(self, memo) -> Event:
+        return self  # immutable: a copy would be equal and interchangeable
+
+    def __reduce__(self):
+        return (Event, (self.id, dict(self.props)))
+
 
 # --------------------------------------------------------------------------- trace items
 

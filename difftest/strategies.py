@@ -1,0 +1,286 @@
+"""Hypothesis strategies for the differential harness: window specs, traces, cases.
+
+    >>> from hypothesis import given
+    >>> from difftest.strategies import cases
+    >>> @given(cases(kinds=["length", "groupwin/time_batch"]))
+    ... def test_same_output(case): ...
+
+* `windows(dialect, kinds)`: valid specs of the given kinds (`spec_kind` names:
+  "length", "time_batch", "groupwin/length", "intersection", ...). Each spec is
+  drawn, rendered to the dialect's text and parsed back, so every generated case
+  also exercises the dialect's parser and renderer; the parsed spec is returned
+  (and must equal the drawn one). `kinds=None` means every kind the oracle runs
+  today (`implemented_kinds()`): the data windows and `groupwin` around each, and
+  intersections and unions once the oracle has them.
+* `traces(properties, max_items)`: a `Trace` of events and clock moves.
+* `cases(dialect, kinds)`: a `GeneratedCase`, a window (spec and text) and a trace.
+
+Aimed at the hard cases of DESIGN.md "Differential harness":
+
+* A coarse grid: spans are multiples of `GRID` (500 ms) up to 4 s, clock moves
+  are mostly grid steps, so due times fall on arrival times; reference points
+  are on the grid and off it (1, 250, 1250, 2999 ms), and negative or far ahead.
+* Bursts of several events at one instant; events with the `{"event", "time"}`
+  shorthand; walks (`advance`) and jumps over many due times; long idle
+  stretches, so batches come out empty and FORCE_UPDATE posts; now and then a
+  trace four times longer than usual.
+* Few distinct key values, so keys repeat; a value the trace has not used yet
+  becomes likelier as the trace goes on (new groups late in a trace); a missing
+  key property (null) is a key like any other.
+* Event timestamps (`ts`, for ext_timed and ext_timed_batch) walk forward on the
+  grid, sometimes standing still (ties) and sometimes stepping back (late events).
+* Small sizes (1..5), so windows fill and evict early.
+
+Everything is drawn from Hypothesis (no `random`), so runs are reproducible and
+a failing case shrinks to a minimal one: each choice lists its simplest value first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from attrs import frozen
+from hypothesis import strategies as st
+
+from oracle.dialects import parse, render
+from oracle.errors import UnsupportedWindow
+from oracle.model import (
+    BATCH_WINDOWS,
+    Advance,
+    Arrive,
+    Event,
+    ExtTimed,
+    ExtTimedBatch,
+    FirstEvent,
+    FirstLength,
+    FirstTime,
+    FirstUnique,
+    GroupWin,
+    Intersection,
+    Jump,
+    KeepAll,
+    LastEvent,
+    Length,
+    LengthBatch,
+    RetainUnion,
+    Time,
+    TimeBatch,
+    Trace,
+    TraceItem,
+    Unique,
+    WindowSpec,
+)
+from oracle.windows import make_window
+
+GRID = 500
+"""The clock grid, ms: spans, most clock moves and timestamps are multiples of it."""
+
+SYMBOLS = ("IBM", "MSFT", None, "GE")
+"""Values of `symbol`; None: the event has no `symbol` (a null key)."""
+
+KEY_VALUES = ("A", "B", None, "C")
+"""Values of any other key property a window uses (None: missing)."""
+
+KEY_PROPERTIES = ("symbol", "feed")
+"""The properties generated windows key by (unique, firstunique, groupwin)."""
+
+TIMESTAMP = "ts"
+"""The timestamp property of generated ext_timed and ext_timed_batch windows."""
+
+# --------------------------------------------------------------------------- window specs
+
+sizes = st.integers(1, 5)
+spans = st.integers(1, 8).map(lambda k: k * GRID)
+references = st.one_of(
+    st.integers(0, 10).map(lambda k: k * GRID),
+    st.sampled_from([1, 250, 1250, 2999, -GRID, -1, 100 * GRID]),
+)
+key_names = st.lists(st.sampled_from(KEY_PROPERTIES), min_size=1, max_size=2, unique=True).map(tuple)
+flow_control = st.sampled_from([(False, False), (True, False), (True, True)])
+
+DATA_WINDOW_SPECS: dict[str, st.SearchStrategy] = {
+    "length": st.builds(Length, sizes),
+    "length_batch": st.builds(LengthBatch, sizes),
+    "time": st.builds(Time, spans),
+    "ext_timed": st.builds(ExtTimed, st.just(TIMESTAMP), spans),
+    "time_batch": st.builds(lambda span, ref, flags: TimeBatch(span, ref, *flags), spans, st.none() | references, flow_control),
+    "ext_timed_batch": st.builds(ExtTimedBatch, st.just(TIMESTAMP), spans, st.none() | references),
+    "keepall": st.just(KeepAll()),
+    "firstlength": st.builds(FirstLength, sizes),
+    "firsttime": st.builds(FirstTime, spans),
+    "firstevent": st.just(FirstEvent()),
+    "lastevent": st.just(LastEvent()),
+    "unique": st.builds(Unique, key_names),
+    "firstunique": st.builds(FirstUnique, key_names),
+}
+"""One strategy per data-window kind."""
+
+_any_data_window = st.one_of(*DATA_WINDOW_SPECS.values())
+
+
+def _at_most_one_batch(members: list) -> bool:
+    return sum(isinstance(m, BATCH_WINDOWS) for m in members) <= 1
+
+
+UNGROUPED_SPECS: dict[str, st.SearchStrategy] = {
+    **DATA_WINDOW_SPECS,
+    # Esper rejects two batch windows in an intersection (esper.md §6)
+    "intersection": st.lists(_any_data_window, min_size=2, max_size=3).filter(_at_most_one_batch).map(Intersection),
+    "retain_union": st.lists(_any_data_window, min_size=2, max_size=3).map(RetainUnion),
+}
+
+SPECS: dict[str, st.SearchStrategy] = {
+    **UNGROUPED_SPECS,
+    **{f"groupwin/{kind}": st.builds(GroupWin, key_names, inner) for kind, inner in UNGROUPED_SPECS.items()},
+}
+"""One strategy per kind, keyed by `spec_kind` name."""
+
+KINDS: tuple[str, ...] = tuple(SPECS)
+
+# The simplest spec of each kind, to ask the oracle whether it runs the kind.
+_EXAMPLES: dict[str, WindowSpec] = {
+    "length": Length(1), "length_batch": LengthBatch(1), "time": Time(GRID), "ext_timed": ExtTimed(TIMESTAMP, GRID),
+    "time_batch": TimeBatch(GRID), "ext_timed_batch": ExtTimedBatch(TIMESTAMP, GRID), "keepall": KeepAll(),
+    "firstlength": FirstLength(1), "firsttime": FirstTime(GRID), "firstevent": FirstEvent(), "lastevent": LastEvent(),
+    "unique": Unique(("symbol",)), "firstunique": FirstUnique(("symbol",)),
+    "intersection": Intersection((Length(1), KeepAll())), "retain_union": RetainUnion((Length(1), KeepAll())),
+}
+
+
+def _runs(spec: WindowSpec) -> bool:
+    try:
+        make_window(spec, 0)
+    except UnsupportedWindow:
+        return False
+    return True
+
+
+def implemented_kinds() -> tuple[str, ...]:
+    """The kinds the oracle runs now: a grouped kind when the oracle has both
+    groupwin and the grouped window's classes."""
+    ungrouped = [kind for kind in UNGROUPED_SPECS if _runs(_EXAMPLES[kind])]
+    grouped = [f"groupwin/{kind}" for kind in ungrouped if _runs(GroupWin(("symbol",), _EXAMPLES[kind]))]
+    return tuple(ungrouped + grouped)
+
+
+def _kinds(kinds: str | Iterable[str] | None) -> tuple[str, ...]:
+    if kinds is None:
+        chosen = implemented_kinds()
+        if not chosen:
+            raise ValueError("the oracle implements no window kind yet")
+        return chosen
+    chosen = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    unknown = [k for k in chosen if k not in SPECS]
+    if unknown or not chosen:
+        raise ValueError(f"unknown window kind(s) {unknown}; known: {', '.join(KINDS)}")
+    return chosen
+
+
+def windows(dialect: str = "esper", kinds: str | Iterable[str] | None = None) -> st.SearchStrategy[WindowSpec]:
+    """Valid specs of `kinds` (None: `implemented_kinds()`), each rendered in
+    `dialect` and parsed back; the parsed spec is drawn."""
+
+    def through_text(spec: WindowSpec) -> WindowSpec:
+        text = render(spec, dialect)
+        parsed = parse(text, dialect)
+        if parsed != spec:
+            raise AssertionError(f"the {dialect} dialect does not round-trip {spec!r}: {text!r} parses to {parsed!r}")
+        return parsed
+
+    return st.one_of(*(SPECS[kind] for kind in _kinds(kinds))).map(through_text)
+
+
+def key_properties(spec: WindowSpec) -> tuple[str, ...]:
+    """The properties `spec` keys events by (unique, firstunique, groupwin), in order."""
+    names: list[str] = []
+    if isinstance(spec, GroupWin):
+        names += spec.keys
+        spec = spec.window
+    members = spec.members if isinstance(spec, (Intersection, RetainUnion)) else (spec,)
+    for member in members:
+        if isinstance(member, (Unique, FirstUnique)):
+            names += member.keys
+    return tuple(dict.fromkeys(names))
+
+
+# --------------------------------------------------------------------------- traces
+
+# Each list starts with its simplest choice, the one a failing case shrinks to.
+_STEPS = ("event", "advance", "burst", "event_at", "jump", "idle_advance", "idle_jump")
+_MOVES = (GRID, 0, 2 * GRID, 3 * GRID, 1, GRID // 2, 4 * GRID, 6 * GRID, 10 * GRID)
+_IDLE = (20 * GRID, 40 * GRID, 60 * GRID, 120 * GRID)
+_TS_STEPS = (GRID, 0, 2 * GRID, -GRID, 3 * GRID, -3 * GRID, 10 * GRID)
+_START_TIMES = (0, 0, 0, GRID, 2 * GRID + 1, 250)
+prices = st.integers(0, 40).map(lambda k: 10.0 + k / 4)
+
+
+def _key_value(draw, values: tuple, events_so_far: int):
+    """A key value; the later in the trace, the more of `values` are in play, so
+    values first seen late (new groups) turn up."""
+    in_play = min(len(values), 2 + events_so_far // 4)
+    return values[draw(st.integers(0, in_play - 1))]
+
+
+@st.composite
+def traces(draw, properties: Iterable[str] = (), max_items: int = 25) -> Trace:
+    """A trace of at most `max_items` items (now and then four times as many).
+
+    Every event has an id `E1`, `E2`, ... in arrival order, a float `price`, an
+    integer `ts` (the timestamp property) and, unless drawn missing, a `symbol`.
+    Each name in `properties` (the key properties of the window under test) that
+    is not one of these gets a value from `KEY_VALUES` or is missing.
+    `start_time` is usually 0."""
+    extra = tuple(name for name in dict.fromkeys(properties) if name not in ("symbol", "price", "ts", "id"))
+    long_trace = draw(st.sampled_from([False, False, False, False, False, False, False, True]))
+    target = draw(st.integers(0, max_items * 4 if long_trace else max_items))
+    start = draw(st.sampled_from(_START_TIMES))
+    clock, ts = start, draw(st.sampled_from([0, GRID, 2 * GRID]))
+    items: list[TraceItem] = []
+    count = 0
+
+    def event() -> Event:
+        nonlocal count, ts
+        count += 1
+        ts = max(0, ts + draw(st.sampled_from(_TS_STEPS)))
+        props = {"price": draw(prices), "ts": ts}
+        for name, values in (("symbol", SYMBOLS), *((name, KEY_VALUES) for name in extra)):
+            value = _key_value(draw, values, count - 1)
+            if value is not None:
+                props[name] = value
+        return Event(f"E{count}", props)
+
+    while len(items) < target:
+        step = draw(st.sampled_from(_STEPS))
+        if step == "event":
+            items.append(Arrive(event()))
+        elif step == "burst":
+            items += [Arrive(event()) for _ in range(draw(st.integers(2, 4)))]
+        elif step == "event_at":
+            clock += draw(st.sampled_from(_MOVES))
+            items.append(Arrive(event(), time=clock))
+        else:
+            clock += draw(st.sampled_from(_IDLE if step.startswith("idle") else _MOVES))
+            items.append(Jump(clock) if step.endswith("jump") else Advance(clock))
+    return Trace(tuple(items[:target]), start)
+
+
+# --------------------------------------------------------------------------- cases
+
+
+@frozen
+class GeneratedCase:
+    """A window, as a spec and as the dialect's text, and a trace to run it on."""
+
+    dialect: str
+    spec: WindowSpec
+    window: str
+    trace: Trace
+
+
+@st.composite
+def cases(draw, dialect: str = "esper", kinds: str | Iterable[str] | None = None, max_items: int = 25) -> GeneratedCase:
+    """A window of `kinds` (see `windows`) and a trace whose events carry the
+    properties the window keys by."""
+    spec = draw(windows(dialect, kinds))
+    trace = draw(traces(properties=key_properties(spec), max_items=max_items))
+    return GeneratedCase(dialect, spec, render(spec, dialect), trace)

@@ -1,0 +1,576 @@
+"""Esper's data-window syntax: `parse(text) -> WindowSpec`, `render(spec) -> str`.
+
+A window clause is what follows the stream name in `select irstream * from E<clause>`:
+one or more data windows and an optional `retain-union` / `retain-intersection`.
+
+Syntax (Esper's grammar `EsperEPL2Grammar.g4`, rules `viewExpressions`,
+`timePeriod`, `numberconstant`; seed 14.1):
+
+* `#name(params)` or `#ns:name(params)`, each window of the chain with `#`; or the
+  old form `.ns:name(params)`, where every window needs its namespace. The two
+  forms do not mix in one chain. A window without parameters may leave off the
+  parentheses (`#keepall`, `#keepall()`; seed 14.1 "you may leave parenthesis off").
+* Parameters: a time period (`2 minutes 5 seconds`, `1.5 sec`, `100 msec`), a
+  number (`10` seconds where a time is needed, `5000L`), a quoted string
+  (`"FORCE_UPDATE, START_EAGER"` or in single quotes), a property name (an
+  identifier or a backquoted name). Esper allows any expression; this dialect
+  takes these forms only, and anything else is a syntax error.
+* Time period units, largest first, each at most once (the grammar's order):
+  years/year, months/month, weeks/week, days/day, hours/hour,
+  minutes/minute/min, seconds/second/sec, milliseconds/millisecond/msec,
+  microseconds/microsecond/usec. Keywords are case-insensitive (Esper's lexer
+  reads a case-folded stream); window names and namespaces are not (the lookup
+  in `ViewEnum.forName` is an exact `equals`).
+
+Decided and documented:
+
+* Namespaces: Esper resolves `ns:name` in the registry of built-in windows, where
+  each window has exactly one namespace (`ViewEnum`: `win:length`, `std:unique`,
+  `ext:sort`, `stat:uni`; `PluggableObjectRegistryImpl.lookup`), so `#std:time(1)`
+  fails with "View name 'std:time' is not a known view name". This dialect does
+  the same: a namespace other than the window's own is an `InvalidSpec`.
+* Time is converted exactly with `Decimal` (Esper multiplies doubles and rounds);
+  a period that is not whole milliseconds (`0.0001 sec`, `1 usec`) is an
+  `InvalidSpec`. Years and months are calendar-aware in Esper: `UnsupportedWindow`.
+  A week is 7 days.
+* A bare number where a time is needed means seconds (seed 14.3.3 "time(125)";
+  esper.md §0.2): `#time(1.5)` is 1500 ms.
+* A reference point is a whole number of milliseconds, `L` suffix or not; a
+  fraction or a time period there is an `InvalidSpec` ("Time-Batch view requires a
+  Long-typed reference point in msec", `TimeBatchViewForge`).
+* Flow control (time_batch only): the string is split on commas, each word
+  trimmed and case-folded, empty words skipped; FORCE_UPDATE sets force_update,
+  START_EAGER sets both flags (`TimeBatchFlags.processKeywords`). With START_EAGER
+  the reference point is kept in the spec as written, though Esper ignores it then
+  (esper.md §2 `#time_batch`).
+* Several data windows form an intersection, or with `retain-union` a union
+  (seed 14.1; esper.md §6). With one data window the keyword changes nothing
+  (`ViewFactoryForgeUtil.buildIntersectionsUnions` builds no union for one) and
+  `render` leaves it off. At most one batch window in an intersection ("Cannot
+  combined multiple batch data windows into an intersection").
+* `#groupwin(keys)` must come first, once, and be followed by at least one data
+  window (`ViewFactoryForgeUtil.verifyGroups`, `addMergeViews`; esper.md §5). The
+  windows after it are grouped: one window, or their intersection / union.
+* Windows Esper has but the oracle does not model (sort, rank, time_order, ...,
+  merge, the derived-value windows) raise `UnsupportedWindow` naming the window,
+  whatever their parameters: a clause that GRAMMAR rejects is read again with
+  LOOSE_GRAMMAR (any parameters in balanced parentheses) to name its windows, so
+  `#sort(10, price desc)` is unsupported and `#foo(a b)` unknown, not a syntax error.
+
+Errors: a clause that does not parse raises `WindowSyntaxError` with the 1-based
+column (the character offset in the text plus one); a parameter the window cannot
+take raises `InvalidSpec` naming the window, the parameter and its column.
+
+`render` writes the canonical form: `#name(...)` without namespaces, periods as
+`N sec` when whole seconds else `N msec`, reference points as `NL`, flow control
+as `"FORCE_UPDATE"` or `"FORCE_UPDATE, START_EAGER"`, `retain-union` only for a
+union. `parse(render(s)) == s` for every valid spec.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from attrs import frozen
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+
+from oracle.errors import InvalidSpec, UnsupportedWindow, WindowSyntaxError
+from oracle.model import (
+    BATCH_WINDOWS,
+    ExtTimed,
+    ExtTimedBatch,
+    FirstEvent,
+    FirstLength,
+    FirstTime,
+    FirstUnique,
+    GroupWin,
+    Intersection,
+    KeepAll,
+    LastEvent,
+    Length,
+    LengthBatch,
+    RetainUnion,
+    Time,
+    TimeBatch,
+    Unique,
+    WindowSpec,
+)
+
+_TERMINALS = r"""
+HASH: "#"
+DOT: "."
+COLON: ":"
+LPAR: "("
+RPAR: ")"
+COMMA: ","
+SIGN: "-" | "+"
+NAME: /[A-Za-z_][A-Za-z0-9_]*/
+TICKED: /`[^`]*`/
+STRING: /"[^"\\]*"/ | /'[^'\\]*'/
+NUMBER: /\d+[lL]|(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?[dDfF]?/
+UNIT: /(years?|months?|weeks?|days?|hours?|minutes?|min|milliseconds?|msec|microseconds?|usec|seconds?|sec)\b/i
+RETAIN: /retain-(union|intersection)\b/i
+
+%import common.WS
+%ignore WS
+"""
+
+GRAMMAR = r"""
+clause: (hash_view+ | dot_view+) RETAIN?
+
+hash_view: HASH (NAME COLON)? NAME params?
+dot_view: DOT NAME COLON NAME params?
+params: LPAR [param (COMMA param)*] RPAR
+
+?param: period | number | string | name
+period: part+
+part: number UNIT
+number: SIGN? NUMBER
+string: STRING
+name: NAME | TICKED
+""" + _TERMINALS
+
+LOOSE_GRAMMAR = r"""
+// Only to name the windows of a clause that GRAMMAR rejects, whatever their
+// parameters (`#sort(10, price desc)`, `#expr(current_count <= 2)`).
+loose: (loose_view+ | loose_dot_view+) RETAIN?
+loose_view: HASH (NAME COLON)? NAME group?
+loose_dot_view: DOT NAME COLON NAME group?
+group: LPAR (group | STRING | OTHER)* RPAR
+OTHER: /[^()"'\s#.][^()"'\s]*/
+""" + _TERMINALS
+
+_DESCRIBE = {
+    "HASH": "'#'", "DOT": "'.'", "COLON": "':'", "LPAR": "'('", "RPAR": "')'", "COMMA": "','",
+    "SIGN": "a sign", "NAME": "a name", "TICKED": "a `backquoted` name", "STRING": "a quoted string",
+    "NUMBER": "a number", "UNIT": "a time unit (msec, sec, min, hour, day, ...)",
+    "RETAIN": "retain-union or retain-intersection", "$END": "the end of the clause",
+}
+
+# --------------------------------------------------------------------------- window names
+
+# Every built-in window of Esper and its namespace (`ViewEnum`).
+NAMESPACES = {
+    "length": "win", "length_batch": "win", "time": "win", "ext_timed": "win", "time_batch": "win",
+    "ext_timed_batch": "win", "time_length_batch": "win", "time_accum": "win", "keepall": "win",
+    "firstlength": "win", "firsttime": "win", "expr": "win", "expr_batch": "win",
+    "unique": "std", "groupwin": "std", "merge": "std", "lastevent": "std", "firstevent": "std",
+    "firstunique": "std", "size": "std",
+    "sort": "ext", "rank": "ext", "time_order": "ext", "timetolive": "ext",
+    "uni": "stat", "linest": "stat", "correl": "stat", "weighted_avg": "stat",
+}
+UNSUPPORTED = (
+    "time_length_batch", "time_accum", "expr", "expr_batch", "merge", "size", "sort", "rank",
+    "time_order", "timetolive", "uni", "linest", "correl", "weighted_avg",
+)
+
+# --------------------------------------------------------------------------- time units
+
+# The time units in the grammar's order, largest first: keywords, ms per unit
+# (None: a calendar unit).
+_UNIT_ORDER = (
+    (("years", "year"), None),
+    (("months", "month"), None),
+    (("weeks", "week"), Decimal(7 * 86_400_000)),
+    (("days", "day"), Decimal(86_400_000)),
+    (("hours", "hour"), Decimal(3_600_000)),
+    (("minutes", "minute", "min"), Decimal(60_000)),
+    (("seconds", "second", "sec"), Decimal(1000)),
+    (("milliseconds", "millisecond", "msec"), Decimal(1)),
+    (("microseconds", "microsecond", "usec"), Decimal("0.001")),
+)
+# keyword (lower case) -> (rank in that order, ms per unit)
+_UNITS = {word: (rank, ms) for rank, (words, ms) in enumerate(_UNIT_ORDER) for word in words}
+
+
+# --------------------------------------------------------------------------- parse tree
+
+
+@frozen
+class Param:
+    """One window parameter as written: `kind` is period, number, string or name.
+
+    `value`: a period's milliseconds (Decimal), a number's value (Decimal), a
+    string's contents, a name. `integral`: a number written as an integer literal.
+    `column`: 1-based column of its first character; `text`: the source text."""
+
+    kind: str
+    value: Any
+    column: int
+    text: str
+    integral: bool = False
+
+
+@frozen
+class View:
+    """One `#ns:name(params)` of the chain (`params` empty when written without ())."""
+
+    namespace: str | None
+    name: str
+    params: tuple[Param, ...]
+    column: int
+
+
+def _view(children: list, params: tuple[Param, ...]) -> View:
+    """A View from a view rule's children: HASH or DOT, [NAME COLON] NAME, ..."""
+    names = [t for t in children if isinstance(t, Token) and t.type == "NAME"]
+    namespace = str(names[0]) if len(names) == 2 else None
+    return View(namespace, str(names[-1]), params, children[0].start_pos + 1)
+
+
+class _ToViews(Transformer):
+    """Parse tree -> (list of `View`, retain keyword or None). Checks the order of
+    time-period units, a rule of the grammar (a `WindowSyntaxError`)."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.text = text
+
+    @v_args(inline=True)
+    def number(self, *tokens: Token) -> Param:
+        sign = tokens[0] if len(tokens) == 2 else None
+        digits = tokens[-1]
+        body = str(digits)
+        integral = body[-1] in "lL" or body.isdigit()
+        value = Decimal(body.rstrip("lLdDfF"))
+        if sign == "-":
+            value = -value
+        start = (sign or digits).start_pos
+        return Param("number", value, start + 1, self.text[start:digits.end_pos], integral)
+
+    @v_args(inline=True)
+    def part(self, number: Param, unit: Token) -> tuple[Param, Token]:
+        return number, unit
+
+    def period(self, parts: list[tuple[Param, Token]]) -> Param:
+        total = Decimal(0)
+        last_rank = -1
+        for number, unit in parts:
+            rank, ms = _UNITS[unit.lower()]
+            if rank <= last_rank:
+                raise WindowSyntaxError(
+                    f"time period units go from years down to microseconds, each at most once; {str(unit)!r} is out of place",
+                    self.text, unit.start_pos + 1)
+            last_rank = rank
+            if ms is None:
+                raise UnsupportedWindow(
+                    f"calendar time periods ({unit}) are not supported (column {unit.start_pos + 1}); "
+                    "Esper computes years and months on the calendar")
+            total += number.value * ms
+        first, last = parts[0][0], parts[-1][1]
+        return Param("period", total, first.column, self.text[first.column - 1:last.end_pos])
+
+    @v_args(inline=True)
+    def string(self, token: Token) -> Param:
+        return Param("string", str(token)[1:-1], token.start_pos + 1, str(token))
+
+    @v_args(inline=True)
+    def name(self, token: Token) -> Param:
+        value = str(token)[1:-1] if token.type == "TICKED" else str(token)
+        return Param("name", value, token.start_pos + 1, str(token))
+
+    def params(self, items: list) -> tuple[Param, ...]:
+        return tuple(p for p in items if isinstance(p, Param))
+
+    def hash_view(self, items: list) -> View:
+        return _view(items, items[-1] if isinstance(items[-1], tuple) else ())
+
+    dot_view = hash_view
+
+    def clause(self, items: list) -> tuple[list[View], str | None]:
+        retain = items[-1].lower() if isinstance(items[-1], Token) else None
+        return [v for v in items if isinstance(v, View)], retain
+
+
+_PARSER = Lark(GRAMMAR, start="clause", parser="lalr", lexer="contextual", maybe_placeholders=True)
+_LOOSE_PARSER = Lark(LOOSE_GRAMMAR, start="loose", parser="lalr", lexer="contextual")
+
+
+def _loose_views(text: str) -> list[View]:
+    """The windows named in a clause, whatever their parameters; [] if even that fails."""
+    try:
+        tree = _LOOSE_PARSER.parse(text)
+    except UnexpectedInput:
+        return []
+    return [_view(view.children, ()) for view in tree.children if not isinstance(view, Token)]  # not RETAIN
+
+
+def _syntax_error(exc: UnexpectedInput, text: str) -> WindowSyntaxError:
+    if isinstance(exc, UnexpectedCharacters):
+        column = exc.pos_in_stream + 1
+        found = f"unexpected character {text[exc.pos_in_stream]!r}"
+        expected = exc.allowed
+    else:
+        assert isinstance(exc, UnexpectedToken)
+        token = exc.token
+        if token.type == "$END":
+            column, found = len(text) + 1, "unexpected end of the clause"
+        else:
+            column, found = token.start_pos + 1, f"unexpected {str(token)!r}"
+        expected = exc.expected
+    wanted = sorted(_DESCRIBE.get(name, name) for name in expected)
+    return WindowSyntaxError(f"{found}; expected {' or '.join(wanted)}", text, column)
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+def _where(view: View, index: int) -> str:
+    param = view.params[index]
+    return f"{view.name}: parameter {index + 1} ({param.text!r} at column {param.column})"
+
+
+def _arity(view: View, low: int, high: int | None, what: str) -> None:
+    count = len(view.params)
+    if count < low or (high is not None and count > high):
+        raise InvalidSpec(f"{view.name} takes {what}, got {count} parameter{'s' if count != 1 else ''} (column {view.column})")
+
+
+def _size(view: View, index: int) -> int:
+    param = view.params[index]
+    if param.kind != "number" or not param.integral:
+        raise InvalidSpec(f"{_where(view, index)}: the size must be a whole number, got {_kind(param)}")
+    if param.value <= 0:
+        raise InvalidSpec(f"{_where(view, index)}: the size must be above 0")
+    return int(param.value)
+
+
+def _period(view: View, index: int) -> int:
+    """A time period, or a number of seconds."""
+    param = view.params[index]
+    if param.kind == "period":
+        ms = param.value
+    elif param.kind == "number":
+        ms = param.value * 1000
+    else:
+        raise InvalidSpec(f"{_where(view, index)}: needs a time period or a number of seconds, got {_kind(param)}")
+    if ms != ms.to_integral_value():
+        raise InvalidSpec(f"{_where(view, index)}: the time period must be whole milliseconds, got {ms.normalize():f} ms")
+    if ms <= 0:
+        raise InvalidSpec(f"{_where(view, index)}: the time period must be above 0, got {ms.normalize():f} ms")
+    return int(ms)
+
+
+def _property(view: View, index: int, role: str) -> str:
+    param = view.params[index]
+    if param.kind != "name":
+        raise InvalidSpec(f"{_where(view, index)}: needs a property name ({role}), got {_kind(param)}")
+    return param.value
+
+
+def _properties(view: View, role: str) -> tuple[str, ...]:
+    _arity(view, 1, None, f"one or more property names ({role})")
+    return tuple(_property(view, i, role) for i in range(len(view.params)))
+
+
+def _reference(view: View, index: int) -> int:
+    param = view.params[index]
+    if param.kind != "number" or not param.integral:
+        raise InvalidSpec(f"{_where(view, index)}: the reference point must be a whole number of milliseconds (like 5000L), got {_kind(param)}")
+    return int(param.value)
+
+
+FLOW_CONTROL = ("FORCE_UPDATE", "START_EAGER")
+_JAVA_BLANKS = "".join(map(chr, range(33)))  # what Java's String.trim() removes
+
+
+def _flags(view: View, index: int) -> tuple[bool, bool]:
+    """(force_update, start_eager) from a flow-control string (`TimeBatchFlags`)."""
+    param = view.params[index]
+    if param.kind != "string":
+        raise InvalidSpec(f"{_where(view, index)}: needs a quoted list of flow-control keywords ({', '.join(FLOW_CONTROL)}), got {_kind(param)}")
+    force = eager = False
+    for word in param.value.split(","):
+        keyword = word.strip(_JAVA_BLANKS).upper()
+        if not keyword:
+            continue
+        if keyword == "FORCE_UPDATE":
+            force = True
+        elif keyword == "START_EAGER":
+            force = eager = True
+        else:
+            raise InvalidSpec(f"{_where(view, index)}: unknown flow-control keyword {word.strip(_JAVA_BLANKS)!r}; valid: {', '.join(FLOW_CONTROL)}")
+    return force, eager
+
+
+def _kind(param: Param) -> str:
+    what = {"period": "a time period", "string": "a string", "name": "the property name"}
+    if param.kind == "number":
+        return "the whole number " + param.text if param.integral else "the decimal number " + param.text
+    return f"{what[param.kind]} {param.text}"
+
+
+# --------------------------------------------------------------------------- one window
+
+
+def _no_params(cls):
+    def build(view: View):
+        _arity(view, 0, 0, "no parameters")
+        return cls()
+    return build
+
+
+def _length_like(cls):
+    def build(view: View):
+        _arity(view, 1, 1, "1 parameter (size)")
+        return cls(_size(view, 0))
+    return build
+
+
+def _time_like(cls):
+    def build(view: View):
+        _arity(view, 1, 1, "1 parameter (a time period)")
+        return cls(_period(view, 0))
+    return build
+
+
+def _unique_like(cls):
+    def build(view: View):
+        return cls(_properties(view, "the unique key"))
+    return build
+
+
+def _ext_timed(view: View) -> ExtTimed:
+    _arity(view, 2, 2, "2 parameters (timestamp property, time period)")
+    return ExtTimed(_property(view, 0, "the timestamp"), _period(view, 1))
+
+
+def _ext_timed_batch(view: View) -> ExtTimedBatch:
+    _arity(view, 2, 3, "2 or 3 parameters (timestamp property, time period[, reference point])")
+    reference = _reference(view, 2) if len(view.params) == 3 else None
+    return ExtTimedBatch(_property(view, 0, "the timestamp"), _period(view, 1), reference)
+
+
+def _time_batch(view: View) -> TimeBatch:
+    """(period), (period, ref), (period, "flags"), (period, ref, "flags"):
+    a second parameter that is a string is the flow control (`TimeBatchViewForge`)."""
+    _arity(view, 1, 3, "1 to 3 parameters (time period[, reference point][, flow control])")
+    span = _period(view, 0)
+    args = view.params
+    if len(args) == 2 and args[1].kind == "string":
+        return TimeBatch(span, None, *_flags(view, 1))
+    reference = _reference(view, 1) if len(args) >= 2 else None
+    force, eager = _flags(view, 2) if len(args) == 3 else (False, False)
+    return TimeBatch(span, reference, force, eager)
+
+
+_BUILDERS = {
+    "length": _length_like(Length),
+    "length_batch": _length_like(LengthBatch),
+    "firstlength": _length_like(FirstLength),
+    "time": _time_like(Time),
+    "firsttime": _time_like(FirstTime),
+    "ext_timed": _ext_timed,
+    "time_batch": _time_batch,
+    "ext_timed_batch": _ext_timed_batch,
+    "keepall": _no_params(KeepAll),
+    "firstevent": _no_params(FirstEvent),
+    "lastevent": _no_params(LastEvent),
+    "unique": _unique_like(Unique),
+    "firstunique": _unique_like(FirstUnique),
+}
+
+
+def _resolve(view: View) -> None:
+    """Check the window's name and namespace against Esper's built-in windows."""
+    shown = f"{view.namespace}:{view.name}" if view.namespace else view.name
+    if view.name not in NAMESPACES:
+        hint = f" (names are case-sensitive: {view.name.lower()})" if view.name.lower() in NAMESPACES else ""
+        raise InvalidSpec(f"unknown window {shown!r} at column {view.column}{hint}; Esper's windows are: {', '.join(sorted(NAMESPACES))}")
+    if view.namespace is not None and view.namespace != NAMESPACES[view.name]:
+        raise InvalidSpec(f"unknown window {shown!r} at column {view.column}: {view.name} is {NAMESPACES[view.name]}:{view.name}")
+    if view.name in UNSUPPORTED:
+        raise UnsupportedWindow(f"the {view.name} window (column {view.column}) is not supported")
+
+
+# --------------------------------------------------------------------------- the chain
+
+
+def _combine(windows: list, retain: str | None, views: list[View]):
+    """One data window, or several as an intersection (default) or union."""
+    if len(windows) == 1:
+        return windows[0]
+    if retain == "retain-union":
+        return RetainUnion(windows)
+    batches = [v for v, w in zip(views, windows) if isinstance(w, BATCH_WINDOWS)]
+    if len(batches) > 1:
+        raise InvalidSpec(f"an intersection takes at most one batch window; {batches[0].name} (column {batches[0].column}) "
+                          f"and {batches[1].name} (column {batches[1].column}) are both batch windows")
+    return Intersection(windows)
+
+
+def parse(text: str) -> WindowSpec:
+    """The spec of an Esper window clause (`#groupwin(symbol)#length(2)`)."""
+    if not isinstance(text, str):
+        raise TypeError(f"a window clause is a string, got {type(text).__name__}")
+    try:
+        views, retain = _ToViews(text).transform(_PARSER.parse(text))
+    except UnexpectedInput as exc:
+        for view in _loose_views(text):  # an unknown or unsupported window explains it better
+            _resolve(view)
+        raise _syntax_error(exc, text) from None
+    except VisitError as exc:
+        raise exc.orig_exc from None
+    for view in views:
+        _resolve(view)
+    groups = [v for v in views if v.name == "groupwin"]
+    if views[-1].name == "groupwin":
+        raise InvalidSpec(f"groupwin (column {views[-1].column}) needs one or more data windows after it to group")
+    if len(groups) > 1:
+        raise InvalidSpec(f"only one groupwin per stream; a second one at column {groups[1].column}")
+    if groups and views[0] is not groups[0]:
+        raise InvalidSpec(f"groupwin (column {groups[0].column}) must come first, before the data windows")
+    data_views = views[1:] if groups else views
+    windows = [_BUILDERS[v.name](v) for v in data_views]
+    window = _combine(windows, retain, data_views)
+    if groups:
+        return GroupWin(_properties(groups[0], "the group key"), window)
+    return window
+
+
+# --------------------------------------------------------------------------- render
+
+
+def _render_period(ms: int) -> str:
+    return f"{ms // 1000} sec" if ms % 1000 == 0 else f"{ms} msec"
+
+
+def _render_window(spec) -> str:
+    if isinstance(spec, (Length, LengthBatch, FirstLength)):
+        return f"#{spec.KIND}({spec.size})"
+    if isinstance(spec, (Time, FirstTime)):
+        return f"#{spec.KIND}({_render_period(spec.span)})"
+    if isinstance(spec, ExtTimed):
+        return f"#ext_timed({spec.timestamp}, {_render_period(spec.span)})"
+    if isinstance(spec, ExtTimedBatch):
+        reference = "" if spec.reference is None else f", {spec.reference}L"
+        return f"#ext_timed_batch({spec.timestamp}, {_render_period(spec.span)}{reference})"
+    if isinstance(spec, TimeBatch):
+        params = [_render_period(spec.span)]
+        if spec.reference is not None:
+            params.append(f"{spec.reference}L")
+        if spec.force_update:
+            params.append('"FORCE_UPDATE, START_EAGER"' if spec.start_eager else '"FORCE_UPDATE"')
+        return f"#time_batch({', '.join(params)})"
+    if isinstance(spec, (KeepAll, FirstEvent, LastEvent)):
+        return f"#{spec.KIND}"
+    if isinstance(spec, (Unique, FirstUnique)):
+        return f"#{spec.KIND}({', '.join(spec.keys)})"
+    raise UnsupportedWindow(f"the esper dialect cannot write {spec!r}")
+
+
+def _render_chain(spec) -> str:
+    if isinstance(spec, Intersection):
+        return "".join(map(_render_window, spec.members))
+    if isinstance(spec, RetainUnion):
+        return "".join(map(_render_window, spec.members)) + " retain-union"
+    return _render_window(spec)
+
+
+def render(spec: WindowSpec) -> str:
+    """The canonical Esper text of `spec`; `parse(render(spec)) == spec`."""
+    if isinstance(spec, GroupWin):
+        return f"#groupwin({', '.join(spec.keys)})" + _render_chain(spec.window)
+    return _render_chain(spec)

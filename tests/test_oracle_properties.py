@@ -1,0 +1,115 @@
+"""Properties every oracle window keeps, over generated traces (DESIGN.md "Oracle":
+"cheap properties worth having").
+
+Each test runs one window kind on traces from `difftest.strategies.cases`, driving
+the window itself with `oracle.run.Driver`, and checks the window against its own
+update stream:
+
+* nothing is removed that was not inserted before (earlier, or earlier in the
+  same update: a unit of work lists its inserts first);
+* no event is removed more often than it was inserted;
+* replaying the updates (insert, then remove) gives the window's `contents()`
+  as a multiset, after every trace item;
+* a deep copy of the window taken between two items, fed the rest of the trace,
+  posts the same updates as the original.
+
+A kind the oracle does not run yet is skipped, naming it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from difftest.strategies import KINDS, GeneratedCase, cases, implemented_kinds
+from oracle.model import Trace, Update
+from oracle.run import Driver
+from oracle.windows import make_window
+
+IMPLEMENTED = implemented_kinds()
+
+
+def _kind(kind: str) -> str:
+    if kind not in IMPLEMENTED:
+        pytest.skip(f"the oracle does not run the {kind} window yet")
+    return kind
+
+
+def _driver(case: GeneratedCase) -> Driver:
+    trace = case.trace
+    return Driver(make_window(case.spec, trace.start_time), trace.start_time)
+
+
+def _steps(driver: Driver, trace: Trace, start: int = 0, stop: int | None = None):
+    """(index, updates of that item) for the items from `start` up to `stop`."""
+    for index in range(start, len(trace.items) if stop is None else stop):
+        yield index, driver.step(index, trace.items[index])
+
+
+def _ids(events) -> Counter:
+    return Counter(e.id for e in events)
+
+
+def _where(update: Update) -> str:
+    return f"update after item {update.after} at {update.time} ms (insert {[e.id for e in update.insert]}, remove {[e.id for e in update.remove]})"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@given(data=st.data())
+def test_nothing_removed_that_was_not_inserted_before(kind, data):
+    case = data.draw(cases(kinds=_kind(kind)), label="case")
+    inserted: set[str] = set()
+    for _, updates in _steps(_driver(case), case.trace):
+        for update in updates:
+            inserted |= {e.id for e in update.insert}
+            never = [e.id for e in update.remove if e.id not in inserted]
+            assert not never, f"{case.window}: {never} removed, never inserted, in the {_where(update)}"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@given(data=st.data())
+def test_no_event_removed_more_often_than_inserted(kind, data):
+    case = data.draw(cases(kinds=_kind(kind)), label="case")
+    inserted, removed = Counter(), Counter()
+    for _, updates in _steps(_driver(case), case.trace):
+        for update in updates:
+            inserted += _ids(update.insert)
+            removed += _ids(update.remove)
+            excess = removed - inserted
+            assert not excess, f"{case.window}: {sorted(excess)} removed more often than inserted, by the {_where(update)}"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@given(data=st.data())
+def test_replaying_the_updates_gives_the_contents(kind, data):
+    case = data.draw(cases(kinds=_kind(kind)), label="case")
+    driver = _driver(case)
+    held = Counter()
+    for index, updates in _steps(driver, case.trace):
+        for update in updates:
+            held += _ids(update.insert)
+            held -= _ids(update.remove)
+        contents = _ids(driver.window.contents())
+        assert held == contents, (
+            f"{case.window}: after item {index} the updates hold {sorted(held.elements())}, "
+            f"contents() is {sorted(contents.elements())}")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@given(data=st.data())
+def test_a_deep_copy_mid_trace_posts_the_same(kind, data):
+    case = data.draw(cases(kinds=_kind(kind)), label="case")
+    trace = case.trace
+    cut = data.draw(st.integers(0, len(trace.items)), label="cut")
+    original = _driver(case)
+    for _ in _steps(original, trace, 0, cut):
+        pass
+    twin = copy.deepcopy(original)
+    assert twin.window is not original.window
+    rest = [u for _, updates in _steps(original, trace, cut) for u in updates]
+    rest_of_twin = [u for _, updates in _steps(twin, trace, cut) for u in updates]
+    assert rest_of_twin == rest, f"{case.window}: the copy taken before item {cut} posts differently"

@@ -1,0 +1,57 @@
+"""The harness's strategies draw what they promise (difftest/strategies.py)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from difftest.strategies import GRID, KEY_VALUES, KINDS, SYMBOLS, cases, implemented_kinds, key_properties, traces, windows
+from oracle.dialects import parse
+from oracle.model import Arrive, GroupWin, Intersection, Length, Time, Unique, check_trace, clock_times, spec_kind
+
+
+@given(st.data())
+def test_windows_are_of_the_kinds_asked_for(data):
+    kinds = data.draw(st.lists(st.sampled_from(KINDS), min_size=1, max_size=3, unique=True), label="kinds")
+    spec = data.draw(windows("esper", kinds), label="spec")
+    assert spec_kind(spec) in kinds
+
+
+def test_default_kinds_are_the_ones_the_oracle_runs():
+    kinds = implemented_kinds()
+    assert "length" in kinds and "groupwin/length" in kinds
+    assert set(kinds) <= set(KINDS)
+
+
+def test_an_unknown_kind_is_refused():
+    with pytest.raises(ValueError, match="unknown window kind"):
+        windows("esper", ["lenght"])
+
+
+@given(traces(properties=("feed",)))
+def test_traces_are_valid_and_on_the_grid(trace):
+    check_trace(trace)
+    events = trace.events()
+    assert [e.id for e in events] == [f"E{n}" for n in range(1, len(events) + 1)]
+    for event in events:
+        assert isinstance(event.props["ts"], int) and event.props["ts"] % GRID == 0
+        assert isinstance(event.props["price"], float)
+        assert event.get("symbol") in SYMBOLS and event.get("feed") in KEY_VALUES
+    # clock moves are grid steps, or 1 ms / half a grid step off it
+    steps = {b - a for a, b in zip([trace.start_time] + clock_times(trace), clock_times(trace))}
+    assert all(s % GRID == 0 or s in (1, GRID // 2) for s in steps)
+
+
+@given(cases(kinds=["groupwin/unique", "ext_timed_batch"]))
+def test_cases_carry_the_text_of_their_window(case):
+    assert parse(case.window, case.dialect) == case.spec
+    keys = key_properties(case.spec)
+    assert all(isinstance(item.event.get("ts"), int) for item in case.trace.items if isinstance(item, Arrive))
+    assert set(keys) <= {"symbol", "feed"}
+
+
+def test_key_properties():
+    spec = GroupWin(("symbol",), Intersection((Unique(("feed", "symbol")), Length(2), Time(GRID))))
+    assert key_properties(spec) == ("symbol", "feed")
+    assert key_properties(Length(1)) == ()
