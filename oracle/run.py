@@ -28,59 +28,72 @@ def run(spec: WindowSpec, trace: Trace) -> tuple[Update, ...]:
 
 
 class Driver:
-    """Feeds trace items to one window, one unit of work at a time."""
+    """Feeds trace items to one window, one unit of work at a time, collecting the
+    updates in `updates`.
+
+    Kept lean, as it runs once per event: events are tested first, being the
+    commonest item, and a unit of one post reuses that post's tuples."""
 
     def __init__(self, window: Window, start_time: int):
         self.window = window
         self.clock = start_time
+        self.updates: list[Update] = []
 
-    def feed(self, trace: Trace):
+    def feed(self, trace: Trace) -> list[Update]:
+        """Every item of `trace` in turn; the updates posted so far."""
         for index, item in enumerate(trace.items):
             try:
-                yield from self.step(index, item)
+                self.apply(index, item)
             except EventError as exc:
                 raise InvalidTrace(str(exc), index) from None
+        return self.updates
 
     def step(self, index: int, item) -> list[Update]:
-        updates: list[Update] = []
-        if isinstance(item, Advance):
-            updates += self.walk(index, item.time)
+        """The updates one item posts (kept in `updates` too)."""
+        start = len(self.updates)
+        self.apply(index, item)
+        return self.updates[start:]
+
+    def apply(self, index: int, item) -> None:
+        if isinstance(item, Arrive):
+            if item.op is not None and item.op != "insert" and not getattr(self.window, "accepts_opcodes", False):
+                raise InvalidTrace(f"operation code {item.op!r} is not supported by this window", index)
+            if item.time is not None:
+                self.walk(index, item.time)
+            self.unit(index, self.clock, self.window.on_event(item.event, self.clock))
+        elif isinstance(item, Advance):
+            self.walk(index, item.time)
         elif isinstance(item, Jump):
             self.clock = item.time
             due = self.window.next_timer()
             if due is not None and due <= item.time:
-                updates += unit(index, item.time, self.window.on_timer(item.time))
-        elif isinstance(item, Arrive):
-            if item.op not in (None, "insert") and not getattr(self.window, "accepts_opcodes", False):
-                raise InvalidTrace(f"operation code {item.op!r} is not supported by this window", index)
-            if item.time is not None:
-                updates += self.walk(index, item.time)
-            updates += unit(index, self.clock, self.window.on_event(item.event, self.clock))
+                self.unit(index, item.time, self.window.on_timer(item.time))
         elif isinstance(item, SetVariables):
             on_set = getattr(self.window, "on_set", None)
             if on_set is not None:
-                updates += unit(index, self.clock, on_set(dict(item.values), self.clock))
+                self.unit(index, self.clock, on_set(dict(item.values), self.clock))
         else:
             raise InvalidTrace(f"unknown trace item {item!r}", index)
-        return updates
 
-    def walk(self, index: int, target: int) -> list[Update]:
-        updates = []
-        while (due := self.window.next_timer()) is not None and due <= target:
+    def walk(self, index: int, target: int) -> None:
+        due = self.window.next_timer()
+        while due is not None and due <= target:
             if due < self.clock:
                 raise AssertionError(f"window timer due at {due} is before the clock at {self.clock}")
             self.clock = due
-            updates += unit(index, due, self.window.on_timer(due))
-            if self.window.next_timer() == due:
-                raise AssertionError(f"window rescheduled a timer at the instant it fired ({due})")
+            self.unit(index, due, self.window.on_timer(due))
+            fired, due = due, self.window.next_timer()
+            if due == fired:
+                raise AssertionError(f"window rescheduled a timer at the instant it fired ({fired})")
         self.clock = target
-        return updates
 
-
-def unit(index: int, time: int, posts: list[Post]) -> list[Update]:
-    """One unit of work's posts, flattened into at most one update."""
-    if not posts:
-        return []
-    inserted = tuple(e for post in posts for e in post.insert)
-    removed = tuple(e for post in posts for e in post.remove)
-    return [Update(after=index, time=time, insert=inserted, remove=removed)]
+    def unit(self, index: int, time: int, posts: list[Post]) -> None:
+        """One unit of work's posts, flattened into at most one update."""
+        if not posts:
+            return
+        if len(posts) == 1:
+            inserted, removed = posts[0].insert, posts[0].remove
+        else:
+            inserted = tuple(e for post in posts for e in post.insert)
+            removed = tuple(e for post in posts for e in post.remove)
+        self.updates.append(Update(index, time, inserted, removed))

@@ -1,0 +1,212 @@
+"""The `difftest` command.
+
+    difftest replay [--engine oracle|spark|both] [--report FILE.json] PATH...
+    difftest bench [--engine oracle|spark] [--events N] [--repeat R] [--report FILE.json]
+    difftest run [--dialect D] [--window CLAUSE] [--examples N] [--seed S] [--budget SECONDS]
+                 [--impl MODULE:FUNCTION] [--report FILE.json]
+
+Each subcommand is a pair of functions: `add_<name>(subparsers)` declares its
+arguments and `cmd_<name>(args) -> exit code` runs it; `SUBCOMMANDS` lists the
+adders. An error caused by user input (a `WindowOracleError`: a missing Java, an
+unreadable report path ...) prints one sentence to stderr and exits 2.
+
+Output is plain text, coloured with rich only when stdout is a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from difftest import bench, replay, runner
+from difftest.engines import ENGINE_NAMES, load_spark, make_engines
+from oracle.errors import WindowOracleError
+
+
+class UsageError(WindowOracleError):
+    """A command that cannot be carried out: no case files, a report that cannot be written."""
+
+
+# --------------------------------------------------------------------------- output
+
+
+class Printer:
+    """Prints (line, style) pairs: styled with rich on a terminal, plain otherwise."""
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+        self.console = None
+        if stream.isatty():
+            from rich.console import Console
+            from rich.text import Text
+
+            self.console = Console(file=stream, highlight=False, soft_wrap=True)
+            self.text = Text
+
+    def lines(self, lines: Sequence[tuple[str, str | None]]) -> None:
+        for text, style in lines:
+            if self.console is None:
+                print(text, file=self.stream)
+            else:
+                self.console.print(self.text(text, style=style or ""))
+
+
+def write_report(path: Path | None, report: dict[str, Any]) -> None:
+    if path is None:
+        return
+    try:
+        path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write the report {path}: {exc.strerror or exc}") from None
+
+
+# --------------------------------------------------------------------------- replay
+
+
+def add_replay(subparsers) -> None:
+    p = subparsers.add_parser(
+        "replay", help="run conformance case files and compare with their expected updates",
+        description="Run conformance case files (CORPUS.md) and compare each engine's updates with the "
+                    "expected ones. Exit 0 if all pass, 1 if any fails, 2 if any cannot be run.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", type=Path, help="case files, or folders searched recursively")
+    p.add_argument("--engine", choices=ENGINE_NAMES, default="oracle", help="engine(s) to run (default: oracle)")
+    p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the results as JSON")
+    p.set_defaults(handler=cmd_replay)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    engines = make_engines(args.engine)
+    results = replay.replay(args.paths, engines)
+    if not results:
+        raise UsageError(f"no case files (*.json) found in {', '.join(map(str, args.paths))}")
+    Printer(sys.stdout).lines(replay.text_lines(results, [e.name for e in engines]))
+    write_report(args.report, replay.report_json(results, args.engine))
+    return replay.Totals.of(results).exit_code()
+
+
+# --------------------------------------------------------------------------- bench
+
+
+def add_bench(subparsers) -> None:
+    p = subparsers.add_parser(
+        "bench", help="measure an engine's throughput",
+        description="Measure the oracle's events/s on #length(100) and #time(10 sec) beside a bare deque loop "
+                    "(targets: >= 300,000 events/s, <= 3.5x the loop); --engine spark runs spark_impl.bench.",
+    )
+    p.add_argument("--engine", choices=("oracle", "spark"), default="oracle", help="engine to measure (default: oracle)")
+    p.add_argument("--events", type=positive_int, default=200_000, metavar="N", help="events per trace (default: 200000)")
+    p.add_argument("--repeat", type=positive_int, default=3, metavar="R", help="timed runs, best counts (default: 3)")
+    p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the figures as JSON")
+    p.set_defaults(handler=cmd_bench)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} must be above 0")
+    return value
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    if args.engine == "spark":
+        return load_spark("spark_impl.bench", "main")(args) or 0
+    results = bench.bench_oracle(args.events, args.repeat)
+    Printer(sys.stdout).lines(bench.text_lines(results, args.repeat))
+    write_report(args.report, bench.report_json(results, args.repeat))
+    return 0
+
+
+# --------------------------------------------------------------------------- run
+
+
+def add_run(subparsers) -> None:
+    p = subparsers.add_parser(
+        "run", help="differential run: generated windows and traces, the oracle against an implementation",
+        description="Draw windows and batches of traces with Hypothesis, run each trace through the oracle and "
+                    "each batch through the implementation under test (one Spark job), compare every update. "
+                    "A disagreement is shrunk to a minimal case and saved. Exit 1 on any mismatch.",
+    )
+    p.add_argument("--dialect", default="esper", help="the windows' dialect (default: esper)")
+    p.add_argument("--window", metavar="CLAUSE", help="check only this window clause (default: every implemented kind)")
+    p.add_argument("--examples", type=positive_int, default=400, metavar="N",
+                   help="traces per window kind (default: 400)")
+    p.add_argument("--batch-size", type=positive_int, default=400, metavar="B",
+                   help="at most B traces per Spark job, B/2 on average (default: 400)")
+    p.add_argument("--seed", type=int, help="Hypothesis seed, for a reproducible run")
+    p.add_argument("--budget", type=float, default=600.0, metavar="SECONDS",
+                   help="stop drawing new batches after this long (default: 600)")
+    p.add_argument("--impl", default=runner.DEFAULT_IMPL, metavar="MODULE:FUNCTION",
+                   help="the implementation under test, shaped like spark_impl.apply_window (default: %(default)s)")
+    p.add_argument("--found-dir", type=Path, default=Path("corpus/found"), metavar="DIR",
+                   help="where minimal disagreeing cases are saved (default: corpus/found)")
+    p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the results as JSON")
+    p.set_defaults(handler=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    targets = runner.targets(args.dialect, args.window)
+    session = load_spark("spark_impl.session", "get_spark")()
+    impl = runner.ImplUnderTest(runner.load_impl(args.impl), session, args.impl)
+    run = runner.Runner(impl, dialect=args.dialect, batch_size=args.batch_size, found_dir=args.found_dir,
+                        seed=args.seed)
+    with progress_bar(sys.stdout, len(targets) * args.examples) as advance:
+        run.on_batch = lambda kind, result: advance(kind, len(result.results))
+        run.run(targets, args.examples, args.budget)
+    totals = run.totals()
+    Printer(sys.stdout).lines(runner.table_lines(run.stats, totals))
+    write_report(args.report, runner.report_json(run, args.impl, totals))
+    return 1 if totals["mismatches"] else 0
+
+
+@contextlib.contextmanager
+def progress_bar(stream: TextIO, total: int):
+    """A live progress bar on a terminal (cases compared); nothing otherwise."""
+    if not stream.isatty():
+        yield lambda kind, n: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(file=stream), transient=True) as progress:
+        task = progress.add_task("starting Spark", total=total)
+
+        def advance(kind: str, n: int) -> None:
+            progress.update(task, advance=n, description=kind)
+
+        yield advance
+
+
+# --------------------------------------------------------------------------- main
+
+SUBCOMMANDS = (add_replay, add_bench, add_run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="difftest", description="Differential conformance runs, case replay and benchmarks for window-oracle.")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in SUBCOMMANDS:
+        add(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except WindowOracleError as exc:
+        print(f"difftest {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

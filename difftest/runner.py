@@ -1,0 +1,383 @@
+"""Batched differential runs: the oracle against an implementation under test.
+
+A *batch* is one window and many traces. The oracle runs each trace on its own;
+the implementation runs the whole batch once: all traces in one input DataFrame
+(built by `spark_impl.frames`, the one place that converts traces), one call of
+the implementation, one collect. Results are compared update by update under
+CORPUS.md equality (`difftest.compare`).
+
+Hypothesis draws the batches. When a batch disagrees, the test body raises and
+Hypothesis shrinks the batch (fewer traces, fewer items, smaller values) to one
+minimal failing case; the runner saves that case to `corpus/found/` with the
+oracle's output as `expected` and the disagreement in `about`.
+
+The implementation under test is any function with the signature and schemas
+of `spark_impl.apply_window(trace_df, window, dialect) -> DataFrame`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import math
+import time
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from attrs import define, field, frozen
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+from hypothesis.internal.conjecture import engine as _conjecture_engine
+from hypothesis.errors import FlakyFailure, HypothesisWarning
+
+import oracle
+from difftest.compare import Difference, compare
+from difftest.known import KNOWN_DIFFERENCES, KnownDifference, known_difference
+from difftest.strategies import implemented_kinds, key_properties, traces, windows
+from oracle.cases import Case, dump_case
+from oracle.errors import WindowOracleError
+from oracle.model import Arrive, Trace, Update, WindowSpec, spec_kind
+
+DEFAULT_IMPL = "spark_impl:apply_window"
+
+# A batch of hundreds of traces is one Hypothesis example, far past the 8 KiB of
+# choices Hypothesis allows an example by default (past it, draws are cut short and
+# batches come out nearly empty). Its engine reads this module attribute each time
+# it starts an example; raising it is the only knob there is.
+_conjecture_engine.BUFFER_SIZE = max(_conjecture_engine.BUFFER_SIZE, 1024 * 1024)
+
+
+class RunnerError(WindowOracleError):
+    """A run that cannot start: an --impl that does not load, a bad --window."""
+
+
+def load_impl(name: str) -> Callable:
+    """The function `MODULE:FUNCTION` names."""
+    module_name, _, function_name = name.partition(":")
+    if not module_name or not function_name:
+        raise RunnerError(f"--impl must be MODULE:FUNCTION, got {name!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise RunnerError(f"--impl {name}: cannot import {module_name}: {exc}") from None
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        raise RunnerError(f"--impl {name}: {module_name} has no function {function_name!r}")
+    return function
+
+
+# --------------------------------------------------------------------------- one batch
+
+
+@frozen
+class TraceResult:
+    """One trace of a batch: the oracle's updates and the implementation's (or its error)."""
+
+    trace_id: str
+    trace: Trace
+    expected: tuple[Update, ...]
+    actual: tuple[Update, ...] | None
+    error: str | None
+    difference: Difference | None
+    known: KnownDifference | None = None
+
+    @property
+    def disagrees(self) -> bool:
+        return self.error is not None or self.difference is not None
+
+    @property
+    def mismatch(self) -> bool:
+        return self.disagrees and self.known is None
+
+    def describe(self) -> str:
+        if self.error is not None:
+            return f"the implementation failed: {self.error}"
+        return self.difference.render() if self.difference else "no difference"
+
+
+@frozen
+class BatchResult:
+    spec: WindowSpec
+    window: str
+    dialect: str
+    results: tuple[TraceResult, ...]
+
+    @property
+    def mismatches(self) -> list[TraceResult]:
+        return [r for r in self.results if r.mismatch]
+
+
+def _first_line(exc: BaseException, limit: int = 300) -> str:
+    text = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {text[:limit]}"
+
+
+class ImplUnderTest:
+    """Runs a batch through an `apply_window`-shaped function on a SparkSession."""
+
+    def __init__(self, function: Callable, spark: Any, name: str = DEFAULT_IMPL):
+        from spark_impl import frames
+
+        self.function, self.spark, self.name, self.frames = function, spark, name, frames
+
+    def run(self, spec: WindowSpec, window: str, dialect: str,
+            batch: Sequence[tuple[str, Trace]]) -> dict[str, tuple[Update, ...]]:
+        frame = self.frames.to_dataframe(self.spark, batch, extra_properties=self.frames.spec_properties(spec))
+        rows = self.function(frame, window, dialect).collect()
+        return self.frames.updates_from_rows(rows, dict(batch))
+
+
+def check_batch(impl: ImplUnderTest, spec: WindowSpec, window: str, dialect: str,
+                batch_traces: Sequence[Trace], known: Sequence[KnownDifference] = KNOWN_DIFFERENCES) -> BatchResult:
+    """Run one batch through the oracle (trace by trace) and `impl` (once), and compare."""
+    batch = [(f"t{i}", trace) for i, trace in enumerate(batch_traces)]
+    expected = {tid: oracle.run(spec, trace) for tid, trace in batch}
+    try:
+        actual: dict[str, tuple[Update, ...]] | None = impl.run(spec, window, dialect, batch)
+        error = None
+    except Exception as exc:  # the implementation under test failing is a finding, not a crash
+        actual, error = None, _first_line(exc)
+    results = []
+    for tid, trace in batch:
+        got = None if actual is None else actual.get(tid, ())
+        difference = None if got is None else compare(expected[tid], got)
+        entry = None
+        if difference is not None:
+            entry = known_difference(spec, trace, expected[tid], got, known)
+        results.append(TraceResult(tid, trace, expected[tid], got, error, difference, entry))
+    return BatchResult(spec, window, dialect, tuple(results))
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+@define
+class KindStats:
+    """What one window kind's part of a run compared."""
+
+    kind: str
+    batches: int = 0
+    cases: int = 0
+    events: int = 0
+    updates: int = 0
+    mismatches: int = 0
+    known: dict[str, int] = field(factory=dict)
+    seconds: float = 0.0
+    found: list[str] = field(factory=list)
+
+    def add(self, result: BatchResult) -> None:
+        self.batches += 1
+        for r in result.results:
+            self.cases += 1
+            self.events += sum(isinstance(item, Arrive) for item in r.trace.items)
+            self.updates += len(r.expected)
+            if r.known is not None:
+                self.known[r.known.name] = self.known.get(r.known.name, 0) + 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "batches": self.batches, "cases": self.cases, "events": self.events,
+                "updates_compared": self.updates, "mismatches": self.mismatches, "known_differences": self.known,
+                "seconds": round(self.seconds, 3), "found": self.found}
+
+
+# --------------------------------------------------------------------------- saving a found case
+
+
+def save_found(result: TraceResult, batch: BatchResult, folder: Path, impl_name: str, note: str = "") -> Path:
+    """Write a minimal disagreeing case to `folder/<kind>-<hash>.json`, the oracle's
+    output as `expected`."""
+    kind = spec_kind(batch.spec).replace("/", "-")
+    case = Case(name="", dialect=batch.dialect, window=batch.window, trace=result.trace, expected=result.expected)
+    body = dump_case(case)
+    digest = hashlib.sha1(body.encode()).hexdigest()[:10]
+    headline = result.error or (result.difference.headline() if result.difference else "")
+    case = Case(
+        name=f"found-{kind}-{digest}",
+        about=f"{impl_name} disagrees with the oracle: {headline}",
+        source=f"found by difftest run (shrunk by Hypothesis){note}",
+        dialect=batch.dialect, window=batch.window, trace=result.trace, expected=result.expected,
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{kind}-{digest}.json"
+    path.write_text(dump_case(case), encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- the run
+
+
+class MismatchFound(Exception):
+    """Raised inside the Hypothesis body so Hypothesis shrinks the batch."""
+
+    def __init__(self, result: BatchResult):
+        super().__init__(result.mismatches[0].describe())
+        self.result = result
+
+
+@frozen
+class Target:
+    """What one part of a run draws: a kind of window, or one fixed window clause."""
+
+    kind: str
+    specs: st.SearchStrategy
+
+
+def targets(dialect: str, window: str | None, kinds: Iterable[str] | None = None) -> list[Target]:
+    if window is not None:
+        spec = oracle.parse(window, dialect)
+        return [Target(spec_kind(spec), st.just(spec))]
+    return [Target(kind, windows(dialect, [kind])) for kind in (kinds or implemented_kinds())]
+
+
+def batches(specs: st.SearchStrategy, batch_size: int, max_items: int) -> st.SearchStrategy:
+    """A window and 1..batch_size traces carrying the properties it reads.
+
+    The count is drawn first, so batches are about half full on average (a bare
+    `lists` strategy keeps lists short) and still shrink to a single trace."""
+    def batch_of(spec: WindowSpec) -> st.SearchStrategy:
+        one = traces(properties=key_properties(spec), max_items=max_items)
+        return st.integers(1, batch_size).flatmap(lambda n: st.tuples(st.just(spec), st.lists(one, min_size=n, max_size=n)))
+
+    return specs.flatmap(batch_of)
+
+
+@define
+class Runner:
+    """Drives Hypothesis over each target and keeps the statistics."""
+
+    impl: ImplUnderTest
+    dialect: str = "esper"
+    batch_size: int = 50
+    max_items: int = 25
+    found_dir: Path = Path("corpus/found")
+    seed: int | None = None
+    on_batch: Callable[[str, BatchResult], None] | None = None
+    stats: list[KindStats] = field(factory=list)
+    batch_log: list[tuple[float, int]] = field(factory=list)  # (seconds, traces) per batch compared
+
+    def run_target(self, target: Target, examples: int, deadline: float) -> KindStats:
+        stats = KindStats(target.kind)
+        self.stats.append(stats)
+        shrinking = False
+        started = time.perf_counter()
+
+        # batches hold batch_size / 2 traces on average; stop comparing at `examples` traces
+        @settings(max_examples=math.ceil(2 * examples / self.batch_size) + 1, deadline=None, database=None,
+                  phases=[Phase.generate, Phase.shrink], report_multiple_bugs=False, print_blob=False,
+                  verbosity=Verbosity.quiet, suppress_health_check=list(HealthCheck))
+        @given(batches(target.specs, self.batch_size, self.max_items))
+        def body(batch):
+            nonlocal shrinking
+            spec, batch_traces = batch
+            if not shrinking and (time.perf_counter() > deadline or stats.cases >= examples):
+                return  # budget or examples spent: let Hypothesis finish without more work
+            if not any(trace.events() for trace in batch_traces):
+                return  # Hypothesis's first, empty draw: nothing to compare
+            t0 = time.perf_counter()
+            result = check_batch(self.impl, spec, oracle.render(spec, self.dialect), self.dialect, batch_traces)
+            if not shrinking:
+                self.batch_log.append((time.perf_counter() - t0, len(batch_traces)))
+                stats.add(result)
+                if self.on_batch:
+                    self.on_batch(target.kind, result)
+            if result.mismatches:
+                shrinking = True
+                raise MismatchFound(result)
+
+        if self.seed is not None:
+            body = hypothesis_seed(self.seed)(body)
+        try:
+            with warnings.catch_warnings():  # Hypothesis notes Spark's recursion-limit change: not ours to fix
+                warnings.simplefilter("ignore", HypothesisWarning)
+                body()
+        except MismatchFound as exc:
+            self._record(stats, exc.result)
+        except FlakyFailure as exc:  # the implementation disagreed once, then not: still a finding
+            found = [e for e in exc.exceptions if isinstance(e, MismatchFound)]
+            if not found:
+                raise
+            self._record(stats, found[0].result, note="; the failure was flaky under replay")
+        stats.seconds = time.perf_counter() - started
+        return stats
+
+    def _record(self, stats: KindStats, result: BatchResult, note: str = "") -> None:
+        stats.mismatches += 1
+        first = result.mismatches[0]
+        seed = f", seed {self.seed}" if self.seed is not None else ""
+        path = save_found(first, result, self.found_dir, self.impl.name, note=seed + note)
+        stats.found.append(str(path))
+
+    def run(self, targets_: Sequence[Target], examples: int, budget: float | None) -> list[KindStats]:
+        start = time.perf_counter()
+        for n, target in enumerate(targets_):
+            if budget is None:
+                deadline = math.inf
+            else:  # each target gets its share of what is left
+                left = budget - (time.perf_counter() - start)
+                deadline = time.perf_counter() + left / (len(targets_) - n)
+            self.run_target(target, examples, deadline)
+        return self.stats
+
+    # ------------------------------------------------------------------ totals
+
+    def totals(self) -> dict[str, Any]:
+        cases = sum(s.cases for s in self.stats)
+        seconds = sum(s.seconds for s in self.stats)
+        # steady state: the batches after the first (the first pays for Spark's warm-up);
+        # a batch's time covers the oracle, the implementation's job and the comparison
+        steady = self.batch_log[1:]
+        steady_seconds, steady_cases = sum(s for s, _ in steady), sum(n for _, n in steady)
+        known: dict[str, int] = {k.name: 0 for k in KNOWN_DIFFERENCES}
+        for s in self.stats:
+            for name, count in s.known.items():
+                known[name] = known.get(name, 0) + count
+        return {
+            "cases": cases,
+            "events": sum(s.events for s in self.stats),
+            "updates_compared": sum(s.updates for s in self.stats),
+            "mismatches": sum(s.mismatches for s in self.stats),
+            "known_differences": known,
+            "seconds": round(seconds, 3),
+            "traces_per_second": round(steady_cases / steady_seconds, 1) if steady_seconds else None,
+            "traces_per_second_overall": round(cases / seconds, 1) if seconds else None,
+            "found": [p for s in self.stats for p in s.found],
+        }
+
+
+# --------------------------------------------------------------------------- reporting
+
+COLUMNS = ("window kind", "cases", "events", "updates", "mismatches", "known", "seconds")
+
+
+def table_lines(stats: Sequence[KindStats], totals: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """The end-of-run table, one row per window kind, as (text, style) lines."""
+    rows = [(s.kind, s.cases, s.events, s.updates, s.mismatches, sum(s.known.values()), f"{s.seconds:.1f}")
+            for s in stats]
+    rows.append(("total", totals["cases"], totals["events"], totals["updates_compared"], totals["mismatches"],
+                 sum(totals["known_differences"].values()), f"{totals['seconds']:.1f}"))
+    widths = [max(len(str(r[i])) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS))]
+
+    def fmt(row):
+        return "  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(row, widths)))
+
+    lines: list[tuple[str, str | None]] = [(fmt(COLUMNS), "bold")]
+    for row in rows:
+        lines.append((fmt(row), "red" if row[4] else None))
+    steady, overall = totals["traces_per_second"], totals["traces_per_second_overall"]
+    lines.append((f"throughput: {steady if steady is not None else '-'} traces/s compared in steady state "
+                  f"({overall if overall is not None else '-'} traces/s overall, generation included)", None))
+    known = totals["known_differences"]
+    lines.append(("known differences: " + (", ".join(f"{k}: {v}" for k, v in known.items()) or "none listed"), None))
+    for path in totals["found"]:
+        lines.append((f"saved the minimal disagreeing case to {path}", "red"))
+    return lines
+
+
+def report_json(runner: Runner, impl_name: str, totals: dict[str, Any]) -> dict[str, Any]:
+    return {"impl": impl_name, "dialect": runner.dialect, "batch_size": runner.batch_size, "seed": runner.seed,
+            "kinds": [s.to_json() for s in runner.stats], **totals,
+            "known_difference_list": [{"name": k.name, "kinds": list(k.kinds), "reason": k.reason}
+                                      for k in KNOWN_DIFFERENCES]}

@@ -1,0 +1,344 @@
+"""The `difftest` command (difftest/__main__.py): `replay` and `bench`.
+
+Run in-process with `main([...])` and capsys; one test runs the installed console
+script. The Spark engine is exercised with a fake `spark_impl.run_cases`, so this
+file never starts a JVM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+import oracle
+from difftest.__main__ import main
+from oracle.errors import InvalidTrace
+
+LENGTH_2 = {
+    "name": "length-2",
+    "dialect": "esper",
+    "window": "#length(2)",
+    "input": [
+        {"event": {"id": "E1", "price": 1.0}},
+        {"advance": 1000},
+        {"event": {"id": "E2", "price": 2.0}},
+        {"event": {"id": "E3", "price": 3.0}, "time": 1500},
+    ],
+    "expected": [
+        {"after": 0, "time": 0, "insert": ["E1"], "remove": []},
+        {"after": 2, "time": 1000, "insert": ["E2"], "remove": []},
+        {"after": 3, "time": 1500, "insert": ["E3"], "remove": ["E1"]},
+    ],
+}
+
+
+def write(folder: Path, name: str, case=None, text: str | None = None, **changes) -> Path:
+    """A case file: LENGTH_2 with `changes`, or `case`, or raw `text`."""
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text if text is not None else json.dumps({**(case or LENGTH_2), **changes}), encoding="utf-8")
+    return path
+
+
+def wrong_remove():
+    expected = [dict(u) for u in LENGTH_2["expected"]]
+    expected[2]["remove"] = ["E2"]
+    return expected
+
+
+def replay(capsys, *args):
+    code = main(["replay", *map(str, args)])
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err
+
+
+# --------------------------------------------------------------------------- replay on the oracle
+
+
+def test_a_passing_case(tmp_path, capsys):
+    path = write(tmp_path, "ok.json")
+    code, lines, err = replay(capsys, path)
+    assert (code, lines, err) == (0, [f"PASS {path}", "1 passed, 0 failed"], "")
+
+
+def test_a_failing_case_shows_the_first_difference(tmp_path, capsys):
+    path = write(tmp_path, "bad.json", expected=wrong_remove())
+    code, lines, _ = replay(capsys, path)
+    assert code == 1
+    assert lines[0] == f"FAIL {path}"
+    assert lines[1] == "  update 2 differs in remove (3 expected, 3 actual)"
+    remove = next(line for line in lines if "remove" in line and "!" in line)
+    assert remove.split() == ["!", "remove", "[E2]", "[E1]"]
+    assert any(line.split() == ["time", "1500", "1500"] for line in lines)
+    assert lines[-1] == "0 passed, 1 failed"
+
+
+def test_folders_are_searched_recursively_and_every_case_runs(tmp_path, capsys):
+    ok = write(tmp_path, "a/ok.json")
+    bad = write(tmp_path, "b/deeper/bad.json", expected=LENGTH_2["expected"][:2])
+    write(tmp_path, "b/notes.txt", text="not a case")
+    code, lines, _ = replay(capsys, tmp_path)
+    assert code == 1
+    assert lines[0] == f"PASS {ok}" and lines[1] == f"FAIL {bad}"
+    assert lines[2] == "  update 2 is extra (2 expected, 3 actual)"
+    assert lines[-1] == "1 passed, 1 failed"
+
+
+ERRORS = [
+    ("bad-json.json", dict(text='{"dialect": "esper",\n  "window": }'), "not valid JSON: Expecting value at line 2 column 13"),
+    ("no-expected.json", dict(case={k: v for k, v in LENGTH_2.items() if k != "expected"}), "the case has no 'expected'"),
+    ("dialect.json", dict(dialect="flink"), "unknown dialect 'flink'; known: esper, ccl, apama, kuiper"),
+    ("unsupported.json", dict(window="#sort(3, price)"), "the sort window (column 1) is not supported"),
+    ("syntax.json", dict(window="#length(2"), "at column 10"),
+    ("backwards.json", dict(input=[{"event": {"id": "E1"}, "time": 500}, {"advance": 100}]),
+     "trace item 1: time goes backwards: 100 ms is before the clock at 500 ms"),
+    ("duplicate.json", dict(input=[{"event": {"id": "E1"}}, {"advance": 100}, {"event": {"id": "E1"}}]),
+     "trace item 2: duplicate event id 'E1' (first at item 0)"),
+    ("bad-item.json", dict(input=[{"event": {"id": "E1"}}, {"wait": 100}]), "trace item 1: unknown item"),
+    ("missing-ts.json", dict(window="#ext_timed(ts, 1 sec)"), "trace item 0:"),
+]
+
+
+@pytest.mark.parametrize(("name", "content", "reason"), ERRORS, ids=[e[0] for e in ERRORS])
+def test_a_case_that_cannot_run_is_an_error_and_the_others_still_run(tmp_path, capsys, name, content, reason):
+    bad = write(tmp_path, name, **content)
+    ok = write(tmp_path, "zz-ok.json")
+    code, lines, err = replay(capsys, bad, ok)
+    assert code == 2
+    assert lines[0].startswith(f"ERROR {bad}: ") and reason in lines[0]
+    assert f"PASS {ok}" in lines
+    assert lines[-1] == "1 passed, 0 failed, 1 errors"
+    assert "Traceback" not in err
+
+
+def test_a_missing_file_is_an_error(tmp_path, capsys):
+    code, lines, _ = replay(capsys, tmp_path / "nowhere.json")
+    assert code == 2 and lines[0].startswith(f"ERROR {tmp_path / 'nowhere.json'}: cannot read:")
+
+
+def test_a_folder_without_cases_is_a_user_error(tmp_path, capsys):
+    code, lines, err = replay(capsys, tmp_path)
+    assert code == 2 and lines == []
+    assert err.strip() == f"difftest replay: no case files (*.json) found in {tmp_path}"
+
+
+def test_the_json_report(tmp_path, capsys):
+    ok = write(tmp_path, "1-ok.json")
+    bad = write(tmp_path, "2-bad.json", expected=wrong_remove())
+    err = write(tmp_path, "3-err.json", window="#sort(3, price)")
+    report = tmp_path / "out" / "report.json"
+    report.parent.mkdir()
+    code, _, _ = replay(capsys, "--report", report, tmp_path / "1-ok.json", bad, err)
+    assert code == 2
+    data = json.loads(report.read_text())
+    assert data["engine"] == "oracle"
+    assert data["totals"] == {"cases": 3, "passed": 1, "failed": 1, "errors": 1}
+    first, second, third = data["cases"]
+    assert first == {"path": str(ok), "name": "length-2", "window": "#length(2)", "status": "PASS",
+                     "engine": "oracle", "difference": None, "error": None}
+    assert second["status"] == "FAIL" and second["error"] is None
+    assert second["difference"]["index"] == 2 and second["difference"]["fields"] == ["remove"]
+    assert second["difference"]["expected"]["remove"] == ["E2"]
+    assert second["difference"]["actual"]["remove"] == ["E1"]
+    assert third["status"] == "ERROR" and third["difference"] is None
+    assert third["error"] == "the sort window (column 1) is not supported"
+
+
+def test_an_unwritable_report_is_a_user_error(tmp_path, capsys):
+    path = write(tmp_path, "ok.json")
+    code, _, err = replay(capsys, "--report", tmp_path / "no" / "such" / "dir.json", path)
+    assert code == 2 and err.startswith("difftest replay: cannot write the report") and "Traceback" not in err
+
+
+def test_plain_output_has_no_escape_codes(tmp_path, capsys):
+    write(tmp_path, "bad.json", expected=wrong_remove())
+    _, lines, _ = replay(capsys, tmp_path)
+    assert not any("\x1b" in line for line in lines)
+
+
+# --------------------------------------------------------------------------- the spark engine, faked
+
+
+@pytest.fixture
+def java_home(tmp_path, monkeypatch):
+    """A JAVA_HOME whose bin/java exists, for the Java check; the fake never runs it."""
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text("#!/bin/sh\nexit 1\n")
+    java.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+
+
+@pytest.fixture
+def fake_spark(monkeypatch, java_home):
+    """A `spark_impl` module whose run_cases runs the oracle, records its calls, and
+    lets a test change the outcome per case (by the first event's id)."""
+    module = types.ModuleType("spark_impl")
+    module.calls = []
+    module.tamper = {}
+
+    def run_cases(pairs):
+        module.calls.append(list(pairs))
+        out = []
+        for spec, trace in pairs:
+            first = trace.events()[0].id if trace.events() else None
+            change = module.tamper.get(first)
+            out.append(change(spec, trace) if change else oracle.run(spec, trace))
+        return out
+
+    module.run_cases = run_cases
+    monkeypatch.setitem(sys.modules, "spark_impl", module)
+    return module
+
+
+def events_from(first: str) -> list[dict]:
+    return [{"event": {"id": first}}, {"event": {"id": first + "b"}}, {"event": {"id": first + "c"}}]
+
+
+def expected_from(first: str) -> list[dict]:
+    return [
+        {"after": 0, "time": 0, "insert": [first], "remove": []},
+        {"after": 1, "time": 0, "insert": [first + "b"], "remove": []},
+        {"after": 2, "time": 0, "insert": [first + "c"], "remove": [first]},
+    ]
+
+
+def three_cases(tmp_path):
+    return [write(tmp_path, f"{n}.json", input=events_from(n), expected=expected_from(n)) for n in ("A", "B", "C")]
+
+
+def test_spark_runs_all_cases_in_one_call(tmp_path, capsys, fake_spark):
+    paths = three_cases(tmp_path)
+    write(tmp_path, "D-bad.json", dialect="flink")
+    code, lines, _ = replay(capsys, "--engine", "spark", tmp_path)
+    assert len(fake_spark.calls) == 1 and len(fake_spark.calls[0]) == 3
+    assert lines[:3] == [f"PASS {p}" for p in paths]
+    assert code == 2 and lines[-1] == "3 passed, 0 failed, 1 errors"
+
+
+def test_spark_failures_and_per_case_errors(tmp_path, capsys, fake_spark):
+    a, b, c = three_cases(tmp_path)
+    fake_spark.tamper["B"] = lambda spec, trace: oracle.run(spec, trace)[:2]
+    fake_spark.tamper["C"] = lambda spec, trace: InvalidTrace("the spark engine refuses this", 1)
+    code, lines, _ = replay(capsys, "--engine", "spark", tmp_path)
+    assert code == 2
+    assert lines[0] == f"PASS {a}"
+    assert lines[1] == f"FAIL {b}" and lines[2] == "  update 2 is missing (3 expected, 2 actual)"
+    assert f"ERROR {c}: trace item 1: the spark engine refuses this" in lines
+    assert lines[-1] == "1 passed, 1 failed, 1 errors"
+
+
+def test_both_engines_report_a_line_per_engine(tmp_path, capsys, fake_spark):
+    a, b, c = three_cases(tmp_path)
+    fake_spark.tamper["B"] = lambda spec, trace: oracle.run(spec, trace)[:2]
+    fake_spark.tamper["C"] = lambda spec, trace: InvalidTrace("no such thing", 0)
+    report = tmp_path / "r.json"
+    code, lines, _ = replay(capsys, "--engine", "both", "--report", report, a, b, c)
+    assert code == 2
+    i = lines.index(f"FAIL {b}")
+    assert lines[i + 1:i + 3] == ["  oracle: PASS", "  spark: update 2 is missing (3 expected, 2 actual)"]
+    assert lines[i + 3].startswith("    ")
+    assert lines[0] == f"PASS {a}"
+    j = lines.index(f"ERROR {c}: spark: trace item 0: no such thing")
+    assert lines[j + 1] == "  oracle: PASS"
+    cases = json.loads(report.read_text())["cases"]
+    assert cases[1]["engine"] == "spark" and cases[1]["engines"] == {"oracle": "PASS", "spark": "FAIL"}
+    assert cases[1]["difference"]["index"] == 2 and cases[1]["difference"]["actual"] is None
+    assert cases[2]["error"] == "trace item 0: no such thing"
+
+
+def test_both_fails_when_only_the_oracle_fails(tmp_path, capsys, fake_spark):
+    path = write(tmp_path, "x.json", input=events_from("X"), expected=expected_from("X")[:2])
+    fake_spark.tamper["X"] = lambda spec, trace: oracle.run(spec, trace)[:2]
+    code, lines, _ = replay(capsys, "--engine", "both", path)
+    assert code == 1 and lines[:2] == [f"FAIL {path}", "  oracle: update 2 is extra (2 expected, 3 actual)"]
+    assert "  spark: PASS" in lines
+
+
+def test_no_java_is_one_sentence(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    code, lines, err = replay(capsys, "--engine", "spark", write(tmp_path, "ok.json"))
+    assert code == 2 and lines == []
+    assert err == ("difftest replay: the spark engine needs Java, but there is no `java` on PATH and JAVA_HOME "
+                   "is not set; install Java 17 or 21 and set JAVA_HOME\n")
+
+
+def test_a_java_home_without_java_is_one_sentence(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nojdk"))
+    code, _, err = replay(capsys, "--engine", "both", write(tmp_path, "ok.json"))
+    assert code == 2 and err.count("\n") == 1
+    assert f"JAVA_HOME is {tmp_path / 'nojdk'}" in err and "is not an executable file" in err
+
+
+def test_a_jvm_that_does_not_start_is_one_sentence(tmp_path, capsys, fake_spark):
+    from pyspark.errors import PySparkRuntimeError
+
+    def run_cases(pairs):
+        raise PySparkRuntimeError(errorClass="JAVA_GATEWAY_EXITED", messageParameters={})
+
+    fake_spark.run_cases = run_cases
+    code, _, err = replay(capsys, "--engine", "spark", write(tmp_path, "ok.json"))
+    assert code == 2 and err.count("\n") == 1 and "could not start its JVM" in err
+
+
+@pytest.mark.parametrize("module", [None, types.ModuleType("spark_impl")], ids=["not importable", "no run_cases"])
+def test_a_spark_impl_that_cannot_be_loaded_is_one_sentence(tmp_path, capsys, monkeypatch, java_home, module):
+    monkeypatch.setitem(sys.modules, "spark_impl", module)
+    code, _, err = replay(capsys, "--engine", "spark", write(tmp_path, "ok.json"))
+    assert code == 2 and err.count("\n") == 1 and err.startswith("difftest replay: the spark engine cannot be loaded: ")
+
+
+# --------------------------------------------------------------------------- bench
+
+
+def test_bench_prints_figures_and_a_report(tmp_path, capsys):
+    report = tmp_path / "bench.json"
+    assert main(["bench", "--events", "2000", "--repeat", "1", "--report", str(report)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "oracle throughput, 2,000 events with 5 properties, CPU time, best of 1"
+    row = re.compile(r"(#length\(100\)|#time\(10 sec\)) +([\d,]+) +([\d,]+) +([\d.]+)x  (meets targets|misses target: .+)")
+    found = [row.fullmatch(line) for line in lines[3:]]
+    assert all(found) and [m[1] for m in found] == ["#length(100)", "#time(10 sec)"], lines
+    assert all(int(m[2].replace(",", "")) > 0 and float(m[4]) > 0 for m in found)
+    data = json.loads(report.read_text())
+    assert [r["window"] for r in data["results"]] == ["#length(100)", "#time(10 sec)"]
+    assert all(r["events"] == 2000 and r["oracle_events_per_s"] > 0 and r["same_output"] for r in data["results"])
+    assert all(set(r["missed_targets"]) <= {"rate", "ratio"} for r in data["results"])
+
+
+def test_bench_spark_hands_over_to_spark_impl_bench(monkeypatch, java_home):
+    seen = []
+    module = types.ModuleType("spark_impl.bench")
+    module.main = lambda args: seen.append((args.engine, args.events)) or 0
+    monkeypatch.setitem(sys.modules, "spark_impl.bench", module)
+    assert main(["bench", "--engine", "spark", "--events", "10"]) == 0
+    assert seen == [("spark", 10)]
+
+
+def test_bench_rejects_a_bad_event_count(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "--events", "0"])
+    assert exit_.value.code == 2 and "must be above 0" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- the console script
+
+
+def test_the_installed_console_script(tmp_path):
+    script = shutil.which("difftest", path=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    assert script, "the difftest console script is not installed (pip install -e .)"
+    ok = write(tmp_path, "ok.json")
+    bad = write(tmp_path, "bad.json", expected=wrong_remove())
+    done = subprocess.run([script, "replay", str(ok), str(bad)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"PASS {ok}" and lines[1] == f"FAIL {bad}" and lines[-1] == "1 passed, 1 failed"
