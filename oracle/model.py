@@ -13,6 +13,7 @@ Time is integer milliseconds everywhere.
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -122,15 +123,17 @@ def check_trace(trace: Trace) -> None:
     clock = trace.start_time
     seen: dict[str, int] = {}
     for index, item in enumerate(trace.items):
-        if isinstance(item, (Advance, Jump)) or (isinstance(item, Arrive) and item.time is not None):
-            if item.time < clock:
-                raise InvalidTrace(f"time goes backwards: {item.time} ms is before the clock at {clock} ms", index)
-            clock = item.time
-        if isinstance(item, Arrive):
+        kind = type(item)
+        time = item.time if kind is not SetVariables else None
+        if time is not None:
+            if time < clock:
+                raise InvalidTrace(f"time goes backwards: {time} ms is before the clock at {clock} ms", index)
+            clock = time
+        if kind is Arrive:
             event_id = item.event.id
-            if not event_id:
-                raise InvalidTrace("an event has an empty id", index)
-            if event_id in seen:
+            if event_id in seen or not event_id:
+                if not event_id:
+                    raise InvalidTrace("an event has an empty id", index)
                 raise InvalidTrace(f"duplicate event id {event_id!r} (first at item {seen[event_id]})", index)
             seen[event_id] = index
 
@@ -167,24 +170,65 @@ class DerivedValues:
 SIDES = ("insert", "remove")
 
 
-@frozen
-class Update:
+def _tuple(items) -> tuple:
+    return items if type(items) is tuple else tuple(items)
+
+
+_NO_SIDES: frozenset[str] = frozenset()
+
+
+class Update(tuple):
     """What a subscriber receives for one unit of work (one event, one stop of a
     walk, one jump): inserted then removed events, each in posting order.
 
     `update` holds rows posted with the CCL `update` code, `error` a rejected
     item's message, `window` a pane's bounds, `values` derived rows. `unordered`
-    is only set on expectations: sides whose order the engine leaves open."""
+    is only set on expectations: sides whose order the engine leaves open.
 
-    after: int
-    time: int
-    insert: tuple[Event, ...] = field(default=(), converter=tuple)
-    remove: tuple[Event, ...] = field(default=(), converter=tuple)
-    update: tuple[Event, ...] = field(default=(), converter=tuple)
-    error: str | None = None
-    window: Pane | None = None
-    values: DerivedValues | None = None
-    unordered: frozenset[str] = field(default=frozenset(), converter=frozenset)
+    An immutable value. A tuple underneath, not an attrs class, because the
+    oracle makes one per event: `Update.posted` is the driver's fast path."""
+
+    __slots__ = ()
+    FIELDS = ("after", "time", "insert", "remove", "update", "error", "window", "values", "unordered")
+
+    def __new__(cls, after: int, time: int, insert=(), remove=(), update=(), error: str | None = None,
+                window: Pane | None = None, values: DerivedValues | None = None, unordered=_NO_SIDES):
+        return tuple.__new__(cls, (after, time, _tuple(insert), _tuple(remove), _tuple(update), error, window,
+                                   values, unordered if type(unordered) is frozenset else frozenset(unordered)))
+
+    @classmethod
+    def posted(cls, after: int, time: int, insert: tuple[Event, ...], remove: tuple[Event, ...]) -> Update:
+        """An update of events only, from tuples (no conversion)."""
+        return tuple.__new__(cls, (after, time, insert, remove, (), None, None, None, _NO_SIDES))
+
+    after: int = property(operator.itemgetter(0))  # type: ignore[assignment]
+    time: int = property(operator.itemgetter(1))  # type: ignore[assignment]
+    insert: tuple[Event, ...] = property(operator.itemgetter(2))  # type: ignore[assignment]
+    remove: tuple[Event, ...] = property(operator.itemgetter(3))  # type: ignore[assignment]
+    update: tuple[Event, ...] = property(operator.itemgetter(4))  # type: ignore[assignment]
+    error: str | None = property(operator.itemgetter(5))  # type: ignore[assignment]
+    window: Pane | None = property(operator.itemgetter(6))  # type: ignore[assignment]
+    values: DerivedValues | None = property(operator.itemgetter(7))  # type: ignore[assignment]
+    unordered: frozenset[str] = property(operator.itemgetter(8))  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Update and tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+    def __getnewargs__(self):
+        return tuple(self)
+
+    def __deepcopy__(self, memo) -> Update:
+        return self
+
+    def __repr__(self) -> str:
+        shown = [f"after={self.after!r}", f"time={self.time!r}", f"insert={self.insert!r}", f"remove={self.remove!r}"]
+        shown += [f"{name}={value!r}" for name, value in zip(self.FIELDS[4:], self[4:]) if value not in ((), None, _NO_SIDES)]
+        return f"Update({', '.join(shown)})"
 
 
 # --------------------------------------------------------------------------- window specs

@@ -96,4 +96,4 @@ class Driver:
         else:
             inserted = tuple(e for post in posts for e in post.insert)
             removed = tuple(e for post in posts for e in post.remove)
-        self.updates.append(Update(index, time, inserted, removed))
+        self.updates.append(Update.posted(index, time, inserted, removed))

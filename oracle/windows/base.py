@@ -15,20 +15,34 @@ is an empty post (Esper FORCE_UPDATE).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
-from attrs import field, frozen
 
 from oracle.errors import WindowOracleError
 from oracle.model import Event
 
 
-@frozen
 class Post:
-    """One view post: events as inserted (new data) and as removed (old data)."""
+    """One view post: events as inserted (new data) and as removed (old data).
 
-    insert: tuple[Event, ...] = field(default=(), converter=tuple)
-    remove: tuple[Event, ...] = field(default=(), converter=tuple)
+    A plain slotted value class rather than an attrs one: windows make one per
+    event, and this is the oracle's hottest allocation."""
+
+    __slots__ = ("insert", "remove")
+
+    def __init__(self, insert: Sequence[Event] = (), remove: Sequence[Event] = ()):
+        self.insert: tuple[Event, ...] = insert if type(insert) is tuple else tuple(insert)
+        self.remove: tuple[Event, ...] = remove if type(remove) is tuple else tuple(remove)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Post) and (self.insert, self.remove) == (other.insert, other.remove)
+
+    def __hash__(self) -> int:
+        return hash((self.insert, self.remove))
+
+    def __repr__(self) -> str:
+        return f"Post(insert={self.insert!r}, remove={self.remove!r})"
 
 
 class EventError(WindowOracleError):
