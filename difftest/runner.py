@@ -6,10 +6,12 @@ the implementation runs the whole batch once: all traces in one input DataFrame
 the implementation, one collect. Results are compared update by update under
 CORPUS.md equality (`difftest.compare`).
 
-Hypothesis draws the batches. When a batch disagrees, the test body raises and
-Hypothesis shrinks the batch (fewer traces, fewer items, smaller values) to one
-minimal failing case; the runner saves that case to `corpus/found/` with the
-oracle's output as `expected` and the disagreement in `about`.
+Hypothesis draws the batches. When a batch disagrees, the disagreeing trace is
+shrunk by batched delta debugging (`difftest.shrink`: each round tries every
+candidate in one Spark job) to a minimal case, which the runner saves to
+`corpus/found/` with the oracle's output as `expected` and the disagreement in
+`about`. (Hypothesis's own shrinker runs one Spark job per candidate and stops
+at its five-minute limit long before a Spark-backed case is small.)
 
 The implementation under test is any function with the signature and schemas
 of `spark_impl.apply_window(trace_df, window, dialect) -> DataFrame`.
@@ -35,6 +37,7 @@ from hypothesis.errors import FlakyFailure, HypothesisWarning
 
 import oracle
 from difftest.compare import Difference, compare
+from difftest.shrink import shrink
 from difftest.known import KNOWN_DIFFERENCES, KnownDifference, known_difference
 from difftest.strategies import implemented_kinds, key_properties, traces, windows
 from oracle.cases import Case, dump_case
@@ -197,7 +200,7 @@ def save_found(result: TraceResult, batch: BatchResult, folder: Path, impl_name:
     case = Case(
         name=f"found-{kind}-{digest}",
         about=f"{impl_name} disagrees with the oracle: {headline}",
-        source=f"found by difftest run (shrunk by Hypothesis){note}",
+        source=f"found by difftest run (Hypothesis-drawn, shrunk by batched delta debugging){note}",
         dialect=batch.dialect, window=batch.window, trace=result.trace, expected=result.expected,
     )
     folder.mkdir(parents=True, exist_ok=True)
@@ -210,7 +213,7 @@ def save_found(result: TraceResult, batch: BatchResult, folder: Path, impl_name:
 
 
 class MismatchFound(Exception):
-    """Raised inside the Hypothesis body so Hypothesis shrinks the batch."""
+    """Raised inside the Hypothesis body to end the search with the failing batch."""
 
     def __init__(self, result: BatchResult):
         super().__init__(result.mismatches[0].describe())
@@ -261,30 +264,30 @@ class Runner:
     def run_target(self, target: Target, examples: int, deadline: float) -> KindStats:
         stats = KindStats(target.kind)
         self.stats.append(stats)
-        shrinking = False
+        replaying = False
         started = time.perf_counter()
 
         # batches hold batch_size / 2 traces on average; stop comparing at `examples` traces
         @settings(max_examples=math.ceil(2 * examples / self.batch_size) + 1, deadline=None, database=None,
-                  phases=[Phase.generate, Phase.shrink], report_multiple_bugs=False, print_blob=False,
+                  phases=[Phase.generate], report_multiple_bugs=False, print_blob=False,
                   verbosity=Verbosity.quiet, suppress_health_check=list(HealthCheck))
         @given(batches(target.specs, self.batch_size, self.max_items))
         def body(batch):
-            nonlocal shrinking
+            nonlocal replaying
             spec, batch_traces = batch
-            if not shrinking and (time.perf_counter() > deadline or stats.cases >= examples):
+            if not replaying and (time.perf_counter() > deadline or stats.cases >= examples):
                 return  # budget or examples spent: let Hypothesis finish without more work
             if not any(trace.events() for trace in batch_traces):
                 return  # Hypothesis's first, empty draw: nothing to compare
             t0 = time.perf_counter()
             result = check_batch(self.impl, spec, oracle.render(spec, self.dialect), self.dialect, batch_traces)
-            if not shrinking:
+            if not replaying:
                 self.batch_log.append((time.perf_counter() - t0, len(batch_traces)))
                 stats.add(result)
                 if self.on_batch:
                     self.on_batch(target.kind, result)
             if result.mismatches:
-                shrinking = True
+                replaying = True
                 raise MismatchFound(result)
 
         if self.seed is not None:
@@ -305,9 +308,14 @@ class Runner:
 
     def _record(self, stats: KindStats, result: BatchResult, note: str = "") -> None:
         stats.mismatches += 1
-        first = result.mismatches[0]
+
+        def check(candidates: Sequence[Trace]) -> Sequence[TraceResult]:
+            return check_batch(self.impl, result.spec, result.window, result.dialect, candidates).results
+
+        read = frozenset(self.impl.frames.spec_properties(result.spec))
+        minimal = shrink(result.mismatches, check, read)
         seed = f", seed {self.seed}" if self.seed is not None else ""
-        path = save_found(first, result, self.found_dir, self.impl.name, note=seed + note)
+        path = save_found(minimal, result, self.found_dir, self.impl.name, note=seed + note)
         stats.found.append(str(path))
 
     def run(self, targets_: Sequence[Target], examples: int, budget: float | None) -> list[KindStats]:

@@ -1,0 +1,11 @@
+"""A deliberately broken implementation, for the test that `difftest run --impl`
+catches it: `spark_impl.apply_window`, minus the second removed row of every update."""
+
+from pyspark.sql import functions as F
+
+from spark_impl import apply_window as correct_apply_window
+
+
+def apply_window(trace_df, window, dialect="esper"):
+    out = correct_apply_window(trace_df, window, dialect)
+    return out.where(~((F.col("side") == "remove") & (F.col("pos") == 1)))
