@@ -1,0 +1,184 @@
+"""The Spark implementation of the window specification: the same updates as the
+oracle, computed for many traces and keys at once as relational operations.
+
+* `apply_window(trace_df, window)`: a window over an input frame of traces (the
+  frame's columns: `spark_impl.frames`). One output row per posted event.
+* `apply_window_to_events(events_df, window, ...)`: the same over an ordinary
+  event table (an order column, an arrival-time column, optional trace column).
+* `run_cases(pairs)`: (spec, Trace) pairs in, updates out, one Spark job for all.
+
+Output of `apply_window` / `apply_window_to_events`:
+
+| column    | type   | meaning                                                         |
+|-----------|--------|-----------------------------------------------------------------|
+| trace_id  | string | the trace                                                       |
+| update_no | long   | the update's number in its trace, 0-based and consecutive       |
+| after     | long   | the seq of the item that caused the update                      |
+| time      | long   | the clock the update was posted at, ms                          |
+| side      | string | 'insert' or 'remove'; null for an empty update (FORCE_UPDATE)   |
+| pos       | int    | the event's 0-based position among its update's rows of `side`  |
+| id        | string | the event's id                                                  |
+| ...       | typed  | the event's properties                                          |
+
+The frame is returned unsorted (a total order costs a global sort, which a
+consumer writing to a table does not need). Its total order is
+`.orderBy("trace_id", "update_no", "side", "pos")`: 'insert' sorts before
+'remove', and an empty update has a single row.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from contextlib import nullcontext
+from functools import reduce
+
+from oracle.dialects import parse
+from oracle.errors import InvalidTrace, WindowOracleError
+from oracle.model import Trace, Update, WindowSpec
+from spark_impl import frames, pipeline
+from spark_impl.errors import InvalidFrame, SparkUnavailable
+from spark_impl.frames import OUTPUT_COLUMNS, PropertyTypes
+from spark_impl.pipeline import BLOCK_BITS
+from spark_impl.session import get_spark, interpreted
+
+
+def _spec(window: str | WindowSpec, dialect: str) -> WindowSpec:
+    return parse(window, dialect) if isinstance(window, str) else window
+
+
+def apply_window(trace_df, window: str | WindowSpec, dialect: str = "esper"):
+    """The updates `window` (a clause in `dialect`'s syntax, or a spec) posts over
+    every trace of `trace_df`, one row per posted event (module docstring).
+
+    Raises `InvalidFrame` naming a missing or mistyped input column, the parser's
+    errors for a bad clause, `UnsupportedWindow` for a window not implemented."""
+    return pipeline.apply(trace_df, _spec(window, dialect))
+
+
+def apply_window_to_events(events_df, window: str | WindowSpec, *, order_col: str, time_col: str,
+                           trace_col: str | None = None, until: int | None = None, start: int | None = None,
+                           dialect: str = "esper"):
+    """`apply_window` over an ordinary event table.
+
+    * `order_col`: an integer column giving each event's unique, non-negative
+      position in its trace (an offset, a sequence number); it becomes `seq` and,
+      unless the table has an `id` column, the event's id (as text).
+    * `time_col`: the clock at the event's arrival, in ms (an integer column) or a
+      timestamp column (converted to epoch ms). It must not decrease along
+      `order_col` within a trace.
+    * `trace_col`: independent traces (e.g. one per device); all rows form one
+      trace, `trace_id` "0", without it.
+    * `until`: the clock, in ms, to walk every trace to after its last event, so
+      timers due by then fire (the end of a trace flushes nothing by itself).
+    * `start`: the clock when the window is created (default 0).
+
+    Every other column is an event property (the order and time columns too, so
+    `#ext_timed(ts, 10 sec)` can read `ts`).
+
+        >>> out = apply_window_to_events(
+        ...     trades, "#groupwin(symbol)#time(10 sec)",
+        ...     order_col="offset", time_col="ts", until=1_700_000_060_000)
+        >>> out.where("side = 'remove'").groupBy("symbol").count()
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    spec = _spec(window, dialect)
+    fields = {f.name: f.dataType for f in events_df.schema.fields}
+    for role, name in (("order_col", order_col), ("time_col", time_col), ("trace_col", trace_col)):
+        if name is not None and name not in fields:
+            raise InvalidFrame(f"{role} names column {name!r}, which the table does not have")
+    integral = (T.LongType, T.IntegerType, T.ShortType, T.ByteType)
+    if not isinstance(fields[order_col], integral):
+        raise InvalidFrame(f"order_col {order_col!r} must be an integer column, not {fields[order_col].simpleString()}")
+    if isinstance(fields[time_col], (T.TimestampType, T.TimestampNTZType)):
+        arrival = F.unix_millis(F.col(time_col).cast("timestamp"))
+    elif isinstance(fields[time_col], integral):
+        arrival = F.col(time_col).cast("long")
+    else:
+        raise InvalidFrame(f"time_col {time_col!r} must be integer ms or a timestamp, not {fields[time_col].simpleString()}")
+    consumed = {trace_col, "id"} | ({order_col, time_col} & frames.RESERVED)
+    props = [c for c in events_df.columns if c not in consumed]
+    trace_id = F.col(trace_col).cast("string") if trace_col else F.lit("0")
+    event_id = F.col("id").cast("string") if "id" in fields else F.col(order_col).cast("string")
+    rows = events_df.select(
+        trace_id.alias("trace_id"), F.col(order_col).cast("long").alias("seq"), F.lit("event").alias("kind"),
+        arrival.alias("time"), event_id.alias("id"), *props,
+    )
+    if until is not None:
+        # the check sits in `kind`, which every window reads, so it always runs
+        ends = rows.groupBy("trace_id").agg(F.max("seq").alias("_last"), F.max("time").alias("_latest"))
+        late = F.raise_error(F.concat(F.lit("trace "), F.col("trace_id"), F.lit(f": until={until} ms is before its last event")))
+        rows = rows.unionByName(ends.select(
+            "trace_id", (F.col("_last") + 1).alias("seq"),
+            F.when(F.col("_latest") > F.lit(until), late).otherwise(F.lit("advance")).alias("kind"),
+            F.lit(until).cast("long").alias("time"),
+        ), allowMissingColumns=True)
+    if start is not None:
+        rows = rows.unionByName(rows.select("trace_id").distinct().select(
+            "trace_id", F.lit(frames.START_SEQ).cast("long").alias("seq"), F.lit("start").alias("kind"),
+            F.lit(start).cast("long").alias("time"),
+        ), allowMissingColumns=True)
+    return apply_window(rows, spec)
+
+
+def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None) -> list[tuple[Update, ...] | WindowOracleError]:
+    """The updates of each (spec, trace) pair, in order; a pair that cannot run
+    (`UnsupportedWindow`, `InvalidTrace`) gets its exception and the others run.
+
+    Pairs are grouped by spec; each group's traces become one input frame (traces
+    whose property types clash go to separate frames), and the outputs of all
+    groups are unioned and collected once: one Spark action for the whole batch.
+    A batch of small traces (frames.ONE_PARTITION_ROWS rows in all) runs without
+    code generation (`session.interpreted`)."""
+    results: list = [None] * len(pairs)
+    groups: dict[WindowSpec, list[tuple[str, Trace, PropertyTypes]]] = defaultdict(list)
+    for index, (spec, trace) in enumerate(pairs):
+        trace_id = str(index)
+        try:
+            pipeline.family_of(spec)
+            frames.check_pair(spec, trace)
+            types = PropertyTypes(frames.spec_properties(spec))
+            types.merge(PropertyTypes.of_trace(trace_id, trace))
+            groups[spec].append((trace_id, trace, types))
+        except WindowOracleError as exc:
+            results[index] = exc
+    if not groups:
+        return results
+    spark = spark or get_spark()
+    outputs, traces = [], {}
+    for spec, members in groups.items():
+        for types, batch in _batches(members):
+            frame = frames.frame_of(spark, batch, types)
+            short = all(len(trace) < 2**BLOCK_BITS for _, trace in batch)
+            outputs.append(pipeline.apply(frame, spec, short_traces=short).select(*OUTPUT_COLUMNS))
+            traces.update(batch)
+    union = reduce(lambda a, b: a.unionByName(b), outputs)
+    small = sum(len(trace) + 1 for trace in traces.values()) <= frames.ONE_PARTITION_ROWS
+    with interpreted(spark) if small else nullcontext():
+        rows = union.collect()
+    updates = frames.updates_from_rows(rows, traces)
+    for trace_id, found in updates.items():
+        results[int(trace_id)] = found
+    return results
+
+
+def _batches(members):
+    """Greedy split of one spec's traces into frames whose property types agree."""
+    batches: list[tuple[PropertyTypes, list]] = []
+    for trace_id, trace, types in members:
+        for n, (merged, batch) in enumerate(batches):
+            trial = merged.copy()
+            try:
+                trial.merge(types)
+            except InvalidTrace:
+                continue
+            batches[n] = (trial, batch + [(trace_id, trace)])
+            break
+        else:
+            batches.append((types, [(trace_id, trace)]))
+    return batches
+
+
+__all__ = ["apply_window", "apply_window_to_events", "run_cases", "InvalidFrame", "SparkUnavailable", "get_spark"]

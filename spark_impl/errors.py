@@ -1,0 +1,15 @@
+"""Errors of the Spark implementation itself, beside the oracle's user-input errors
+(`oracle.errors`: InvalidTrace, UnsupportedWindow, ...), which it raises too."""
+
+from __future__ import annotations
+
+from oracle.errors import WindowOracleError
+
+
+class SparkUnavailable(WindowOracleError):
+    """Spark cannot start here: no Java to run its JVM."""
+
+
+class InvalidFrame(WindowOracleError):
+    """An input DataFrame without a column the window needs, or with a column of
+    the wrong type; the message names the column."""

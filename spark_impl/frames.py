@@ -1,0 +1,331 @@
+"""The only place that turns (spec, Trace) pairs into the input DataFrame and the
+collected output rows back into `oracle.model.Update` tuples.
+
+Input DataFrame (one row per trace item, many traces in one frame):
+
+| column   | type    | meaning                                                                  |
+|----------|---------|--------------------------------------------------------------------------|
+| trace_id | string  | the trace the row belongs to                                             |
+| seq      | long    | the item's position in its trace (the corpus item index, so an update's  |
+|          |         | `after` is the causing row's seq); the optional `start` row has seq -1   |
+| kind     | string  | `start`, `event`, `advance`, `jump` or `set`                             |
+| time     | long    | ms. `start`: the clock when the window is created (no `start` row: 0).   |
+|          |         | `advance` / `jump`: the target. `event`: the clock at its arrival; an    |
+|          |         | event whose time is later than the clock before it first walks there     |
+|          |         | (the corpus shorthand `{"event": ..., "time": T}`). `set`: the clock.    |
+| id       | string  | the event's id (null on other rows)                                      |
+| op       | string  | the event's operation code, nullable (Esper windows take only `insert`)  |
+| vars     | string  | a `set` item's variables as a JSON object (null on other rows)           |
+| ...      | typed   | one column per event property, null where an event lacks it              |
+
+A property column's type is inferred over all traces of the batch: `long` if every
+value is an int, `double` if the values are numbers and one is a float, `string`,
+`boolean`; a list or object value is stored as its JSON text (`string`, keys
+sorted), so lists compare by content as keys. A property whose values mix
+incompatible types (a string and a number, a bool and an int) raises
+`InvalidTrace` naming the trace and the item, rather than being cast silently.
+Property names must be identifiers, distinct from each other and from the
+reserved column names ignoring case (Spark resolves columns case-insensitively).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from oracle.errors import InvalidTrace
+from oracle.model import (
+    Advance,
+    Arrive,
+    ExtTimed,
+    ExtTimedBatch,
+    FirstUnique,
+    GroupWin,
+    Intersection,
+    Jump,
+    RetainUnion,
+    SetVariables,
+    Trace,
+    Unique,
+    Update,
+    WindowSpec,
+    check_trace,
+)
+
+KINDS = ("start", "event", "advance", "jump", "set")
+BASE_COLUMNS = ("trace_id", "seq", "kind", "time", "id", "op", "vars")
+OUTPUT_COLUMNS = ("trace_id", "update_no", "after", "time", "side", "pos", "id")
+# Columns of the pipeline and of the family contract (spark_impl/windows/__init__.py):
+# a property may not be named like one of them.
+RESERVED = frozenset(BASE_COLUMNS + OUTPUT_COLUMNS + ("prev_time", "phase", "slot", "slot_due"))
+START_SEQ = -1
+# A frame of at most this many rows is one partition: every window function of the
+# pipeline is then planned without a shuffle (a partition satisfies any grouping),
+# which for a differential batch of small traces saves one task set per shuffle.
+ONE_PARTITION_ROWS = 50_000
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_WIDER = {frozenset({"long", "double"}): "double"}
+_NAMES = {"long": "an integer", "double": "a float", "string": "a string", "boolean": "a boolean",
+          "json": "a list or object"}
+
+
+# --------------------------------------------------------------------------- specs
+
+
+def spec_keys(spec: WindowSpec) -> tuple[str, ...]:
+    """The properties `spec` keys events by (groupwin, unique, firstunique), outermost first."""
+    if isinstance(spec, GroupWin):
+        return spec.keys + spec_keys(spec.window)
+    if isinstance(spec, (Intersection, RetainUnion)):
+        return tuple(k for member in spec.members for k in spec_keys(member))
+    return spec.keys if isinstance(spec, (Unique, FirstUnique)) else ()
+
+
+def spec_timestamps(spec: WindowSpec) -> tuple[str, ...]:
+    """The timestamp properties of `spec`'s ext_timed windows."""
+    if isinstance(spec, GroupWin):
+        return spec_timestamps(spec.window)
+    if isinstance(spec, (Intersection, RetainUnion)):
+        return tuple(t for member in spec.members for t in spec_timestamps(member))
+    return (spec.timestamp,) if isinstance(spec, (ExtTimed, ExtTimedBatch)) else ()
+
+
+def spec_properties(spec: WindowSpec) -> tuple[str, ...]:
+    """Every property `spec` reads: each must be a column of the input."""
+    return tuple(dict.fromkeys(spec_keys(spec) + spec_timestamps(spec)))
+
+
+def check_pair(spec: WindowSpec, trace: Trace) -> None:
+    """Raise `InvalidTrace`, naming the item, where the oracle would refuse the trace
+    for this window: `check_trace`'s rules, an operation code other than `insert`
+    (Esper windows take none), a key property holding an object, a timestamp
+    property that is not an integer (esper.md §2, `oracle.windows.keys`' decisions)."""
+    check_trace(trace)
+    keys, stamps = spec_keys(spec), spec_timestamps(spec)
+    for index, item in enumerate(trace.items):
+        if not isinstance(item, Arrive):
+            continue
+        if item.op not in (None, "insert"):
+            raise InvalidTrace(f"operation code {item.op!r} is not supported by this window", index)
+        event = item.event
+        for name in keys:
+            if isinstance(event.get(name), Mapping):
+                raise InvalidTrace(f"event {event.id!r}: property {name!r} is an object, which cannot be a key", index)
+        for name in stamps:
+            value = event.get(name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                what = "is missing" if value is None else f"is {value!r}, not an integer"
+                raise InvalidTrace(f"event {event.id!r}: timestamp property {name!r} {what}", index)
+
+
+# --------------------------------------------------------------------------- property types
+
+
+def value_type(value: Any) -> str | None:
+    """The column type a single value asks for; None for null."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "long"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple, Mapping)):
+        return "json"
+    raise TypeError(f"a property value of type {type(value).__name__} cannot be a column value")
+
+
+class PropertyTypes:
+    """The column type of each property over a batch of traces, and where each
+    type was first seen (for the error naming a conflicting item)."""
+
+    def __init__(self, extra: Iterable[str] = ()):
+        self.types: dict[str, str | None] = {}
+        self.seen_at: dict[str, tuple[str, int]] = {}
+        for name in extra:
+            self.types[name] = None
+
+    @classmethod
+    def of_trace(cls, trace_id: str, trace: Trace) -> PropertyTypes:
+        """The types one trace asks for; raises `InvalidTrace` if it mixes types itself."""
+        types = cls()
+        for index, item in enumerate(trace.items):
+            if isinstance(item, Arrive):
+                for name, value in item.event.props.items():
+                    types.add(trace_id, index, name, value)
+        return types
+
+    def add(self, trace_id: str, index: int, name: str, value: Any) -> None:
+        try:
+            kind = value_type(value)
+        except TypeError as exc:
+            raise InvalidTrace(f"trace {trace_id!r}: property {name!r}: {exc}", index) from None
+        if kind == "long" and not LONG_MIN <= value <= LONG_MAX:
+            raise InvalidTrace(f"trace {trace_id!r}: property {name!r} = {value} does not fit in a long", index)
+        self._combine(name, kind, trace_id, index)
+
+    def merge(self, other: PropertyTypes) -> None:
+        """Add another batch's types; raises `InvalidTrace` (naming `other`'s item) on a conflict."""
+        for name, kind in other.types.items():
+            trace_id, index = other.seen_at.get(name, ("?", None))
+            self._combine(name, kind, trace_id, index)
+
+    def copy(self) -> PropertyTypes:
+        twin = PropertyTypes()
+        twin.types, twin.seen_at = dict(self.types), dict(self.seen_at)
+        return twin
+
+    def _combine(self, name: str, kind: str | None, trace_id: str, index: int | None) -> None:
+        where = f"trace {trace_id!r}: "
+        if name not in self.types:
+            self._check_name(where, index, name)
+            self.types[name] = None
+        old = self.types[name]
+        if kind is None or kind == old:
+            return
+        if old is None:
+            self.types[name], self.seen_at[name] = kind, (trace_id, index)
+            return
+        wider = _WIDER.get(frozenset({old, kind}))
+        if wider is None:
+            first_trace, first_index = self.seen_at[name]
+            raise InvalidTrace(
+                f"{where}property {name!r} is {_NAMES[kind]} here but {_NAMES[old]} in trace {first_trace!r} "
+                f"item {first_index}; a property needs one column type",
+                index,
+            )
+        self.types[name] = wider
+
+    def _check_name(self, where: str, index: int | None, name: str) -> None:
+        if not _IDENTIFIER.match(name):
+            raise InvalidTrace(f"{where}property name {name!r} is not an identifier, so it cannot be a column", index)
+        folded = name.lower()
+        if folded in RESERVED:
+            raise InvalidTrace(f"{where}property {name!r} clashes with the reserved column {folded!r}", index)
+        twin = next((other for other in self.types if other.lower() == folded), None)
+        if twin is not None:
+            raise InvalidTrace(f"{where}properties {twin!r} and {name!r} differ only in case", index)
+
+    def schema(self) -> dict[str, str]:
+        """Property -> column type; a property that is always null is a string column."""
+        return {name: kind or "string" for name, kind in self.types.items()}
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def _cell(value: Any, kind: str) -> Any:
+    if value is None:
+        return None
+    if kind == "json":
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    if kind == "double":
+        return float(value)
+    return value
+
+
+def trace_rows(trace_id: str, trace: Trace, schema: Mapping[str, str]) -> list[tuple]:
+    """The input rows of one trace (columns: BASE_COLUMNS, then `schema`'s properties)."""
+    props = list(schema.items())
+    blank = (None,) * len(props)
+    rows = [(trace_id, START_SEQ, "start", trace.start_time, None, None, None) + blank]
+    clock = trace.start_time
+    for seq, item in enumerate(trace.items):
+        if isinstance(item, Arrive):
+            clock = item.time if item.time is not None else clock
+            values = tuple(_cell(item.event.props.get(name), kind) for name, kind in props)
+            rows.append((trace_id, seq, "event", clock, item.event.id, item.op, None) + values)
+        elif isinstance(item, (Advance, Jump)):
+            clock = item.time
+            rows.append((trace_id, seq, "advance" if isinstance(item, Advance) else "jump", clock, None, None, None) + blank)
+        elif isinstance(item, SetVariables):
+            rows.append((trace_id, seq, "set", clock, None, None, json.dumps(dict(item.values), sort_keys=True)) + blank)
+        else:
+            raise InvalidTrace(f"trace {trace_id!r}: unknown trace item {item!r}", seq)
+    return rows
+
+
+def input_schema(schema: Mapping[str, str]):
+    """The Spark schema of the input frame for these property types."""
+    from pyspark.sql.types import BooleanType, DoubleType, LongType, StringType, StructField, StructType
+
+    spark_type = {"long": LongType(), "double": DoubleType(), "string": StringType(), "boolean": BooleanType(),
+                  "json": StringType()}
+    base = [
+        StructField("trace_id", StringType(), False),
+        StructField("seq", LongType(), False),
+        StructField("kind", StringType(), False),
+        StructField("time", LongType(), False),
+        StructField("id", StringType(), True),
+        StructField("op", StringType(), True),
+        StructField("vars", StringType(), True),
+    ]
+    return StructType(base + [StructField(name, spark_type[kind], True) for name, kind in schema.items()])
+
+
+def to_dataframe(spark, traces: Sequence[tuple[str, Trace]], extra_properties: Iterable[str] = ()):
+    """One input frame for `(trace_id, trace)` pairs. `extra_properties` become
+    columns even when no event has them (the properties a spec reads: a missing
+    property is null, and null is a key like any other)."""
+    types = PropertyTypes(extra_properties)
+    for trace_id, trace in traces:
+        types.merge(PropertyTypes.of_trace(trace_id, trace))
+    return frame_of(spark, traces, types)
+
+
+def frame_of(spark, traces: Sequence[tuple[str, Trace]], types: PropertyTypes):
+    """The input frame for traces whose property types were already merged into `types`."""
+    schema = types.schema()
+    rows = [row for trace_id, trace in traces for row in trace_rows(trace_id, trace, schema)]
+    frame = spark.createDataFrame(_arrow_table(rows, input_schema(schema)), input_schema(schema))
+    return frame.coalesce(1) if len(rows) <= ONE_PARTITION_ROWS else frame
+
+
+def _arrow_table(rows: list[tuple], schema):
+    """Rows as a pyarrow Table (Spark reads it without pickling row by row)."""
+    import pyarrow as pa
+
+    arrow_type = {"StringType()": pa.string(), "LongType()": pa.int64(), "DoubleType()": pa.float64(),
+                  "BooleanType()": pa.bool_()}
+    columns = list(zip(*rows)) if rows else [()] * len(schema.fields)
+    return pa.Table.from_arrays(
+        [pa.array(list(col), type=arrow_type[repr(f.dataType)]) for col, f in zip(columns, schema.fields)],
+        names=[f.name for f in schema.fields],
+    )
+
+
+# --------------------------------------------------------------------------- results
+
+
+def updates_from_rows(rows: Iterable[Any], traces: Mapping[str, Trace]) -> dict[str, tuple[Update, ...]]:
+    """Collected output rows (OUTPUT_COLUMNS) as updates per trace id, holding the
+    traces' own Event objects (found by id). A trace without rows has no update."""
+    events = {tid: {e.id: e for e in trace.events()} for tid, trace in traces.items()}
+    units: dict[str, dict[int, list]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        units[row["trace_id"]][row["update_no"]].append(row)
+    result: dict[str, tuple[Update, ...]] = {tid: () for tid in traces}
+    for tid, by_no in units.items():
+        if sorted(by_no) != list(range(len(by_no))):
+            raise AssertionError(f"trace {tid!r}: update numbers {sorted(by_no)} are not 0..{len(by_no) - 1}")
+        result[tid] = tuple(_update(by_no[no], events[tid]) for no in range(len(by_no)))
+    return result
+
+
+def _update(rows: list, events: Mapping[str, Any]) -> Update:
+    first = rows[0]
+    if any((r["after"], r["time"]) != (first["after"], first["time"]) for r in rows):
+        raise AssertionError(f"rows of one update disagree on after/time: {rows}")
+    sides: dict[str, list] = {"insert": [], "remove": []}
+    for row in rows:
+        if row["side"] is not None:
+            sides[row["side"]].append((row["pos"], events[row["id"]]))
+    insert, remove = (tuple(e for _, e in sorted(sides[s], key=lambda pe: pe[0])) for s in ("insert", "remove"))
+    return Update(after=first["after"], time=first["time"], insert=insert, remove=remove)

@@ -1,0 +1,80 @@
+"""The SparkSession the implementation runs on: the active one, or a local one
+built as a user would run Spark on a laptop.
+
+Settings of the local session, and why:
+
+* `local[2]`: the two cores of the CI box; tests and the benchmark run here.
+* `spark.sql.shuffle.partitions=4`: the default 200 would make every small
+  differential batch pay 200 empty tasks per shuffle.
+* UI off, log level WARN, no progress bar: quiet test output and startup.
+* `spark.sql.session.timeZone=UTC`: no local-time surprises (time is integer ms
+  anyway, but users' timestamp columns are converted with it).
+* Arrow on: `createDataFrame` from pandas and `toPandas` go through Arrow.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from spark_impl.errors import SparkUnavailable
+
+LOCAL_CONF = {
+    "spark.master": "local[2]",
+    "spark.app.name": "window-oracle",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={Path(__file__).with_name('log4j2.properties').as_uri()}",
+}
+
+
+def check_java() -> None:
+    """Raise `SparkUnavailable` unless Spark's launcher can find a `java` to run."""
+    if not os.environ.get("JAVA_HOME") and shutil.which("java") is None:
+        raise SparkUnavailable("Spark needs Java 17 or newer: no `java` on PATH and JAVA_HOME is not set")
+
+
+def get_spark():
+    """The active SparkSession, or a new local one (settings: module docstring)."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    check_java()
+    builder = SparkSession.builder
+    for key, value in LOCAL_CONF.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+# Code generation compiles Java for every operator of a job, about half a second per
+# window plan on two cores: far more than running a batch of small traces
+# interpreted. `factoryMode` covers the expression projections as well.
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+
+
+@contextmanager
+def interpreted(spark) -> Iterator[None]:
+    """Plan and run the jobs of the block without code generation, then restore the
+    session's settings (for small jobs only: large ones run faster compiled)."""
+    saved = {key: spark.conf.get(key, None) for key in INTERPRETED}
+    for key, value in INTERPRETED.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)

@@ -1,0 +1,101 @@
+"""Helpers shared by the untimed family modules (the contract is in `__init__.py`).
+
+Every untimed window posts only on arrivals, and every row it posts is an event
+posted at the arrival of some event of its sub-window: its own arrival (the
+insert stream) or a later one (the event that pushes it out). So a family
+computes, per event row and with window functions over the sub-window ordered by
+`seq`, the seq and clock of the arrival that inserts it and of the one that
+removes it; `arrival_posts` turns those columns into post rows. A post row is
+built from the posted event's own input row, so it carries the event's property
+columns and the pipeline need not join them back.
+
+The untimed families write expressions as Spark SQL text (`over`, `index`): one
+call to the JVM per expression, where the Column API makes one per operator and
+function, and building the plan is most of the cost of a differential batch of
+small traces. `Emit` takes either form.
+"""
+
+from __future__ import annotations
+
+from attrs import frozen
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
+from pyspark.sql import functions as F
+
+from spark_impl.windows import Context
+
+ARRIVAL = 1  # the contract's phase of an event's arrival (0: a timer stop)
+
+
+def quoted(name: str) -> str:
+    """A column name as a SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def events(items: DataFrame) -> DataFrame:
+    """The event rows of the input."""
+    return items.where("kind = 'event'")
+
+
+def over(ctx: Context, *extra: str, frame: str = "") -> str:
+    """`OVER (...)`: the sub-window, further split by `extra` columns, in arrival
+    order, with an optional frame clause."""
+    partition = ", ".join(quoted(c) for c in ctx.partition + extra)
+    return f"OVER (PARTITION BY {partition} ORDER BY seq {frame})"
+
+
+def in_order(ctx: Context, *extra: str) -> WindowSpec:
+    """`over` for the Column API."""
+    return Window.partitionBy(*ctx.partition, *extra).orderBy("seq")
+
+
+def index(ctx: Context, *extra: str) -> str:
+    """0-based position of the event in its sub-window (split by `extra`)."""
+    return f"row_number() {over(ctx, *extra)} - 1"
+
+
+@frozen
+class Emit:
+    """Post the row's event on `side` at the arrival whose seq and clock are the
+    expressions `seq` and `time` (SQL text or Columns; nothing while `seq` is
+    null), at position `pos` among the post's rows of that side. `unit`: that
+    arrival's `arrival_no`, needed when `ctx.arrival_numbers` is set."""
+
+    side: str
+    seq: Column | str
+    time: Column | str
+    pos: Column | str = "0"
+    unit: Column | str | None = None
+
+
+def arrival_posts(rows: DataFrame, ctx: Context, *emits: Emit) -> DataFrame:
+    """Post rows (the contract's columns, then the event's properties) for each
+    `Emit` of each row whose target seq is set."""
+    keep = ["trace_id", "slot", "id", *(quoted(p) for p in ctx.properties)]
+    named: list[Column] = []  # Column expressions, computed as columns the SQL text names
+
+    def sql(expression: Column | str) -> str:
+        if isinstance(expression, str):
+            return f"({expression})"
+        named.append(expression.alias(f"_emit{len(named)}"))
+        return f"_emit{len(named) - 1}"
+
+    def numbered(e: Emit) -> str:
+        if not ctx.arrival_numbers:
+            return ""
+        if e.unit is None:
+            raise ValueError(f"{e} has no unit, but the pipeline numbers this window's updates by arrival")
+        return f", 'update_no', CAST({sql(e.unit)} AS BIGINT)"
+
+    posts = [
+        f"CASE WHEN {sql(e.seq)} IS NOT NULL THEN named_struct("
+        f"'seq', CAST({sql(e.seq)} AS BIGINT), 'phase', {ARRIVAL}, 'time', CAST({sql(e.time)} AS BIGINT), "
+        f"'slot_due', CAST({sql(e.time)} AS BIGINT), 'side', '{e.side}', 'pos', CAST({sql(e.pos)} AS BIGINT)"
+        f"{numbered(e)}) END AS _post{n}"
+        for n, e in enumerate(emits)
+    ]
+    if named:
+        rows = rows.select("*", *named)
+    # window functions may not sit inside a generator: compute the posts first
+    staged = rows.selectExpr(*keep, *posts)
+    exploded = staged.selectExpr(*keep, f"inline(array({', '.join(f'_post{n}' for n in range(len(emits)))}))")
+    return exploded.where("seq IS NOT NULL")

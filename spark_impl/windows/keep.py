@@ -1,0 +1,31 @@
+"""Windows that keep events by arrival alone (esper.md §1; seed 14.3.9, 14.3.11,
+14.3.12), over each sub-window in arrival order:
+
+* `#keepall`: every event is inserted at its arrival and never removed.
+* `#firstevent`: the sub-window's first event (`row_number` 1) is inserted at
+  its arrival; every later arrival posts nothing.
+* `#lastevent`: every event is inserted at its arrival and removed at the
+  next arrival of its sub-window (`lead(seq, 1)`), in that arrival's update:
+  a length window of size 1.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from oracle.model import FirstEvent, KeepAll, LastEvent
+from spark_impl.windows import Context
+from spark_impl.windows.base import arrival_posts, events, index
+from spark_impl.windows.length import AT_ARRIVAL, pushed_out
+
+ONE_POST_PER_ARRIVAL = (KeepAll, LastEvent)
+
+
+def posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
+    if isinstance(spec, KeepAll):
+        return arrival_posts(events(items), ctx, AT_ARRIVAL)
+    if isinstance(spec, FirstEvent):
+        return arrival_posts(events(items).selectExpr("*", f"{index(ctx)} AS _i").where("_i = 0"), ctx, AT_ARRIVAL)
+    if isinstance(spec, LastEvent):
+        return pushed_out(events(items), ctx, 1)
+    raise TypeError(f"not a keep window: {spec!r}")

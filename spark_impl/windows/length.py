@@ -1,0 +1,66 @@
+"""Count-based windows as window functions over each sub-window in arrival order
+(esper.md §1; seed 14.3.1, 14.3.2, 14.3.10). Events arrive one at a time, so
+every update holds the posts of one arrival.
+
+With `i` the 0-based index of an event in its sub-window (`row_number` by seq):
+
+* `#length(n)`: event i is inserted at its own arrival and removed, as the
+  one pushed out, at the arrival of event i + n (`lead(seq, n)`), in the same
+  update as that event's insert. Never removed while fewer than n follow.
+* `#length_batch(n)`: event i is in batch b = i div n. Batch b is complete when
+  its last event, i' = b*n + n - 1, exists: that arrival posts the whole batch
+  as inserted (pos i mod n) and the previous batch as removed (pos i mod n).
+  So event i is inserted at the arrival of its batch's closer and removed at
+  the arrival of the next batch's closer, the closer of event i + n. A batch's
+  closer is read at its first event (`lead(seq, n - 1)`, null if the batch is
+  incomplete) and carried to the batch's other events by a forward fill
+  (`last(..., ignorenulls)`); the next batch's closer is `lead` of that by n.
+  An incomplete batch posts nothing.
+* `#firstlength(n)`: events 0..n-1 are inserted at their arrival and never
+  removed; later arrivals post nothing.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from oracle.model import FirstLength, Length, LengthBatch
+from spark_impl.windows import Context
+from spark_impl.windows.base import Emit, arrival_posts, events, index, over
+
+AT_ARRIVAL = Emit("insert", "seq", "time", unit="arrival_no")
+ONE_POST_PER_ARRIVAL = (Length,)
+
+
+def posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
+    if isinstance(spec, Length):
+        return pushed_out(events(items), ctx, spec.size)
+    if isinstance(spec, LengthBatch):
+        return batches(events(items), ctx, spec.size)
+    if isinstance(spec, FirstLength):
+        kept = events(items).selectExpr("*", f"{index(ctx)} AS _i").where(f"_i < {spec.size}")
+        return arrival_posts(kept, ctx, AT_ARRIVAL)
+    raise TypeError(f"not a count-based window: {spec!r}")
+
+
+def pushed_out(rows: DataFrame, ctx: Context, size: int, *extra: str) -> DataFrame:
+    """Insert at arrival; remove at the arrival `size` events later in the
+    sub-window split by `extra` columns (also `#lastevent`, `#unique`)."""
+    order = over(ctx, *extra)
+    later = Emit("remove", f"lead(seq, {size}) {order}", f"lead(time, {size}) {order}",
+                 unit=f"lead(arrival_no, {size}) {order}")
+    return arrival_posts(rows, ctx, AT_ARRIVAL, later)
+
+
+def batches(rows: DataFrame, ctx: Context, size: int) -> DataFrame:
+    order = over(ctx)
+    closer = f"named_struct('seq', lead(seq, {size - 1}) {order}, 'time', lead(time, {size - 1}) {order})"
+    running = over(ctx, frame="ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW")
+    marked = rows.selectExpr("*", f"{index(ctx)} AS _i").selectExpr(
+        "*", f"CASE WHEN _i % {size} = 0 THEN {closer} END AS _start"
+    )
+    filled = marked.selectExpr("*", f"last(_start, true) {running} AS _close").selectExpr(
+        "*", f"lead(_close, {size}) {order} AS _next"
+    )
+    pos = f"_i % {size}"
+    return arrival_posts(filled, ctx, Emit("insert", "_close.seq", "_close.time", pos), Emit("remove", "_next.seq", "_next.time", pos))

@@ -1,0 +1,31 @@
+"""Keyed windows (esper.md §1 `#unique`, `#firstunique`; seed 14.3.14, 14.3.18):
+the sub-window split further by the unique key columns, each key in arrival
+order. Window partitioning puts null values of a key column together, so a
+missing property (null) is a key like any other (oracle.windows.keys, decided).
+
+* `#unique(keys)`: every event is inserted at its arrival and removed at the
+  next arrival with the same key (`lead(seq, 1)` over the key), in that
+  arrival's update: a length window of size 1 per key.
+* `#firstunique(keys)`: the first event of each key (`row_number` 1 over the
+  key) is inserted at its arrival, never removed; other arrivals post nothing.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from oracle.model import FirstUnique, Unique
+from spark_impl.windows import Context
+from spark_impl.windows.base import arrival_posts, events, index
+from spark_impl.windows.length import AT_ARRIVAL, pushed_out
+
+ONE_POST_PER_ARRIVAL = (Unique,)
+
+
+def posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
+    if isinstance(spec, Unique):
+        return pushed_out(events(items), ctx, 1, *spec.keys)
+    if isinstance(spec, FirstUnique):
+        firsts = events(items).selectExpr("*", f"{index(ctx, *spec.keys)} AS _i").where("_i = 0")
+        return arrival_posts(firsts, ctx, AT_ARRIVAL)
+    raise TypeError(f"not a unique window: {spec!r}")

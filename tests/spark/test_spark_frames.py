@@ -1,0 +1,245 @@
+"""spark_impl.frames: traces to the input frame and output rows back to updates;
+the input checks of the public API. Expected rows are written out by hand from
+the frame layout in frames' docstring."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pyspark.sql import Row
+
+from oracle.errors import InvalidTrace, UnsupportedWindow
+from oracle.model import (
+    Advance,
+    Arrive,
+    Event,
+    ExtTimed,
+    GroupWin,
+    Intersection,
+    Jump,
+    KeepAll,
+    Length,
+    SetVariables,
+    Trace,
+    Unique,
+    Update,
+)
+from spark_impl import apply_window, apply_window_to_events, frames, run_cases
+from spark_impl.errors import InvalidFrame
+
+
+def ev(event_id, time=None, op=None, **props):
+    return Arrive(Event(event_id, props), time=time, op=op)
+
+
+TRACE = Trace(
+    [
+        ev("E1", n=1, x=1, s="a", b=True, tags=["p", "q"]),
+        Advance(1000),
+        ev("E2", n=2, x=2.5, s=None, b=False),
+        SetVariables({"SIZE": 3}),
+        Jump(4000),
+        ev("E3", time=4500, n=-3, x=3, s="c", tags={"z": 1, "a": [2]}),
+    ],
+    start_time=500,
+)
+
+
+def test_a_trace_becomes_one_row_per_item_plus_the_start_row(spark):
+    frame = frames.to_dataframe(spark, [("t", TRACE)])
+    types = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+    assert types == {
+        "trace_id": "string", "seq": "bigint", "kind": "string", "time": "bigint", "id": "string", "op": "string",
+        "vars": "string", "n": "bigint", "x": "double", "s": "string", "b": "boolean", "tags": "string",
+    }
+    rows = [r.asDict() for r in frame.orderBy("seq").collect()]
+    blank = {"id": None, "op": None, "vars": None, "n": None, "x": None, "s": None, "b": None, "tags": None}
+    assert rows == [
+        {**blank, "trace_id": "t", "seq": -1, "kind": "start", "time": 500},
+        {**blank, "trace_id": "t", "seq": 0, "kind": "event", "time": 500, "id": "E1", "n": 1, "x": 1.0, "s": "a",
+         "b": True, "tags": '["p","q"]'},
+        {**blank, "trace_id": "t", "seq": 1, "kind": "advance", "time": 1000},
+        {**blank, "trace_id": "t", "seq": 2, "kind": "event", "time": 1000, "id": "E2", "n": 2, "x": 2.5, "b": False},
+        {**blank, "trace_id": "t", "seq": 3, "kind": "set", "time": 1000, "vars": '{"SIZE": 3}'},
+        {**blank, "trace_id": "t", "seq": 4, "kind": "jump", "time": 4000},
+        {**blank, "trace_id": "t", "seq": 5, "kind": "event", "time": 4500, "id": "E3", "n": -3, "x": 3.0, "s": "c",
+         "tags": '{"a":[2],"z":1}'},
+    ]
+
+
+def test_a_property_the_window_reads_is_a_column_even_if_no_event_has_it(spark):
+    frame = frames.to_dataframe(spark, [("t", Trace([ev("E1")]))], extra_properties=["k"])
+    assert frame.columns[-1] == "k" and frame.collect()[-1]["k"] is None
+
+
+@pytest.mark.parametrize("values, expected", [
+    ([1, 2], "long"),
+    ([1, 2.5], "double"),
+    ([None, 1.5], "double"),
+    ([None, None], "string"),
+    (["a", None], "string"),
+    ([True, False], "boolean"),
+    ([[1], {"a": 1}], "json"),
+])
+def test_one_column_type_per_property(values, expected):
+    types = frames.PropertyTypes()
+    for n, value in enumerate(values):
+        types.merge(frames.PropertyTypes.of_trace(f"t{n}", Trace([ev("E", v=value)])))
+    assert types.schema() == {"v": expected}
+
+
+@pytest.mark.parametrize("first, second, words", [
+    ("a", 1, "is an integer here but a string"),
+    (1, True, "is a boolean here but an integer"),
+    (2.5, "x", "is a string here but a float"),
+    ([1], 1, "is an integer here but a list or object"),
+])
+def test_a_property_of_mixed_types_names_the_trace_and_item(first, second, words):
+    trace = Trace([ev("E1", v=first), Advance(5), ev("E2", v=second)])
+    with pytest.raises(InvalidTrace) as caught:
+        frames.PropertyTypes.of_trace("t7", trace)
+    assert caught.value.index == 2
+    assert "trace 't7'" in str(caught.value) and words in str(caught.value) and "item 0" in str(caught.value)
+
+
+def test_mixed_types_across_traces_name_the_later_trace():
+    batch = frames.PropertyTypes()
+    batch.merge(frames.PropertyTypes.of_trace("t0", Trace([ev("E1", v="a")])))
+    with pytest.raises(InvalidTrace, match=r"trace 't1': property 'v' is an integer here but a string in trace 't0'"):
+        batch.merge(frames.PropertyTypes.of_trace("t1", Trace([Advance(1), ev("E1", v=3)])))
+
+
+@pytest.mark.parametrize("props, words", [
+    ({"Time": 1}, "clashes with the reserved column 'time'"),
+    ({"update_no": 1}, "clashes with the reserved column"),
+    ({"a b": 1}, "is not an identifier"),
+    ({"v": 2**63}, "does not fit in a long"),
+    ({"v": 1, "V": 2}, "differ only in case"),
+])
+def test_property_names_and_values_that_cannot_be_columns(props, words):
+    with pytest.raises(InvalidTrace, match=words):
+        frames.PropertyTypes.of_trace("t", Trace([ev("E1", **props)]))
+
+
+@pytest.mark.parametrize("spec, item, words", [
+    (KeepAll(), ev("E1", op="update"), "operation code 'update'"),
+    (Unique(("k",)), ev("E1", k={"a": 1}), "property 'k' is an object"),
+    (GroupWin(("k",), KeepAll()), ev("E1", k={"a": 1}), "property 'k' is an object"),
+    (ExtTimed("ts", 1000), ev("E1", ts=1.5), "timestamp property 'ts' is 1.5, not an integer"),
+    (ExtTimed("ts", 1000), ev("E1"), "timestamp property 'ts' is missing"),
+])
+def test_check_pair_refuses_what_the_window_cannot_take(spec, item, words):
+    with pytest.raises(InvalidTrace, match=words) as caught:
+        frames.check_pair(spec, Trace([ev("E0", k=1, ts=0), item]))
+    assert caught.value.index == 1
+
+
+def test_rows_back_to_updates_with_the_traces_own_events():
+    trace = Trace([ev("E1", v=1), ev("E2", v=2), ev("E3", v=3)])
+    rows = [
+        Row(trace_id="t", update_no=1, after=2, time=0, side="remove", pos=1, id="E2"),
+        Row(trace_id="t", update_no=0, after=0, time=0, side="insert", pos=0, id="E1"),
+        Row(trace_id="t", update_no=1, after=2, time=0, side="remove", pos=0, id="E1"),
+        Row(trace_id="t", update_no=1, after=2, time=0, side="insert", pos=0, id="E3"),
+        Row(trace_id="t", update_no=2, after=2, time=1000, side=None, pos=None, id=None),
+    ]
+    updates = frames.updates_from_rows(rows, {"t": trace, "u": Trace([])})
+    e1, e2, e3 = trace.events()
+    assert updates == {
+        "t": (Update(0, 0, insert=[e1]), Update(2, 0, insert=[e3], remove=[e1, e2]), Update(2, 1000)),
+        "u": (),
+    }
+    assert updates["t"][1].remove[1] is e2 and e2.props["v"] == 2
+
+
+def test_run_cases_gives_a_bad_pair_its_error_and_runs_the_others(spark):
+    good = Trace([ev("E1"), ev("E2"), ev("E3")])
+    results = run_cases([
+        (Length(1), good),
+        (Length(1), Trace([ev("E1"), ev("E1")])),
+        (Intersection([Length(1), KeepAll()]), good),
+        (Unique(("k",)), Trace([ev("E1", k="a"), ev("E2", k=1)])),
+        (KeepAll(), Trace([ev("X", k=5)])),
+    ])
+    e1, e2, e3 = good.events()
+    assert results[0] == (Update(0, 0, [e1]), Update(1, 0, [e2], [e1]), Update(2, 0, [e3], [e2]))
+    assert isinstance(results[1], InvalidTrace) and results[1].index == 1
+    assert isinstance(results[2], UnsupportedWindow)
+    assert isinstance(results[3], InvalidTrace) and "is an integer here but a string" in str(results[3])
+    assert [u.insert[0].id for u in results[4]] == ["X"]
+
+
+def test_traces_whose_types_clash_run_in_separate_frames(spark):
+    as_text, as_number = Trace([ev("A1", k="1"), ev("A2", k="1")]), Trace([ev("B1", k=1), ev("B2", k=1.0)])
+    text, number = run_cases([(Unique(("k",)), as_text), (Unique(("k",)), as_number)])
+    assert [[e.id for e in u.remove] for u in text] == [[], ["A1"]]
+    assert [[e.id for e in u.remove] for u in number] == [[], ["B1"]]
+
+
+def input_frame(spark, **drop_or_cast):
+    frame = frames.to_dataframe(spark, [("t", Trace([ev("E1", k="a")]))])
+    for name, how in drop_or_cast.items():
+        frame = frame.drop(name) if how is None else frame.withColumn(name, frame[name].cast(how))
+    return frame
+
+
+@pytest.mark.parametrize("change, window, words", [
+    ({"seq": None}, "#length(1)", "the input has no column 'seq'"),
+    ({"trace_id": None}, "#length(1)", "the input has no column 'trace_id'"),
+    ({"time": "string"}, "#length(1)", "column 'time' must be an integer type (long), not string"),
+    ({"k": None}, "#unique(k)", "the window reads property 'k', but the input has no column 'k'"),
+])
+def test_apply_window_names_a_missing_or_mistyped_column(spark, change, window, words):
+    with pytest.raises(InvalidFrame) as caught:
+        apply_window(input_frame(spark, **change), window)
+    assert words in str(caught.value)
+
+
+def test_apply_window_takes_int_columns_and_no_op_or_vars(spark):
+    frame = input_frame(spark, seq="int", time="int", op=None, vars=None)
+    rows = apply_window(frame, "#length(1)").collect()
+    assert [(r.update_no, r.after, r.side, r.pos, r.id, r.k) for r in rows] == [(0, 0, "insert", 0, "E1", "a")]
+
+
+def test_an_unknown_kind_fails_naming_the_row(spark):
+    frame = input_frame(spark).selectExpr("trace_id", "seq", "'evnt' AS kind", "time", "id")
+    with pytest.raises(Exception, match=r"trace t seq -?\d: kind must be one of start, event"):
+        apply_window(frame, "#keepall").collect()
+
+
+def test_apply_window_to_events_builds_traces_from_an_event_table(spark):
+    table = spark.createDataFrame(
+        [("d1", 10, 1000, "x"), ("d1", 11, 1500, "y"), ("d2", 3, 1200, "z"), ("d1", 12, 2600, "w")],
+        "device string, offset long, ts long, note string",
+    )
+    out = apply_window_to_events(table, "#time(1 sec)", order_col="offset", time_col="ts", trace_col="device",
+                                 until=3000)
+    rows = sorted((r.trace_id, r.update_no, r.after, r.time, r.side, r.pos, r.id, r.note, r.ts) for r in out.collect())
+    assert rows == [
+        ("d1", 0, 10, 1000, "insert", 0, "10", "x", 1000),
+        ("d1", 1, 11, 1500, "insert", 0, "11", "y", 1500),
+        ("d1", 2, 12, 2000, "remove", 0, "10", "x", 1000),   # walking to E12's 2600 stops at 2000 and 2500
+        ("d1", 3, 12, 2500, "remove", 0, "11", "y", 1500),
+        ("d1", 4, 12, 2600, "insert", 0, "12", "w", 2600),
+        ("d2", 0, 3, 1200, "insert", 0, "3", "z", 1200),
+        ("d2", 1, 4, 2200, "remove", 0, "3", "z", 1200),     # the `until` advance of trace d2 has seq 4
+    ]
+
+
+def test_apply_window_to_events_refuses_an_until_before_the_last_event(spark):
+    table = spark.createDataFrame([(1, 5000)], "n long, ts long")
+    out = apply_window_to_events(table, "#keepall", order_col="n", time_col="ts", until=4000)
+    with pytest.raises(Exception, match="until=4000 ms is before its last event"):
+        out.collect()
+
+
+def test_apply_window_to_events_names_a_missing_column(spark):
+    table = spark.createDataFrame([(1, 5000)], "n long, ts long")
+    with pytest.raises(InvalidFrame, match="time_col names column 'when'"):
+        apply_window_to_events(table, "#keepall", order_col="n", time_col="when")
+
+
+def test_the_vars_column_is_json():
+    (row,) = [r for r in frames.trace_rows("t", Trace([SetVariables({"A": 1.5})]), {}) if r[2] == "set"]
+    assert json.loads(row[6]) == {"A": 1.5}

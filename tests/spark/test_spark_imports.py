@@ -1,0 +1,63 @@
+"""spark_impl is a second formulation of the windows, not a wrapper around the
+oracle: it may import from `oracle` only the model, the errors, the dialect
+parsers and the case format (DESIGN.md, "Spark implementation"). Checked on the
+source of every module (ast), so an import inside a function counts too."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import spark_impl
+
+ALLOWED = ("oracle.model", "oracle.errors", "oracle.dialects", "oracle.cases")
+PACKAGE = Path(spark_impl.__file__).parent
+
+
+def oracle_imports(source: str) -> list[tuple[int, str]]:
+    """(line, module) of every import of an `oracle` module in `source`;
+    `from oracle import x` counts as importing `oracle.x`."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "oracle":
+                found += [(node.lineno, f"oracle.{alias.name}") for alias in node.names]
+            else:
+                found.append((node.lineno, node.module))
+    return [(line, name) for line, name in found if name == "oracle" or name.startswith("oracle.")]
+
+
+def forbidden(name: str) -> bool:
+    return not any(name == allowed or name.startswith(allowed + ".") for allowed in ALLOWED)
+
+
+def modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def test_the_walk_sees_the_package():
+    names = {p.relative_to(PACKAGE).as_posix() for p in modules()}
+    assert {"__init__.py", "frames.py", "pipeline.py", "windows/__init__.py", "windows/length.py"} <= names
+    assert any(oracle_imports(p.read_text()) for p in modules())
+
+
+@pytest.mark.parametrize("source, bad", [
+    ("import oracle.windows", ["oracle.windows"]),
+    ("from oracle.run import run", ["oracle.run"]),
+    ("from oracle import run, model", ["oracle.run"]),
+    ("import oracle", ["oracle"]),
+    ("def f():\n    from oracle.windows.length import LengthWindow", ["oracle.windows.length"]),
+    ("from oracle.model import Length\nfrom oracle.dialects.esper import parse\nfrom oracle.cases import Case", []),
+])
+def test_the_check_tells_allowed_from_forbidden(source, bad):
+    assert [name for _, name in oracle_imports(source) if forbidden(name)] == bad
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_spark_impl_imports_only_the_model_errors_parsers_and_cases(path):
+    bad = [f"line {line}: {name}" for line, name in oracle_imports(path.read_text()) if forbidden(name)]
+    assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}; allowed from oracle: {', '.join(ALLOWED)}"
