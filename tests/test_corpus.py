@@ -1,0 +1,53 @@
+"""Every conformance case in corpus/ replays through the oracle; so do the cases
+observed on a real Esper engine (../shared/esper-observed), where that folder is
+present, each window the oracle lacks named in its skip reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from difftest.compare import compare
+from oracle import parse, run
+from oracle.cases import case_files, load_case
+from oracle.errors import UnsupportedWindow
+from oracle.model import GroupWin
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = case_files([ROOT / "corpus"])
+OBSERVED_DIR = ROOT.parent / "shared" / "esper-observed"
+OBSERVED = case_files([OBSERVED_DIR]) if OBSERVED_DIR.is_dir() else []
+
+
+def test_the_corpus_has_three_cases_per_window():
+    per_window: dict[str, int] = {}
+    for path in CORPUS:
+        spec = parse(load_case(path).window)
+        kinds = [spec.KIND, spec.window.KIND] if isinstance(spec, GroupWin) else [spec.KIND]
+        for kind in kinds:
+            per_window[kind] = per_window.get(kind, 0) + 1
+    expected = {"groupwin", "length", "length_batch", "time", "ext_timed", "time_batch", "ext_timed_batch", "keepall",
+                "firstlength", "firsttime", "firstevent", "lastevent", "unique", "firstunique"}
+    assert {k: n for k, n in per_window.items() if n < 3} == {}
+    assert expected <= set(per_window)
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: str(p.relative_to(ROOT / "corpus")))
+def test_corpus_case_replays_on_the_oracle(path):
+    case = load_case(path)
+    difference = compare(case.expected, run(parse(case.window, case.dialect), case.trace))
+    assert difference is None, f"{path}:\n{difference}"
+
+
+@pytest.mark.skipif(not OBSERVED, reason=f"{OBSERVED_DIR} is not beside this checkout")
+@pytest.mark.parametrize("path", OBSERVED, ids=lambda p: p.name)
+def test_observed_esper_case_replays_on_the_oracle(path):
+    case = load_case(path)
+    try:
+        spec = parse(case.window, case.dialect)
+        actual = run(spec, case.trace)
+    except UnsupportedWindow as exc:
+        pytest.skip(f"window {case.window} not built yet: {exc}")
+    difference = compare(case.expected, actual)
+    assert difference is None, f"{path}:\n{difference}"
