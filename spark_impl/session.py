@@ -6,10 +6,13 @@ Settings of the local session, and why:
 * `local[2]`: the two cores of the CI box; tests and the benchmark run here.
 * `spark.sql.shuffle.partitions=4`: the default 200 would make every small
   differential batch pay 200 empty tasks per shuffle.
-* UI off, log level WARN, no progress bar: quiet test output and startup.
+* UI off, no progress bar, log level WARN, and `log4j2.properties` (beside this
+  module) silencing the two notices every laptop start prints: quiet output.
 * `spark.sql.session.timeZone=UTC`: no local-time surprises (time is integer ms
   anyway, but users' timestamp columns are converted with it).
 * Arrow on: `createDataFrame` from pandas and `toPandas` go through Arrow.
+* `spark.driver.memory=4g`: the default 1 GB heap runs out on a time window over
+  one trace of 10 M events (measured); in local mode the driver is the executor.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from spark_impl.errors import SparkUnavailable
 
 LOCAL_CONF = {
     "spark.master": "local[2]",
+    "spark.driver.memory": "4g",
     "spark.app.name": "window-oracle",
     "spark.sql.shuffle.partitions": "4",
     "spark.default.parallelism": "4",

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from attrs import frozen
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
-from pyspark.sql import functions as F
 
 from spark_impl.windows import Context
 

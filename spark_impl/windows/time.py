@@ -25,8 +25,10 @@ are in arrival order, and the pipeline ranks them into positions.
   before i only if `ts_j - t >= ts_j`, never.) So, with `P` computed by one
   running max, event i's remover is the first arrival whose `P` reaches
   `P_i + t`: the arrivals that raise `P` hold the disjoint intervals
-  `(P_before, P]`, and `clock.locate` finds the one holding `P_i + t`. The
-  remover posts the removed events in arrival order after its own insert.
+  `(P_before, P]`, and the first of them reaching `P_i + t` is found as in
+  `clock.fire_units`: points and marks in one window over the sub-window,
+  sorted by value descending, a running `last` mark. The remover posts the
+  removed events in arrival order after its own insert.
 * `#firsttime(t)`: the timer is armed at the window's creation (the trace's
   start, or under groupwin the group's first arrival) for `creation + t`, and
   fires in the first unit whose clock reaches it. An event is kept (and
@@ -38,15 +40,21 @@ are in arrival order, and the pipeline ranks them into positions.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from oracle.model import ExtTimed, FirstTime, Time
 from spark_impl import clock
 from spark_impl.windows import Context
-from spark_impl.windows.base import Emit, arrival_posts, events, in_order
+from spark_impl.windows.base import Emit, arrival_posts, events, over, quoted
 
 TIMER = 0  # the contract's phase of a timer stop (1: an arrival)
+SO_FAR = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+BEFORE = "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
+
+# posts exactly once per arrival and never on a timer: the pipeline numbers its
+# updates by arrival (post rows carry the arrival's `arrival_no` as `update_no`)
+ONE_POST_PER_ARRIVAL = (ExtTimed,)
 
 
 def posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
@@ -60,70 +68,74 @@ def posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
 
 
 def carried(ctx: Context) -> list[str]:
-    """The columns an event row carries into a post row."""
-    return list(dict.fromkeys(["trace_id", *ctx.group_keys, "slot", "seq", "id", *ctx.properties]))
+    """The columns (SQL) an event row carries into a post row."""
+    return [quoted(c) for c in dict.fromkeys(["trace_id", *ctx.group_keys, "slot", "seq", "id", *ctx.properties])]
 
 
-def timer_posts(rows: DataFrame, ctx: Context, side: str, seq: Column, time: Column, slot_due: Column) -> DataFrame:
+def partition(ctx: Context, *extra: str) -> str:
+    """`PARTITION BY` the sub-window's columns (and `extra` ones), as SQL."""
+    return "PARTITION BY " + ", ".join(quoted(c) for c in (*ctx.partition, *extra))
+
+
+def timer_posts(rows: DataFrame, ctx: Context, side: str, seq: str, time: str, slot_due: str) -> DataFrame:
     """Post rows (the contract's columns, then the properties) posting each row's
-    event on `side` in the timer stop (phase 0) of item `seq` at clock `time`."""
-    return rows.select(
+    event on `side` in the timer stop (phase 0) of item `seq` at clock `time`
+    (SQL expressions), the timer being due at `slot_due`."""
+    return rows.selectExpr(
         "trace_id",
-        seq.cast("long").alias("seq"),
-        F.lit(TIMER).alias("phase"),
-        time.cast("long").alias("time"),
-        slot_due.cast("long").alias("slot_due"),
+        f"CAST({seq} AS BIGINT) AS seq",
+        f"{TIMER} AS phase",
+        f"CAST({time} AS BIGINT) AS time",
+        f"CAST({slot_due} AS BIGINT) AS slot_due",
         "slot",
-        F.lit(side).alias("side"),
-        F.col("seq").cast("long").alias("pos"),
+        f"'{side}' AS side",
+        "CAST(seq AS BIGINT) AS pos",
         "id",
-        *ctx.properties,
+        *(quoted(p) for p in ctx.properties),
     )
 
 
 def arrivals(items: DataFrame, ctx: Context) -> DataFrame:
-    """Every event inserted at its own arrival, at position its seq."""
-    return arrival_posts(events(items), ctx, Emit("insert", F.col("seq"), F.col("time"), F.col("seq")))
+    """Every event inserted at its own arrival (at position its seq)."""
+    unit = "arrival_no" if ctx.arrival_numbers else None
+    return arrival_posts(events(items), ctx, Emit("insert", "seq", "time", "seq", unit))
 
 
 def sliding(items: DataFrame, ctx: Context, span: int) -> DataFrame:
-    dues = events(items).select(*carried(ctx), (F.col("time") + span).alias(clock.DUE))
+    due = quoted(clock.DUE)
+    dues = events(items).selectExpr(*carried(ctx), f"time + {span} AS {due}")
     fired = clock.fire_units(items, dues, clock.bucket_width(span))
+    fire_seq, fire_time = quoted(clock.FIRE_SEQ), quoted(clock.FIRE_TIME)
     if ctx.group_keys:
-        unit = Window.partitionBy(*ctx.partition, clock.FIRE_SEQ, clock.FIRE_TIME)
-        slot_due = F.min(clock.DUE).over(unit)
+        slot_due = f"min({due}) OVER ({partition(ctx, clock.FIRE_SEQ, clock.FIRE_TIME)})"
     else:
-        slot_due = F.col(clock.DUE)
-    removed = timer_posts(fired, ctx, "remove", F.col(clock.FIRE_SEQ), F.col(clock.FIRE_TIME), slot_due)
-    return arrivals(items, ctx).unionByName(removed)
+        slot_due = due
+    return arrivals(items, ctx).unionByName(timer_posts(fired, ctx, "remove", fire_seq, fire_time, slot_due))
 
 
 def externally_timed(items: DataFrame, ctx: Context, timestamp: str, span: int) -> DataFrame:
-    ts = F.col(timestamp).cast("long")
-    so_far = in_order(ctx).rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    before = in_order(ctx).rowsBetween(Window.unboundedPreceding, -1)
-    stamped = events(items).select(
-        *carried(ctx), "time", F.max(ts).over(so_far).alias("#p"), F.max(ts).over(before).alias("#p_before")
+    ts = f"CAST({quoted(timestamp)} AS BIGINT)"
+    own = [*carried(ctx), *(["arrival_no"] if ctx.arrival_numbers else [])]
+    unit = "CAST(arrival_no AS BIGINT)" if ctx.arrival_numbers else "CAST(NULL AS BIGINT)"
+    stamped = events(items).selectExpr(
+        *own, "time", f"max({ts}) {over(ctx, frame=SO_FAR)} AS `#p`", f"max({ts}) {over(ctx, frame=BEFORE)} AS `#p_before`"
     )
-    points = stamped.select(*carried(ctx), (F.col("#p") + span).alias(clock.AT))
-    raisers = stamped.where(F.col("#p") > F.col("#p_before")).select(
-        *ctx.partition,
-        F.col("#p_before").alias(clock.LO),
-        F.col("#p").alias(clock.HI),
-        F.col("seq").alias("#remover_seq"),
-        F.col("time").alias("#remover_time"),
-    )
-    located = clock.locate(points, raisers, ctx.partition)
-    removed = arrival_posts(
-        located, ctx, Emit("remove", F.col("#remover_seq"), F.col("#remover_time"), F.col("seq"))
-    )
+    # each event is a point (its due time, P + t) and, if it raises P, a mark at P
+    remover = f"named_struct('seq', seq, 'time', time, 'unit', {unit})"
+    point = f"named_struct('k', 0, 't', `#p` + {span}, 'mark', CAST(NULL AS STRUCT<seq: BIGINT, time: BIGINT, unit: BIGINT>))"
+    mark = f"CASE WHEN `#p` > `#p_before` THEN named_struct('k', 1, 't', `#p`, 'mark', {remover}) END"
+    rows = stamped.selectExpr(*own, f"explode(array({point}, {mark})) AS `#r`").where("`#r` IS NOT NULL")
+    first_reaching = f"OVER ({partition(ctx)} ORDER BY `#r`.t DESC, `#r`.k DESC {SO_FAR})"
+    found = rows.selectExpr("*", f"last(`#r`.mark, true) {first_reaching} AS `#remover`").where("`#r`.k = 0")
+    removed = arrival_posts(found, ctx, Emit("remove", "`#remover`.seq", "`#remover`.time", "seq", "`#remover`.unit"))
     return arrivals(items, ctx).unionByName(removed)
 
 
 def first_time(items: DataFrame, ctx: Context, span: int) -> DataFrame:
+    created = quoted(clock.CREATED)
     if ctx.group_keys:
-        arrived = events(items).withColumn(clock.CREATED, F.min("time").over(Window.partitionBy(*ctx.partition)))
+        arrived = events(items).selectExpr("*", f"min(time) OVER ({partition(ctx)}) AS {created}")
     else:
         arrived = events(items).join(F.broadcast(clock.creation(items)), "trace_id")
-    kept = arrived.where(F.col("time") < F.col(clock.CREATED) + span)
-    return arrival_posts(kept, ctx, Emit("insert", F.col("seq"), F.col("time"), F.col("seq")))
+    kept = arrived.where(f"time < {created} + {span}")
+    return arrival_posts(kept, ctx, Emit("insert", "seq", "time", "seq"))

@@ -53,16 +53,16 @@ arrival order: the nearest start after a row, then that start's own next start.
 
 from __future__ import annotations
 
-from functools import reduce
-
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from oracle.model import ExtTimedBatch, TimeBatch
 from spark_impl import clock
 from spark_impl.windows import Context
-from spark_impl.windows.base import Emit, arrival_posts, events, in_order
-from spark_impl.windows.time import TIMER, carried
+from spark_impl.windows.base import Emit, arrival_posts, events, over, quoted
+from spark_impl.windows.time import BEFORE, SO_FAR, TIMER, carried, partition
+
+CREATED = quoted(clock.CREATED)
 
 
 def posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
@@ -73,18 +73,9 @@ def posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
     raise TypeError(f"not a time batch window: {spec!r}")
 
 
-def next_grid(current: Column, reference: Column, span: int) -> Column:
-    """The first grid point `reference + k*span` strictly after `current`."""
-    return current + span - F.pmod(current - reference, F.lit(span))
-
-
-def join_on(left: DataFrame, right: DataFrame, columns: list[str], how: str = "inner") -> DataFrame:
-    """`left.join(right, columns, how)`, equal meaning null-safe equal (a null
-    group key is a group of its own); the result has one copy of `columns`."""
-    renamed = right.select(*[F.col(c).alias(f"#r{i}") for i, c in enumerate(columns)],
-                           *[c for c in right.columns if c not in columns])
-    on = reduce(lambda a, b: a & b, [left[c].eqNullSafe(renamed[f"#r{i}"]) for i, c in enumerate(columns)])
-    return left.join(renamed, on, how).drop(*[f"#r{i}" for i in range(len(columns))])
+def next_grid(current: str, reference: str, span: int) -> str:
+    """SQL for the first grid point `reference + k*span` strictly after `current`."""
+    return f"({current} + {span} - pmod({current} - {reference}, {span}))"
 
 
 class TimeBatches:
@@ -96,13 +87,16 @@ class TimeBatches:
 
     def posts(self, items: DataFrame) -> DataFrame:
         arrived = self.referenced(items)
-        released = self.fired(items, arrived.withColumn(clock.DUE, F.col("#g1")), "#s1", "#t1")
-        leaving = released.withColumn("#g2", next_grid(F.col("#t1"), F.col("#ref"), self.span))
-        rows = self.fired(items, leaving.withColumn(clock.DUE, F.col("#g2")), "#s2", "#t2", keep=True)
+        released = self.fired(items, arrived.selectExpr("*", f"`#g1` AS {quoted(clock.DUE)}"), "#s1", "#t1")
+        leaving = released.selectExpr("*", f"{next_grid('`#t1`', '`#ref`', self.span)} AS {quoted(clock.DUE)}")
+        rows = self.fired(items, leaving, "#s2", "#t2", keep=True, due_as="#g2")
         posted = self.event_posts(rows)
         if not self.spec.force_update:
             return posted
-        return posted.unionByName(self.empty_posts(items, arrived, posted), allowMissingColumns=True)
+        # a firing's empty post stays only where the sub-window posts no event in that unit
+        both = posted.unionByName(self.firings(items, arrived), allowMissingColumns=True)
+        counted = both.selectExpr("*", f"count(side) OVER ({partition(self.ctx, 'seq', 'time')}) AS `#posted`")
+        return counted.where("side IS NOT NULL OR `#posted` = 0").drop("#posted")
 
     def eager_without_groups(self) -> bool:
         """START_EAGER outside groupwin: the window is created with the trace."""
@@ -116,110 +110,96 @@ class TimeBatches:
         ctx = self.ctx
         arrived = events(items).join(F.broadcast(self.per_trace(items)), "trace_id")
         if self.eager_without_groups():
-            reference = arming = F.col(clock.CREATED)
+            reference = arming = CREATED
         else:
             if ctx.group_keys:
-                arrived = arrived.withColumn("#first", F.min("time").over(Window.partitionBy(*ctx.partition)))
-            arming = F.col("#first")
-            if self.spec.reference is not None and not self.spec.start_eager:
-                reference = F.lit(self.spec.reference).cast("long")
-            else:
-                reference = F.col("#first")
-        return arrived.select(
-            *carried(ctx), "time", *(["#last"] if self.spec.force_update else []),
-            reference.alias("#ref"), arming.alias("#arm"),
-            next_grid(F.col("time"), reference, self.span).alias("#g1"),
+                arrived = arrived.selectExpr(
+                    *(quoted(c) for c in arrived.columns if c != "#first"), f"min(time) OVER ({partition(ctx)}) AS `#first`"
+                )
+            arming = "`#first`"
+            unread = self.spec.reference is None or self.spec.start_eager
+            reference = arming if unread else f"CAST({self.spec.reference} AS BIGINT)"
+        return arrived.selectExpr(
+            *carried(ctx), "time", *(["`#last`"] if self.spec.force_update else []),
+            f"{reference} AS `#ref`", f"{arming} AS `#arm`", f"{next_grid('time', reference, self.span)} AS `#g1`",
         )
 
-    def per_trace(self, items: DataFrame) -> DataFrame:
+    @staticmethod
+    def per_trace(items: DataFrame) -> DataFrame:
         """Per trace: the creation clock, the last clock, the first arrival's clock."""
         return items.groupBy("trace_id").agg(
-            F.coalesce(F.min(F.when(F.col("kind") == clock.START, F.col("time"))), F.lit(0)).cast("long").alias(
+            F.expr(f"CAST(coalesce(min(CASE WHEN kind = '{clock.START}' THEN time END), 0) AS BIGINT)").alias(
                 clock.CREATED
             ),
-            F.max("time").alias("#last"),
-            F.min(F.when(F.col("kind") == "event", F.col("time"))).alias("#first"),
+            F.expr("max(time)").alias("#last"),
+            F.expr("min(CASE WHEN kind = 'event' THEN time END)").alias("#first"),
         )
 
-    def fired(self, items: DataFrame, dues: DataFrame, seq: str, time: str, **options) -> DataFrame:
-        """`dues` with the unit each fires in, as columns `seq` and `time`
-        (`options`: those of `clock.fire_units`)."""
+    def fired(self, items: DataFrame, dues: DataFrame, seq: str, time: str, *, due_as: str | None = None,
+              **options) -> DataFrame:
+        """`dues` with the unit each fires in, as columns `seq` and `time`, the
+        due time kept as `due_as` (`options`: those of `clock.fire_units`)."""
         found = clock.fire_units(items, dues, clock.bucket_width(self.span), **options)
-        return found.withColumnRenamed(clock.FIRE_SEQ, seq).withColumnRenamed(clock.FIRE_TIME, time).drop(clock.DUE)
+        renamed = {clock.FIRE_SEQ: seq, clock.FIRE_TIME: time, **({clock.DUE: due_as} if due_as else {})}
+        return found.selectExpr(*(
+            f"{quoted(c)} AS {quoted(renamed[c])}" if c in renamed else quoted(c)
+            for c in found.columns if c in renamed or c != clock.DUE
+        ))
 
     def event_posts(self, rows: DataFrame) -> DataFrame:
         """Each event inserted where its batch is released, removed where it leaves."""
-        sides = [
-            F.struct(F.lit("insert").alias("side"), F.col("#s1").alias("s"), F.col("#t1").alias("t"),
-                     F.col("#g1").alias("due")),
-            F.when(F.col("#s2").isNotNull(), F.struct(
-                F.lit("remove").alias("side"), F.col("#s2").alias("s"), F.col("#t2").alias("t"),
-                F.col("#g2").alias("due"))),
-        ]
-        exploded = rows.select(*carried(self.ctx), F.explode(F.array(*sides)).alias("#p")).where(
-            F.col("#p").isNotNull()
+        insert = "named_struct('side', 'insert', 's', `#s1`, 't', `#t1`, 'due', `#g1`)"
+        remove = "CASE WHEN `#s2` IS NOT NULL THEN named_struct('side', 'remove', 's', `#s2`, 't', `#t2`, 'due', `#g2`) END"
+        exploded = rows.selectExpr(*carried(self.ctx), f"explode(array({insert}, {remove})) AS `#p`").where(
+            "`#p` IS NOT NULL"
         )
-        return exploded.select(
-            "trace_id",
-            F.col("#p.s").cast("long").alias("seq"),
-            F.lit(TIMER).alias("phase"),
-            F.col("#p.t").cast("long").alias("time"),
-            F.col("#p.due").cast("long").alias("slot_due"),
-            "slot",
-            F.col("#p.side").alias("side"),
-            F.col("seq").cast("long").alias("pos"),
-            "id",
-            *self.ctx.properties,
+        return exploded.selectExpr(
+            "trace_id", "CAST(`#p`.s AS BIGINT) AS seq", f"{TIMER} AS phase", "CAST(`#p`.t AS BIGINT) AS time",
+            "CAST(`#p`.due AS BIGINT) AS slot_due", "slot", "`#p`.side AS side", "CAST(seq AS BIGINT) AS pos", "id",
+            *(quoted(p) for p in self.ctx.properties),
         )
 
-    def empty_posts(self, items: DataFrame, arrived: DataFrame, posted: DataFrame) -> DataFrame:
-        """FORCE_UPDATE: an empty post in the unit of every grid point from the
-        first after arming to the trace's last clock, where the sub-window posts
-        no event (a jump over several grid points is one unit, due at the first)."""
+    def firings(self, items: DataFrame, arrived: DataFrame) -> DataFrame:
+        """FORCE_UPDATE: an empty post (side, id and pos null) in the unit of every
+        grid point from the first after arming to the trace's last clock (a jump
+        over several grid points is one unit, due at the first of them)."""
         ctx = self.ctx
         if self.eager_without_groups():
-            windows = self.per_trace(items).select(
-                "trace_id", F.lit(0).cast("long").alias("slot"), F.col(clock.CREATED).alias("#arm"),
-                F.col(clock.CREATED).alias("#ref"), "#last",
+            windows = self.per_trace(items).selectExpr(
+                "trace_id", "CAST(0 AS BIGINT) AS slot", f"{CREATED} AS `#arm`", f"{CREATED} AS `#ref`", "`#last`"
             )
         else:
-            windows = arrived.select(*ctx.partition, "slot", "#arm", "#ref", "#last").distinct()
-        first, last = next_grid(F.col("#arm"), F.col("#ref"), self.span), F.col("#last")
-        grid = windows.select(
-            *ctx.partition, "slot",
-            F.explode(F.when(first <= last, F.sequence(first, last, F.lit(self.span)))).alias(clock.DUE),
+            windows = arrived.selectExpr(*(quoted(c) for c in ctx.partition), "slot", "`#arm`", "`#ref`", "`#last`").distinct()
+        first = next_grid("`#arm`", "`#ref`", self.span)
+        grid = windows.selectExpr(
+            *(quoted(c) for c in ctx.partition), "slot",
+            f"explode(CASE WHEN {first} <= `#last` THEN sequence({first}, `#last`, CAST({self.span} AS BIGINT)) END) "
+            f"AS {quoted(clock.DUE)}",
         )
         units = (
-            self.fired(items, grid.withColumn("#g", F.col(clock.DUE)), "seq", "time",
-                       from_start=self.eager_without_groups())
+            self.fired(items, grid, "seq", "time", due_as="#g", from_start=self.eager_without_groups())
             .groupBy(*ctx.partition, "slot", "seq", "time")
-            .agg(F.min("#g").alias("slot_due"))
+            .agg(F.expr("min(`#g`)").alias("slot_due"))
         )
-        empty = join_on(units, posted.select(*ctx.partition, "seq", "time"), [*ctx.partition, "seq", "time"], "left_anti")
-        return empty.select(
-            "trace_id", "seq", F.lit(TIMER).alias("phase"), "time", "slot_due", "slot",
-            F.lit(None).cast("string").alias("side"), F.lit(None).cast("long").alias("pos"),
-            F.lit(None).cast("string").alias("id"),
+        return units.selectExpr(
+            *(quoted(c) for c in ctx.partition), "seq", f"{TIMER} AS phase", "time", "slot_due", "slot",
+            "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos", "CAST(NULL AS STRING) AS id",
         )
 
 
 def external_batches(items: DataFrame, ctx: Context, spec: ExtTimedBatch) -> DataFrame:
-    ts = F.col(spec.timestamp).cast("long")
-    so_far = in_order(ctx).rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    before = in_order(ctx).rowsBetween(Window.unboundedPreceding, -1)
-    reference = F.lit(spec.reference).cast("long") if spec.reference is not None else F.first(ts).over(so_far)
-    celled = events(items).select(*carried(ctx), "time", clock.floor_div(ts - reference, spec.span).alias("#cell"))
-    earlier = F.max("#cell").over(before)
-    marked = celled.withColumn("#start", earlier.isNull() | (F.col("#cell") > earlier))
-    later = Window.partitionBy(*ctx.partition).orderBy(F.col("seq").desc()).rowsBetween(Window.unboundedPreceding, -1)
-    start = F.when(F.col("#start"), F.struct(F.col("seq").alias("seq"), F.col("time").alias("time")))
-    with_next = marked.withColumn("#next", F.last(start, ignorenulls=True).over(later))
-    with_after = with_next.withColumn(
-        "#after_next", F.last(F.when(F.col("#start"), F.col("#next")), ignorenulls=True).over(later)
+    ts = f"CAST({quoted(spec.timestamp)} AS BIGINT)"
+    reference = f"CAST({spec.reference} AS BIGINT)" if spec.reference is not None else f"first({ts}) {over(ctx, frame=SO_FAR)}"
+    celled = events(items).selectExpr(*carried(ctx), "time", f"{clock.floor_div(f'{ts} - {reference}', spec.span)} AS `#cell`")
+    marked = celled.selectExpr(
+        "*", f"coalesce(`#cell` > max(`#cell`) {over(ctx, frame=BEFORE)}, true) AS `#start`"
     )
+    later = f"OVER ({partition(ctx)} ORDER BY seq DESC {BEFORE})"
+    start = "CASE WHEN `#start` THEN named_struct('seq', seq, 'time', time) END"
+    with_next = marked.selectExpr("*", f"last({start}, true) {later} AS `#next`")
+    with_after = with_next.selectExpr("*", f"last(CASE WHEN `#start` THEN `#next` END, true) {later} AS `#after_next`")
     return arrival_posts(
-        with_after,
-        ctx,
-        Emit("insert", F.col("#next.seq"), F.col("#next.time"), F.col("seq")),
-        Emit("remove", F.col("#after_next.seq"), F.col("#after_next.time"), F.col("seq")),
+        with_after, ctx,
+        Emit("insert", "`#next`.seq", "`#next`.time", "seq"),
+        Emit("remove", "`#after_next`.seq", "`#after_next`.time", "seq"),
     )

@@ -27,8 +27,6 @@ from oracle.model import (
     Trace,
 )
 
-pytestmark = pytest.mark.spark
-
 
 def ev(event_id, time=None, **props):
     return Arrive(Event(event_id, props), time=time)
@@ -227,3 +225,56 @@ def test_hand_made_case(outcomes, name):
     got = outcomes[name]
     assert not isinstance(got, Exception), got
     assert short(got) == CASES[name][3]
+
+
+# ---------------------------------------------------------------------- the clock itself
+#
+# start 100 | E0 at 100 | advance 2500 | E2 walks to 3000 | jump 6000 | E4 at 6000 | advance 9000
+CLOCK_TRACE = Trace([ev("E0"), Advance(2500), ev("E2", 3000), Jump(6000), ev("E4"), Advance(9000)], 100)
+# due time -> (firing item, clock it fires at); a walk stops at the due time itself, a
+# jump fires at its target, a due time at an event's own walk fires in that event's
+# unit, a due time past the last clock never fires
+CLOCK_FIRES = {
+    101: (1, 101), 2500: (1, 2500), 2501: (2, 2501), 3000: (2, 3000), 3001: (3, 6000), 6000: (3, 6000),
+    6001: (5, 6001), 9000: (5, 9000), 9001: None,
+}
+
+
+@pytest.mark.parametrize("width", [1, 7, 1000, 64_000])
+def test_fire_units_any_bucket_width(spark, width):
+    """Narrow buckets leave most of them empty, so due times are reached through
+    the sentinels of the next non-empty bucket; the answer must not change."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from spark_impl import clock, frames
+
+    items = frames.to_dataframe(spark, [("t", CLOCK_TRACE)])
+    schema = StructType([StructField("trace_id", StringType()), StructField(clock.DUE, LongType())])
+    dues = spark.createDataFrame([("t", due) for due in CLOCK_FIRES], schema)
+    fired = clock.fire_units(items, dues, width, keep=True).collect()
+    got = {row[clock.DUE]: None if row[clock.FIRE_SEQ] is None else (row[clock.FIRE_SEQ], row[clock.FIRE_TIME])
+           for row in fired}
+    assert got == CLOCK_FIRES
+
+
+def test_prepare_gives_the_clock_before_each_item(spark):
+    from spark_impl import clock, frames
+
+    items = clock.prepare(frames.to_dataframe(spark, [("t", CLOCK_TRACE)]))
+    before = {row["seq"]: row["prev_time"] for row in items.collect()}
+    assert before == {-1: 100, 0: 100, 1: 100, 2: 2500, 3: 3000, 4: 6000, 5: 6000}
+
+
+def test_timer_posts_carry_properties_and_an_empty_update_is_one_null_row(spark):
+    # time_batch(1000, FORCE_UPDATE): 0 E1  1000|[E1]  2000|-[E1]  3000| empty
+    import spark_impl
+    from spark_impl import frames
+
+    trace = Trace([ev("E1", price=2.5, symbol="X"), Advance(3000)])
+    out = spark_impl.apply_window(frames.to_dataframe(spark, [("t", trace)]), TimeBatch(1000, force_update=True))
+    rows = sorted(tuple(r) for r in out.select("update_no", "time", "side", "pos", "id", "price", "symbol").collect())
+    assert rows == [
+        (0, 1000, "insert", 0, "E1", 2.5, "X"),
+        (1, 2000, "remove", 0, "E1", 2.5, "X"),
+        (2, 3000, None, None, None, None, None),
+    ]
