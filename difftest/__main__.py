@@ -142,8 +142,8 @@ def add_run(subparsers) -> None:
     p.add_argument("--batch-size", type=positive_int, default=400, metavar="B",
                    help="at most B traces per Spark job, B/2 on average (default: 400)")
     p.add_argument("--seed", type=int, help="Hypothesis seed, for a reproducible run")
-    p.add_argument("--budget", type=float, default=600.0, metavar="SECONDS",
-                   help="stop drawing new batches after this long (default: 600)")
+    p.add_argument("--budget", type=float, default=300.0, metavar="SECONDS",
+                   help="stop drawing new batches after this long (default: 300)")
     p.add_argument("--impl", default=runner.DEFAULT_IMPL, metavar="MODULE:FUNCTION",
                    help="the implementation under test, shaped like spark_impl.apply_window (default: %(default)s)")
     p.add_argument("--found-dir", type=Path, default=Path("corpus/found"), metavar="DIR",

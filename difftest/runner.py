@@ -275,7 +275,8 @@ class Runner:
         def body(batch):
             nonlocal replaying
             spec, batch_traces = batch
-            if not replaying and (time.perf_counter() > deadline or stats.cases >= examples):
+            spent = stats.batches > 0 and time.perf_counter() > deadline  # every kind gets one batch
+            if not replaying and (spent or stats.cases >= examples):
                 return  # budget or examples spent: let Hypothesis finish without more work
             if not any(trace.events() for trace in batch_traces):
                 return  # Hypothesis's first, empty draw: nothing to compare

@@ -118,11 +118,14 @@ def externally_timed(items: DataFrame, ctx: Context, timestamp: str, span: int) 
     own = [*carried(ctx), *(["arrival_no"] if ctx.arrival_numbers else [])]
     unit = "CAST(arrival_no AS BIGINT)" if ctx.arrival_numbers else "CAST(NULL AS BIGINT)"
     stamped = events(items).selectExpr(
-        *own, "time", f"max({ts}) {over(ctx, frame=SO_FAR)} AS `#p`", f"max({ts}) {over(ctx, frame=BEFORE)} AS `#p_before`"
+        *own, "time",
+        f"max({ts}) {over(ctx, frame=SO_FAR)} AS `#p`",
+        f"max({ts}) {over(ctx, frame=BEFORE)} AS `#p_before`",
     )
     # each event is a point (its due time, P + t) and, if it raises P, a mark at P
     remover = f"named_struct('seq', seq, 'time', time, 'unit', {unit})"
-    point = f"named_struct('k', 0, 't', `#p` + {span}, 'mark', CAST(NULL AS STRUCT<seq: BIGINT, time: BIGINT, unit: BIGINT>))"
+    no_mark = "CAST(NULL AS STRUCT<seq: BIGINT, time: BIGINT, unit: BIGINT>)"
+    point = f"named_struct('k', 0, 't', `#p` + {span}, 'mark', {no_mark})"
     mark = f"CASE WHEN `#p` > `#p_before` THEN named_struct('k', 1, 't', `#p`, 'mark', {remover}) END"
     rows = stamped.selectExpr(*own, f"explode(array({point}, {mark})) AS `#r`").where("`#r` IS NOT NULL")
     first_reaching = f"OVER ({partition(ctx)} ORDER BY `#r`.t DESC, `#r`.k DESC {SO_FAR})"

@@ -24,10 +24,10 @@ after a clock at or before `a` is exactly that). Hence, per event:
   where the clock first reaches `g2`.
 
 Events with the same `g1` form one batch. Each event row is looked up itself
-(two passes of `clock.fire_units`): cheaper than a distinct over batches and a
-join back. One unit posts one post per sub-window: new = the events released there, old =
-the events leaving there, each in arrival order; `slot_due` is the timer's due
-time (`g1`, resp. `g2`: equal where both sides meet). Without FORCE_UPDATE this
+(two passes of `clock.fire_units`), which spares a distinct over the batches and
+a join back. One unit posts one post per sub-window: new = the events released
+there, old = the events leaving there, each in arrival order; `slot_due` is the
+timer's due time (`g1`, resp. `g2`: equal where both sides meet). Without FORCE_UPDATE this
 is all: a firing that finds both sides empty posts nothing and lets the timer
 lapse until the next arrival, which the rule above already covers.
 With FORCE_UPDATE (or START_EAGER, which implies it) the timer never lapses
@@ -35,7 +35,13 @@ once armed (at the first arrival, or at creation with START_EAGER), so it fires
 in the unit of every grid point from `next_grid(arming clock)` to the trace's
 last clock (a jump covering several grid points is one unit, due at the first
 of them), and each such unit without an event post of the sub-window gets an
-empty post (side, id and pos null).
+empty post (side, id and pos null): the firings and the event posts are unioned
+and a count of event rows per (sub-window, unit) drops the firings of units
+that have them.
+
+Per-trace values (creation clock, last clock, first arrival) come from a small
+aggregate joined by broadcast, per-group ones from a window over the group, so
+no step sorts a whole trace in one task.
 
 `#ext_timed_batch` (event-driven, no timers). The arriving event closes the open
 batch iff its timestamp reaches `next_grid(oldest)`, `oldest` the timestamp of
@@ -105,8 +111,7 @@ class TimeBatches:
     def referenced(self, items: DataFrame) -> DataFrame:
         """Event rows with the sub-window's reference `#ref`, arming clock `#arm`,
         the pending due time `#g1` and, with FORCE_UPDATE, the trace's last clock
-        `#last`. Per-trace values come from a small aggregate joined by broadcast,
-        per-group ones from a window over the group: neither sorts a whole trace."""
+        `#last` (per-trace and per-group values: module docstring)."""
         ctx = self.ctx
         arrived = events(items).join(F.broadcast(self.per_trace(items)), "trace_id")
         if self.eager_without_groups():
@@ -114,7 +119,8 @@ class TimeBatches:
         else:
             if ctx.group_keys:
                 arrived = arrived.selectExpr(
-                    *(quoted(c) for c in arrived.columns if c != "#first"), f"min(time) OVER ({partition(ctx)}) AS `#first`"
+                    *(quoted(c) for c in arrived.columns if c != "#first"),
+                    f"min(time) OVER ({partition(ctx)}) AS `#first`",
                 )
             arming = "`#first`"
             unread = self.spec.reference is None or self.spec.start_eager
@@ -149,7 +155,10 @@ class TimeBatches:
     def event_posts(self, rows: DataFrame) -> DataFrame:
         """Each event inserted where its batch is released, removed where it leaves."""
         insert = "named_struct('side', 'insert', 's', `#s1`, 't', `#t1`, 'due', `#g1`)"
-        remove = "CASE WHEN `#s2` IS NOT NULL THEN named_struct('side', 'remove', 's', `#s2`, 't', `#t2`, 'due', `#g2`) END"
+        remove = (
+            "CASE WHEN `#s2` IS NOT NULL "
+            "THEN named_struct('side', 'remove', 's', `#s2`, 't', `#t2`, 'due', `#g2`) END"
+        )
         exploded = rows.selectExpr(*carried(self.ctx), f"explode(array({insert}, {remove})) AS `#p`").where(
             "`#p` IS NOT NULL"
         )
@@ -169,7 +178,9 @@ class TimeBatches:
                 "trace_id", "CAST(0 AS BIGINT) AS slot", f"{CREATED} AS `#arm`", f"{CREATED} AS `#ref`", "`#last`"
             )
         else:
-            windows = arrived.selectExpr(*(quoted(c) for c in ctx.partition), "slot", "`#arm`", "`#ref`", "`#last`").distinct()
+            windows = arrived.selectExpr(
+                *(quoted(c) for c in ctx.partition), "slot", "`#arm`", "`#ref`", "`#last`"
+            ).distinct()
         first = next_grid("`#arm`", "`#ref`", self.span)
         grid = windows.selectExpr(
             *(quoted(c) for c in ctx.partition), "slot",
@@ -189,8 +200,12 @@ class TimeBatches:
 
 def external_batches(items: DataFrame, ctx: Context, spec: ExtTimedBatch) -> DataFrame:
     ts = f"CAST({quoted(spec.timestamp)} AS BIGINT)"
-    reference = f"CAST({spec.reference} AS BIGINT)" if spec.reference is not None else f"first({ts}) {over(ctx, frame=SO_FAR)}"
-    celled = events(items).selectExpr(*carried(ctx), "time", f"{clock.floor_div(f'{ts} - {reference}', spec.span)} AS `#cell`")
+    if spec.reference is not None:
+        reference = f"CAST({spec.reference} AS BIGINT)"
+    else:
+        reference = f"first({ts}) {over(ctx, frame=SO_FAR)}"
+    cell = clock.floor_div(f"{ts} - {reference}", spec.span)
+    celled = events(items).selectExpr(*carried(ctx), "time", f"{cell} AS `#cell`")
     marked = celled.selectExpr(
         "*", f"coalesce(`#cell` > max(`#cell`) {over(ctx, frame=BEFORE)}, true) AS `#start`"
     )
