@@ -107,10 +107,13 @@ _CHECKED_KIND = (
 # --------------------------------------------------------------------------- pipeline
 
 
-def apply(trace_df: DataFrame, spec: WindowSpec, *, short_traces: bool = False) -> DataFrame:
+def apply(trace_df: DataFrame, spec: WindowSpec, *, short_traces: bool | None = None) -> DataFrame:
     """The window's output rows (OUTPUT_COLUMNS, then the properties), unsorted.
-    `short_traces`: the caller knows every trace has fewer than 2**BLOCK_BITS
-    items, so updates are numbered in one block per trace."""
+    `short_traces`: every trace has fewer than 2**BLOCK_BITS items, so updates are
+    numbered in one block per trace; None: decided by `bounded_short`. Both paths
+    give the same numbers; the blocked one scales to a trace of any length."""
+    if short_traces is None:
+        short_traces = bounded_short(trace_df)
     runner = family_of(spec)
     window, keys = split_groupwin(spec)
     validated = check_input(trace_df, spec)
@@ -122,6 +125,18 @@ def apply(trace_df: DataFrame, spec: WindowSpec, *, short_traces: bool = False) 
         items = number_arrivals(items, short_traces=short_traces)
     posted = runner.posts(items, window, ctx)
     return finalize(posted, validated, ctx, short_traces=short_traces)
+
+
+def bounded_short(frame: DataFrame) -> bool:
+    """True when Spark's optimized plan bounds the frame to fewer than
+    2**BLOCK_BITS rows (a table of local data, a LIMIT): then no trace can be
+    long. Reading the bound runs no job; a plan without one (files, tables,
+    RDDs) or a session that does not expose it (Spark Connect) answers False."""
+    try:
+        bound = frame._jdf.queryExecution().optimizedPlan().maxRows()
+        return bool(bound.isDefined()) and int(bound.get()) < 2**BLOCK_BITS
+    except Exception:  # noqa: BLE001 - no JVM plan to read: take the path that always scales
+        return False
 
 
 def with_slot(items: DataFrame, ctx: Context) -> DataFrame:

@@ -171,7 +171,7 @@ def test_blocked_update_numbers_equal_whole_trace_numbers(busy, monkeypatch, spe
     updates as one block per trace does."""
     whole = sorted_rows(pipeline.apply(busy, spec, short_traces=True))
     monkeypatch.setattr(pipeline, "BLOCK_BITS", 3)
-    blocked = sorted_rows(pipeline.apply(busy, spec))
+    blocked = sorted_rows(pipeline.apply(busy, spec, short_traces=False))
     assert blocked == whole
     per_trace = {}
     for row in whole:
@@ -180,6 +180,15 @@ def test_blocked_update_numbers_equal_whole_trace_numbers(busy, monkeypatch, spe
 
 
 # --------------------------------------------------------------------------- plan
+
+def test_short_traces_are_known_from_the_plan_without_a_job(spark, busy, tmp_path):
+    """A frame of local rows is bounded by its row count, so its traces take the
+    one-block path; a frame whose plan has no bound (files) takes the blocked one."""
+    assert pipeline.bounded_short(busy)
+    assert not pipeline.bounded_short(spark.range(2**pipeline.BLOCK_BITS))
+    busy.write.parquet(str(tmp_path / "busy"))
+    assert not pipeline.bounded_short(spark.read.parquet(str(tmp_path / "busy")))
+
 
 def bracket_groups(text: str) -> list[str]:
     """The top-level `[...]` groups of a plan line."""
@@ -208,8 +217,11 @@ def test_the_plan_reader_sees_a_window_without_partition(spark):
     assert window_partitions(plan) == [""]
 
 
-def test_a_keyed_window_is_planned_by_key_never_on_one_partition(busy):
-    out = apply_window(busy, "#groupwin(k)#unique(v)")
+def test_a_keyed_window_is_planned_by_key_never_on_one_partition(spark, busy, tmp_path):
+    """On a frame of unknown size (here: files), the scaling path. (A frame Spark
+    knows to be small may share the trace's partitioning across its keys.)"""
+    busy.write.parquet(str(tmp_path / "busy"))
+    out = apply_window(spark.read.parquet(str(tmp_path / "busy")), "#groupwin(k)#unique(v)")
     plan = out._jdf.queryExecution().executedPlan().toString()
     partitions = window_partitions(plan)
     assert partitions and all(p.startswith("trace_id#") for p in partitions), plan
