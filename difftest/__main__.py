@@ -137,10 +137,13 @@ def add_run(subparsers) -> None:
     )
     p.add_argument("--dialect", default="esper", help="the windows' dialect (default: esper)")
     p.add_argument("--window", metavar="CLAUSE", help="check only this window clause (default: every implemented kind)")
-    p.add_argument("--examples", type=positive_int, default=400, metavar="N",
-                   help="traces per window kind (default: 400)")
-    p.add_argument("--batch-size", type=positive_int, default=400, metavar="B",
-                   help="at most B traces per Spark job, B/2 on average (default: 400)")
+    p.add_argument("--examples", type=positive_int, default=2000, metavar="N",
+                   help="traces per window kind (default: 2000)")
+    p.add_argument("--batch-size", type=positive_int, default=1000, metavar="B",
+                   help="B/2 to B traces per Spark job (default: 1000)")
+    p.add_argument("--in-flight", type=positive_int, default=3, metavar="J",
+                   help="batches in flight: the implementation's jobs run in J-1 worker threads while the next "
+                        "batch is made and run through the oracle; 1 runs one thing at a time (default: 3)")
     p.add_argument("--seed", type=int, help="Hypothesis seed, for a reproducible run")
     p.add_argument("--budget", type=float, default=300.0, metavar="SECONDS",
                    help="stop drawing new batches after this long (default: 300)")
@@ -157,7 +160,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     session = load_spark("spark_impl.session", "get_spark")()
     impl = runner.ImplUnderTest(runner.load_impl(args.impl), session, args.impl)
     run = runner.Runner(impl, dialect=args.dialect, batch_size=args.batch_size, found_dir=args.found_dir,
-                        seed=args.seed)
+                        seed=args.seed, in_flight=args.in_flight)
     with progress_bar(sys.stdout, len(targets) * args.examples) as advance:
         run.on_batch = lambda kind, result: advance(kind, len(result.results))
         run.run(targets, args.examples, args.budget)

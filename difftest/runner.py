@@ -6,12 +6,18 @@ the implementation runs the whole batch once: all traces in one input DataFrame
 the implementation, one collect. Results are compared update by update under
 CORPUS.md equality (`difftest.compare`).
 
-Hypothesis draws the batches. When a batch disagrees, the disagreeing trace is
-shrunk by batched delta debugging (`difftest.shrink`: each round tries every
-candidate in one Spark job) to a minimal case, which the runner saves to
-`corpus/found/` with the oracle's output as `expected` and the disagreement in
-`about`. (Hypothesis's own shrinker runs one Spark job per candidate and stops
-at its five-minute limit long before a Spark-backed case is small.)
+Hypothesis draws each batch: its window (through `difftest.strategies.windows`),
+its size and the seed its traces are made from (`seeded_traces`: drawing every
+choice of a thousand traces from Hypothesis costs more than the Spark job). The
+implementation's job for one batch runs in a worker thread while the main thread
+makes the next batch and runs it through the oracle.
+
+When a batch disagrees, the disagreeing trace is shrunk by batched delta
+debugging (`difftest.shrink`: each round tries every candidate in one Spark job)
+to a minimal case, which the runner saves to `corpus/found/` with the oracle's
+output as `expected` and the disagreement in `about`. (Hypothesis's own shrinker
+runs one Spark job per candidate and stops at its five-minute limit long before
+a Spark-backed case is small.)
 
 The implementation under test is any function with the signature and schemas
 of `spark_impl.apply_window(trace_df, window, dialect) -> DataFrame`.
@@ -24,7 +30,9 @@ import importlib
 import math
 import time
 import warnings
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -32,25 +40,19 @@ from attrs import define, field, frozen
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
-from hypothesis.internal.conjecture import engine as _conjecture_engine
-from hypothesis.errors import FlakyFailure, HypothesisWarning
+from hypothesis.errors import HypothesisWarning
 
 import oracle
 from difftest.compare import Difference, compare
 from difftest.shrink import shrink
 from difftest.known import KNOWN_DIFFERENCES, KnownDifference, known_difference
-from difftest.strategies import implemented_kinds, key_properties, traces, windows
+from difftest.strategies import implemented_kinds, key_properties, seeded_traces, windows
 from oracle.cases import Case, dump_case
 from oracle.errors import WindowOracleError
 from oracle.model import Arrive, Trace, Update, WindowSpec, spec_kind
 
 DEFAULT_IMPL = "spark_impl:apply_window"
 
-# A batch of hundreds of traces is one Hypothesis example, far past the 8 KiB of
-# choices Hypothesis allows an example by default (past it, draws are cut short and
-# batches come out nearly empty). Its engine reads this module attribute each time
-# it starts an example; raising it is the only knob there is.
-_conjecture_engine.BUFFER_SIZE = max(_conjecture_engine.BUFFER_SIZE, 1024 * 1024)
 
 
 class RunnerError(WindowOracleError):
@@ -133,16 +135,24 @@ class ImplUnderTest:
         return self.frames.updates_from_rows(rows, dict(batch))
 
 
-def check_batch(impl: ImplUnderTest, spec: WindowSpec, window: str, dialect: str,
-                batch_traces: Sequence[Trace], known: Sequence[KnownDifference] = KNOWN_DIFFERENCES) -> BatchResult:
-    """Run one batch through the oracle (trace by trace) and `impl` (once), and compare."""
-    batch = [(f"t{i}", trace) for i, trace in enumerate(batch_traces)]
-    expected = {tid: oracle.run(spec, trace) for tid, trace in batch}
+def expected_updates(spec: WindowSpec, batch: Sequence[tuple[str, Trace]]) -> dict[str, tuple[Update, ...]]:
+    """The oracle's updates for each trace of a batch, one trace at a time."""
+    return {tid: oracle.run(spec, trace) for tid, trace in batch}
+
+
+def run_impl(impl: ImplUnderTest, spec: WindowSpec, window: str, dialect: str,
+             batch: Sequence[tuple[str, Trace]]) -> tuple[dict[str, tuple[Update, ...]] | None, str | None]:
+    """The implementation's updates for the batch (one job), or its error."""
     try:
-        actual: dict[str, tuple[Update, ...]] | None = impl.run(spec, window, dialect, batch)
-        error = None
+        return impl.run(spec, window, dialect, batch), None
     except Exception as exc:  # the implementation under test failing is a finding, not a crash
-        actual, error = None, _first_line(exc)
+        return None, _first_line(exc)
+
+
+def judge(spec: WindowSpec, window: str, dialect: str, batch: Sequence[tuple[str, Trace]],
+          expected: dict[str, tuple[Update, ...]], actual: dict[str, tuple[Update, ...]] | None,
+          error: str | None, known: Sequence[KnownDifference] = KNOWN_DIFFERENCES) -> BatchResult:
+    """Compare the implementation's updates with the oracle's, trace by trace."""
     results = []
     for tid, trace in batch:
         got = None if actual is None else actual.get(tid, ())
@@ -152,6 +162,19 @@ def check_batch(impl: ImplUnderTest, spec: WindowSpec, window: str, dialect: str
             entry = known_difference(spec, trace, expected[tid], got, known)
         results.append(TraceResult(tid, trace, expected[tid], got, error, difference, entry))
     return BatchResult(spec, window, dialect, tuple(results))
+
+
+def label(batch_traces: Sequence[Trace]) -> list[tuple[str, Trace]]:
+    return [(f"t{i}", trace) for i, trace in enumerate(batch_traces)]
+
+
+def check_batch(impl: ImplUnderTest, spec: WindowSpec, window: str, dialect: str,
+                batch_traces: Sequence[Trace], known: Sequence[KnownDifference] = KNOWN_DIFFERENCES) -> BatchResult:
+    """Run one batch through the oracle (trace by trace) and `impl` (once), and compare."""
+    batch = label(batch_traces)
+    expected = expected_updates(spec, batch)
+    actual, error = run_impl(impl, spec, window, dialect, batch)
+    return judge(spec, window, dialect, batch, expected, actual, error, known)
 
 
 # --------------------------------------------------------------------------- statistics
@@ -212,14 +235,6 @@ def save_found(result: TraceResult, batch: BatchResult, folder: Path, impl_name:
 # --------------------------------------------------------------------------- the run
 
 
-class MismatchFound(Exception):
-    """Raised inside the Hypothesis body to end the search with the failing batch."""
-
-    def __init__(self, result: BatchResult):
-        super().__init__(result.mismatches[0].describe())
-        self.result = result
-
-
 @frozen
 class Target:
     """What one part of a run draws: a kind of window, or one fixed window clause."""
@@ -235,79 +250,98 @@ def targets(dialect: str, window: str | None, kinds: Iterable[str] | None = None
     return [Target(kind, windows(dialect, [kind])) for kind in (kinds or implemented_kinds())]
 
 
-def batches(specs: st.SearchStrategy, batch_size: int, max_items: int) -> st.SearchStrategy:
-    """A window and 1..batch_size traces carrying the properties it reads.
+def batches(specs: st.SearchStrategy, batch_size: int) -> st.SearchStrategy:
+    """(spec, count, seed): a window, a batch size between half of `batch_size`
+    and all of it, and the seed its traces are made from (`seeded_traces`)."""
+    return st.tuples(specs, st.integers(max(1, batch_size // 2), batch_size), st.integers(0, 2**64 - 1))
 
-    The count is drawn first, so batches are about half full on average (a bare
-    `lists` strategy keeps lists short) and still shrink to a single trace."""
-    def batch_of(spec: WindowSpec) -> st.SearchStrategy:
-        one = traces(properties=key_properties(spec), max_items=max_items)
-        return st.integers(1, batch_size).flatmap(lambda n: st.tuples(st.just(spec), st.lists(one, min_size=n, max_size=n)))
 
-    return specs.flatmap(batch_of)
+@define
+class InFlight:
+    """A batch whose implementation job runs in the worker thread."""
+
+    spec: WindowSpec
+    window: str
+    batch: list[tuple[str, Trace]]
+    expected: dict[str, tuple[Update, ...]]
+    job: Future
 
 
 @define
 class Runner:
-    """Drives Hypothesis over each target and keeps the statistics."""
+    """Drives Hypothesis over each target and keeps the statistics.
+
+    Hypothesis draws each batch's window, size and seed; the traces are made from
+    the seed (`seeded_traces`) and run through the oracle in the main thread
+    while the implementation's job for the batch before runs in a worker thread
+    (`in_flight` batches at most), so Python and Spark work at the same time.
+    The first disagreeing batch ends the target's search; its disagreeing trace
+    is shrunk and saved."""
 
     impl: ImplUnderTest
     dialect: str = "esper"
-    batch_size: int = 50
+    batch_size: int = 1000
     max_items: int = 25
     found_dir: Path = Path("corpus/found")
     seed: int | None = None
+    in_flight: int = 3
     on_batch: Callable[[str, BatchResult], None] | None = None
     stats: list[KindStats] = field(factory=list)
-    batch_log: list[tuple[float, int]] = field(factory=list)  # (seconds, traces) per batch compared
+    done_log: list[tuple[float, int]] = field(factory=list)  # (clock when judged, traces) per batch
 
     def run_target(self, target: Target, examples: int, deadline: float) -> KindStats:
         stats = KindStats(target.kind)
         self.stats.append(stats)
-        replaying = False
         started = time.perf_counter()
+        pending: deque[InFlight] = deque()
+        drawn = 0  # traces handed to the implementation so far
+        failed: list[BatchResult] = []
 
-        # batches hold batch_size / 2 traces on average; stop comparing at `examples` traces
-        @settings(max_examples=math.ceil(2 * examples / self.batch_size) + 1, deadline=None, database=None,
-                  phases=[Phase.generate], report_multiple_bugs=False, print_blob=False,
-                  verbosity=Verbosity.quiet, suppress_health_check=list(HealthCheck))
-        @given(batches(target.specs, self.batch_size, self.max_items))
-        def body(batch):
-            nonlocal replaying
-            spec, batch_traces = batch
-            spent = stats.batches > 0 and time.perf_counter() > deadline  # every kind gets one batch
-            if not replaying and (spent or stats.cases >= examples):
-                return  # budget or examples spent: let Hypothesis finish without more work
-            if not any(trace.events() for trace in batch_traces):
-                return  # Hypothesis's first, empty draw: nothing to compare
-            t0 = time.perf_counter()
-            result = check_batch(self.impl, spec, oracle.render(spec, self.dialect), self.dialect, batch_traces)
-            if not replaying:
-                self.batch_log.append((time.perf_counter() - t0, len(batch_traces)))
-                stats.add(result)
-                if self.on_batch:
-                    self.on_batch(target.kind, result)
-            if result.mismatches:
-                replaying = True
-                raise MismatchFound(result)
+        def settle(flight: InFlight) -> None:
+            actual, error = flight.job.result()
+            result = judge(flight.spec, flight.window, self.dialect, flight.batch, flight.expected, actual, error)
+            self.done_log.append((time.perf_counter(), len(flight.batch)))
+            stats.add(result)
+            if self.on_batch:
+                self.on_batch(target.kind, result)
+            if result.mismatches and not failed:
+                failed.append(result)
+
+        # each batch holds at least batch_size / 2 traces
+        @settings(max_examples=2 * math.ceil(examples / max(1, self.batch_size // 2)) + 1, deadline=None,
+                  database=None, phases=[Phase.generate], print_blob=False, verbosity=Verbosity.quiet,
+                  suppress_health_check=list(HealthCheck))
+        @given(batches(target.specs, self.batch_size))
+        def body(drawn_batch):
+            nonlocal drawn
+            spec, count, seed = drawn_batch
+            spent = drawn > 0 and time.perf_counter() > deadline  # every kind gets one batch
+            if failed or spent or drawn >= examples:
+                return  # a mismatch found, or the budget or examples spent: let Hypothesis finish
+            count = min(count, examples - drawn)
+            batch = label(seeded_traces(seed, count, key_properties(spec), self.max_items))
+            drawn += count
+            window = oracle.render(spec, self.dialect)
+            expected = expected_updates(spec, batch)
+            job = worker.submit(run_impl, self.impl, spec, window, self.dialect, batch)
+            pending.append(InFlight(spec, window, batch, expected, job))
+            while len(pending) >= self.in_flight or (pending and pending[0].job.done()):
+                settle(pending.popleft())
 
         if self.seed is not None:
             body = hypothesis_seed(self.seed)(body)
-        try:
+        with ThreadPoolExecutor(max(1, self.in_flight - 1), thread_name_prefix="impl") as worker:
             with warnings.catch_warnings():  # Hypothesis notes Spark's recursion-limit change: not ours to fix
                 warnings.simplefilter("ignore", HypothesisWarning)
                 body()
-        except MismatchFound as exc:
-            self._record(stats, exc.result)
-        except FlakyFailure as exc:  # the implementation disagreed once, then not: still a finding
-            found = [e for e in exc.exceptions if isinstance(e, MismatchFound)]
-            if not found:
-                raise
-            self._record(stats, found[0].result, note="; the failure was flaky under replay")
+            while pending:
+                settle(pending.popleft())
+        if failed:
+            self._record(stats, failed[0])
         stats.seconds = time.perf_counter() - started
         return stats
 
-    def _record(self, stats: KindStats, result: BatchResult, note: str = "") -> None:
+    def _record(self, stats: KindStats, result: BatchResult) -> None:
         stats.mismatches += 1
 
         def check(candidates: Sequence[Trace]) -> Sequence[TraceResult]:
@@ -316,7 +350,7 @@ class Runner:
         read = frozenset(self.impl.frames.spec_properties(result.spec))
         minimal = shrink(result.mismatches, check, read)
         seed = f", seed {self.seed}" if self.seed is not None else ""
-        path = save_found(minimal, result, self.found_dir, self.impl.name, note=seed + note)
+        path = save_found(minimal, result, self.found_dir, self.impl.name, note=seed)
         stats.found.append(str(path))
 
     def run(self, targets_: Sequence[Target], examples: int, budget: float | None) -> list[KindStats]:
@@ -335,10 +369,12 @@ class Runner:
     def totals(self) -> dict[str, Any]:
         cases = sum(s.cases for s in self.stats)
         seconds = sum(s.seconds for s in self.stats)
-        # steady state: the batches after the first (the first pays for Spark's warm-up);
-        # a batch's time covers the oracle, the implementation's job and the comparison
-        steady = self.batch_log[1:]
-        steady_seconds, steady_cases = sum(s for s, _ in steady), sum(n for _, n in steady)
+        # steady state: wall time from the end of the run's first batch (which pays for
+        # Spark's warm-up) to the end of the last, and the traces judged in it; it
+        # covers generation, the oracle, the implementation's jobs and the comparison
+        steady = self.done_log
+        steady_seconds = steady[-1][0] - steady[0][0] if len(steady) > 1 else 0.0
+        steady_cases = sum(n for _, n in steady[1:])
         known: dict[str, int] = {k.name: 0 for k in KNOWN_DIFFERENCES}
         for s in self.stats:
             for name, count in s.known.items():
@@ -377,7 +413,7 @@ def table_lines(stats: Sequence[KindStats], totals: dict[str, Any]) -> list[tupl
         lines.append((fmt(row), "red" if row[4] else None))
     steady, overall = totals["traces_per_second"], totals["traces_per_second_overall"]
     lines.append((f"throughput: {steady if steady is not None else '-'} traces/s compared in steady state "
-                  f"({overall if overall is not None else '-'} traces/s overall, generation included)", None))
+                  f"({overall if overall is not None else '-'} traces/s overall, Spark's warm-up included)", None))
     known = totals["known_differences"]
     lines.append(("known differences: " + (", ".join(f"{k}: {v}" for k, v in known.items()) or "none listed"), None))
     for path in totals["found"]:
@@ -386,7 +422,8 @@ def table_lines(stats: Sequence[KindStats], totals: dict[str, Any]) -> list[tupl
 
 
 def report_json(runner: Runner, impl_name: str, totals: dict[str, Any]) -> dict[str, Any]:
-    return {"impl": impl_name, "dialect": runner.dialect, "batch_size": runner.batch_size, "seed": runner.seed,
+    return {"impl": impl_name, "dialect": runner.dialect, "batch_size": runner.batch_size,
+            "batches_in_flight": runner.in_flight, "seed": runner.seed,
             "kinds": [s.to_json() for s in runner.stats], **totals,
             "known_difference_list": [{"name": k.name, "kinds": list(k.kinds), "reason": k.reason}
                                       for k in KNOWN_DIFFERENCES]}

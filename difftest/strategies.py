@@ -12,7 +12,11 @@
   (and must equal the drawn one). `kinds=None` means every kind the oracle runs
   today (`implemented_kinds()`): the data windows and `groupwin` around each, and
   intersections and unions once the oracle has them.
-* `traces(properties, max_items)`: a `Trace` of events and clock moves.
+* `traces(properties, max_items)`: a `Trace` of events and clock moves, every
+  choice a Hypothesis draw (shrinkable). `seeded_traces(seed, count, ...)`: many
+  traces by the same rules from one seeded `random.Random`, about a hundred
+  times cheaper; the runner draws the seed from Hypothesis and fills its
+  batches this way (generation would otherwise cost more than the Spark job).
 * `cases(dialect, kinds)`: a `GeneratedCase`, a window (spec and text) and a trace.
 
 Aimed at the hard cases of DESIGN.md "Differential harness":
@@ -31,13 +35,16 @@ Aimed at the hard cases of DESIGN.md "Differential harness":
   grid, sometimes standing still (ties) and sometimes stepping back (late events).
 * Small sizes (1..5), so windows fill and evict early.
 
-Everything is drawn from Hypothesis (no `random`), so runs are reproducible and
-a failing case shrinks to a minimal one: each choice lists its simplest value first.
+Runs are reproducible: every choice comes from Hypothesis, directly or through
+a seed it draws. Each choice lists its simplest value first, so a trace drawn
+through `traces` shrinks towards short traces of plain events.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import random
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol, TypeVar
 
 from attrs import frozen
 from hypothesis import strategies as st
@@ -71,6 +78,8 @@ from oracle.model import (
     WindowSpec,
 )
 from oracle.windows import make_window
+
+T = TypeVar("T")
 
 GRID = 500
 """The clock grid, ms: spans, most clock moves and timestamps are multiples of it."""
@@ -211,18 +220,53 @@ _MOVES = (GRID, 0, 2 * GRID, 3 * GRID, 1, GRID // 2, 4 * GRID, 6 * GRID, 10 * GR
 _IDLE = (20 * GRID, 40 * GRID, 60 * GRID, 120 * GRID)
 _TS_STEPS = (GRID, 0, 2 * GRID, -GRID, 3 * GRID, -3 * GRID, 10 * GRID)
 _START_TIMES = (0, 0, 0, GRID, 2 * GRID + 1, 250)
-prices = st.integers(0, 40).map(lambda k: 10.0 + k / 4)
+_LONG = (False, False, False, False, False, False, False, True)
 
 
-def _key_value(draw, values: tuple, events_so_far: int):
+class Choices(Protocol):
+    """Where a trace's choices come from: `integer(low, high)` (both included)
+    and `pick(options)`, each preferring its simplest value when shrunk."""
+
+    def integer(self, low: int, high: int) -> int: ...
+
+    def pick(self, options: Sequence[T]) -> T: ...
+
+
+@frozen
+class HypothesisChoices:
+    """Choices drawn from Hypothesis: a failing trace shrinks choice by choice."""
+
+    draw: Callable
+
+    def integer(self, low: int, high: int) -> int:
+        return self.draw(st.integers(low, high))
+
+    def pick(self, options: Sequence[T]) -> T:
+        return self.draw(st.sampled_from(options))
+
+
+@frozen
+class SeededChoices:
+    """Choices from a seeded `random.Random`: the same seed, the same trace, at a
+    small fraction of the cost of Hypothesis draws."""
+
+    rng: random.Random
+
+    def integer(self, low: int, high: int) -> int:
+        return self.rng.randint(low, high)
+
+    def pick(self, options: Sequence[T]) -> T:
+        return options[self.rng.randrange(len(options))]
+
+
+def _key_value(choose: Choices, values: tuple, events_so_far: int):
     """A key value; the later in the trace, the more of `values` are in play, so
     values first seen late (new groups) turn up."""
     in_play = min(len(values), 2 + events_so_far // 4)
-    return values[draw(st.integers(0, in_play - 1))]
+    return values[choose.integer(0, in_play - 1)]
 
 
-@st.composite
-def traces(draw, properties: Iterable[str] = (), max_items: int = 25) -> Trace:
+def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int = 25) -> Trace:
     """A trace of at most `max_items` items (now and then four times as many).
 
     Every event has an id `E1`, `E2`, ... in arrival order, a float `price`, an
@@ -231,37 +275,52 @@ def traces(draw, properties: Iterable[str] = (), max_items: int = 25) -> Trace:
     is not one of these gets a value from `KEY_VALUES` or is missing.
     `start_time` is usually 0."""
     extra = tuple(name for name in dict.fromkeys(properties) if name not in ("symbol", "price", "ts", "id"))
-    long_trace = draw(st.sampled_from([False, False, False, False, False, False, False, True]))
-    target = draw(st.integers(0, max_items * 4 if long_trace else max_items))
-    start = draw(st.sampled_from(_START_TIMES))
-    clock, ts = start, draw(st.sampled_from([0, GRID, 2 * GRID]))
+    target = choose.integer(0, max_items * 4 if choose.pick(_LONG) else max_items)
+    start = choose.pick(_START_TIMES)
+    clock, ts = start, choose.pick((0, GRID, 2 * GRID))
     items: list[TraceItem] = []
     count = 0
 
     def event() -> Event:
         nonlocal count, ts
         count += 1
-        ts = max(0, ts + draw(st.sampled_from(_TS_STEPS)))
-        props = {"price": draw(prices), "ts": ts}
+        ts = max(0, ts + choose.pick(_TS_STEPS))
+        props = {"price": 10.0 + choose.integer(0, 40) / 4, "ts": ts}
         for name, values in (("symbol", SYMBOLS), *((name, KEY_VALUES) for name in extra)):
-            value = _key_value(draw, values, count - 1)
+            value = _key_value(choose, values, count - 1)
             if value is not None:
                 props[name] = value
         return Event(f"E{count}", props)
 
     while len(items) < target:
-        step = draw(st.sampled_from(_STEPS))
+        step = choose.pick(_STEPS)
         if step == "event":
             items.append(Arrive(event()))
         elif step == "burst":
-            items += [Arrive(event()) for _ in range(draw(st.integers(2, 4)))]
+            items += [Arrive(event()) for _ in range(choose.integer(2, 4))]
         elif step == "event_at":
-            clock += draw(st.sampled_from(_MOVES))
+            clock += choose.pick(_MOVES)
             items.append(Arrive(event(), time=clock))
         else:
-            clock += draw(st.sampled_from(_IDLE if step.startswith("idle") else _MOVES))
+            clock += choose.pick(_IDLE if step.startswith("idle") else _MOVES)
             items.append(Jump(clock) if step.endswith("jump") else Advance(clock))
     return Trace(tuple(items[:target]), start)
+
+
+@st.composite
+def traces(draw, properties: Iterable[str] = (), max_items: int = 25) -> Trace:
+    """A trace (`build_trace`) whose every choice is a Hypothesis draw, so a
+    failing trace shrinks to a minimal one."""
+    return build_trace(HypothesisChoices(draw), properties, max_items)
+
+
+def seeded_traces(seed: int, count: int, properties: Iterable[str] = (), max_items: int = 25) -> list[Trace]:
+    """`count` traces (`build_trace`) from one `random.Random(seed)`: the cheap
+    way to make a big batch. Hypothesis draws the seed, so a run with a fixed
+    Hypothesis seed makes the same batches; a failing trace is then shrunk by
+    the harness (`difftest.shrink`), not by Hypothesis."""
+    choose = SeededChoices(random.Random(seed))
+    return [build_trace(choose, properties, max_items) for _ in range(count)]
 
 
 # --------------------------------------------------------------------------- cases

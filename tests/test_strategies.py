@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from difftest.strategies import GRID, KEY_VALUES, KINDS, SYMBOLS, cases, implemented_kinds, key_properties, traces, windows
+from difftest.strategies import (
+    GRID, KEY_VALUES, KINDS, SYMBOLS, cases, implemented_kinds, key_properties, seeded_traces, traces, windows,
+)
 from oracle.dialects import parse
 from oracle.model import Arrive, GroupWin, Intersection, Length, Time, Unique, check_trace, clock_times, spec_kind
 
@@ -29,8 +31,7 @@ def test_an_unknown_kind_is_refused():
         windows("esper", ["lenght"])
 
 
-@given(traces(properties=("feed",)))
-def test_traces_are_valid_and_on_the_grid(trace):
+def check_generated(trace):
     check_trace(trace)
     events = trace.events()
     assert [e.id for e in events] == [f"E{n}" for n in range(1, len(events) + 1)]
@@ -41,6 +42,31 @@ def test_traces_are_valid_and_on_the_grid(trace):
     # clock moves are grid steps, or 1 ms / half a grid step off it
     steps = {b - a for a, b in zip([trace.start_time] + clock_times(trace), clock_times(trace))}
     assert all(s % GRID == 0 or s in (1, GRID // 2) for s in steps)
+
+
+@given(traces(properties=("feed",)))
+def test_traces_are_valid_and_on_the_grid(trace):
+    check_generated(trace)
+
+
+@given(st.integers(0, 2**64 - 1))
+def test_seeded_traces_follow_the_same_rules_and_repeat_with_their_seed(seed):
+    made = seeded_traces(seed, 20, properties=("feed",))
+    assert len(made) == 20
+    for trace in made:
+        check_generated(trace)
+    assert seeded_traces(seed, 20, properties=("feed",)) == made
+
+
+def test_seeded_traces_reach_the_hard_cases():
+    made = seeded_traces(1, 400, properties=("feed",))
+    items = [item for trace in made for item in trace.items]
+    assert len({trace for trace in made}) > 350
+    assert any(len(trace.items) > 25 for trace in made)  # the occasional long trace
+    assert {type(item).__name__ for item in items} == {"Arrive", "Advance", "Jump"}
+    assert any(item.time is not None for item in items if isinstance(item, Arrive))  # events at a time
+    events = [item.event for item in items if isinstance(item, Arrive)]
+    assert {e.get("symbol") for e in events} == set(SYMBOLS) and {e.get("feed") for e in events} == set(KEY_VALUES)
 
 
 @given(cases(kinds=["groupwin/unique", "ext_timed_batch"]))

@@ -70,3 +70,24 @@ def test_a_broken_implementation_is_caught_and_shrunk(spark, tmp_path, monkeypat
     data = json.loads(report.read_text())
     assert data["mismatches"] == 1 and data["found"] == [str(saved[0])]
     assert str(saved[0]) in out
+
+
+def test_a_mismatch_with_batches_in_flight_ends_the_search_after_them(spark, tmp_path, monkeypatch):
+    """Small batches, two jobs in flight: the first disagreeing batch stops the
+    drawing; the batches already in flight are still judged and counted."""
+    monkeypatch.syspath_prepend(str(__import__("pathlib").Path(__file__).parent))
+    calls = []
+
+    def broken_from_the_third_job(trace_df, window, dialect):
+        calls.append(window)
+        function = load_impl("broken_impl:apply_window" if len(calls) >= 3 else "spark_impl:apply_window")
+        return function(trace_df, window, dialect)
+
+    runner = Runner(ImplUnderTest(broken_from_the_third_job, spark, "broken"), batch_size=8, found_dir=tmp_path,
+                    seed=3, in_flight=3)
+    [stats] = runner.run(targets("esper", "#length_batch(2)"), examples=400, budget=None)
+    assert stats.mismatches == 1 and len(stats.found) == 1
+    jobs_before_shrinking = stats.batches
+    assert 3 <= jobs_before_shrinking <= 3 + 2  # the failing job and at most the two in flight behind it
+    assert stats.cases < 400
+    assert len(load_case(stats.found[0]).trace.items) <= 6
