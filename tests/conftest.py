@@ -26,8 +26,5 @@ settings.load_profile(PROFILE)
 def pytest_report_header(config) -> str:
     return f"hypothesis profile: {PROFILE}"
 
-
-# --------------------------------------------------------------------------- Spark
-# The SparkSession fixture lives in its own module (tests/spark_conftest.py or
-# similar, written with the Spark lane) and is registered here, e.g. with
-# `pytest_plugins = [...]`, so the fast lane never imports pyspark.
+# The SparkSession fixture is in tests/spark/conftest.py, so the fast lane
+# (`pytest -m "not spark"`) never imports pyspark.
