@@ -321,7 +321,8 @@ def test_bench_spark_hands_over_to_spark_impl_bench(monkeypatch, java_home):
     module.main = lambda args: seen.append((args.engine, args.events)) or 0
     monkeypatch.setitem(sys.modules, "spark_impl.bench", module)
     assert main(["bench", "--engine", "spark", "--events", "10"]) == 0
-    assert seen == [("spark", 10)]
+    assert main(["bench", "--engine", "spark"]) == 0  # no --events: spark_impl.bench's own sizes, 1 M and 10 M
+    assert seen == [("spark", 10), ("spark", None)]
 
 
 def test_bench_rejects_a_bad_event_count(capsys):
