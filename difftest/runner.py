@@ -54,7 +54,6 @@ from oracle.model import Arrive, Trace, Update, WindowSpec, spec_kind
 DEFAULT_IMPL = "spark_impl:apply_window"
 
 
-
 class RunnerError(WindowOracleError):
     """A run that cannot start: an --impl that does not load, a bad --window."""
 
@@ -165,6 +164,7 @@ def judge(spec: WindowSpec, window: str, dialect: str, batch: Sequence[tuple[str
 
 
 def label(batch_traces: Sequence[Trace]) -> list[tuple[str, Trace]]:
+    """The batch's traces with their trace ids, `t0`, `t1`, ..."""
     return [(f"t{i}", trace) for i, trace in enumerate(batch_traces)]
 
 
@@ -295,17 +295,18 @@ class Runner:
         started = time.perf_counter()
         pending: deque[InFlight] = deque()
         drawn = 0  # traces handed to the implementation so far
-        failed: list[BatchResult] = []
+        failed: BatchResult | None = None  # the first disagreeing batch
 
         def settle(flight: InFlight) -> None:
+            nonlocal failed
             actual, error = flight.job.result()
             result = judge(flight.spec, flight.window, self.dialect, flight.batch, flight.expected, actual, error)
             self.done_log.append((time.perf_counter(), len(flight.batch)))
             stats.add(result)
             if self.on_batch:
                 self.on_batch(target.kind, result)
-            if result.mismatches and not failed:
-                failed.append(result)
+            if result.mismatches and failed is None:
+                failed = result
 
         # each batch holds at least batch_size / 2 traces
         @settings(max_examples=2 * math.ceil(examples / max(1, self.batch_size // 2)) + 1, deadline=None,
@@ -316,7 +317,7 @@ class Runner:
             nonlocal drawn
             spec, count, seed = drawn_batch
             spent = drawn > 0 and time.perf_counter() > deadline  # every kind gets one batch
-            if failed or spent or drawn >= examples:
+            if failed is not None or spent or drawn >= examples:
                 return  # a mismatch found, or the budget or examples spent: let Hypothesis finish
             count = min(count, examples - drawn)
             batch = label(seeded_traces(seed, count, key_properties(spec), self.max_items))
@@ -336,8 +337,8 @@ class Runner:
                 body()
             while pending:
                 settle(pending.popleft())
-        if failed:
-            self._record(stats, failed[0])
+        if failed is not None:
+            self._record(stats, failed)
         stats.seconds = time.perf_counter() - started
         return stats
 
