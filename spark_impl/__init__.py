@@ -9,21 +9,30 @@ oracle, computed for many traces and keys at once as relational operations.
 
 Output of `apply_window` / `apply_window_to_events`:
 
-| column    | type   | meaning                                                         |
-|-----------|--------|-----------------------------------------------------------------|
-| trace_id  | string | the trace                                                       |
-| update_no | long   | the update's number in its trace, 0-based and consecutive       |
-| after     | long   | the seq of the item that caused the update                      |
-| time      | long   | the clock the update was posted at, ms                          |
-| side      | string | 'insert' or 'remove'; null for an empty update (FORCE_UPDATE)   |
-| pos       | int    | the event's 0-based position among its update's rows of `side`  |
-| id        | string | the event's id                                                  |
-| ...       | typed  | the event's properties                                          |
+| column   | type   | meaning                                                           |
+|----------|--------|-------------------------------------------------------------------|
+| trace_id | string | the trace                                                         |
+| after    | long   | the seq of the item that caused the update                        |
+| phase    | int    | 0: a timer firing on the item's walk or jump; 1: the event's arrival |
+| time     | long   | the clock the update was posted at, ms                            |
+| ordinal  | int    | the update's order among those of one unit of work (0 for Esper,  |
+|          |        | which posts at most one update per unit)                          |
+| side     | string | 'insert' or 'remove'; null for an empty update (FORCE_UPDATE)      |
+| pos      | struct | the row's order within its update's side: compare (due, slot, n)   |
+|          |        | as a tuple (null for an empty update)                             |
+| id       | string | the event's id                                                    |
+| ...      | typed  | the event's properties                                            |
 
-The frame is returned unsorted (a total order costs a global sort, which a
-consumer writing to a table does not need). Its total order is
-`.orderBy("trace_id", "update_no", "side", "pos")`: 'insert' sorts before
-'remove', and an empty update has a single row.
+An update is identified by (trace_id, after, phase, time, ordinal), values each
+row computes on its own: no step counts updates over a trace. Updates of a
+trace are in that order: an item's walk stops in time order (phase 0), then its
+arrival (phase 1); a jump is one stop. The total order of the rows is
+`.orderBy("trace_id", "after", "phase", "time", "ordinal", "side", "pos")`
+('insert' sorts before 'remove'); an empty update has a single row. The frame
+is returned unsorted (a total order costs a global sort, which a consumer
+writing to a table does not need). `numbered=True` adds `update_no` (0-based,
+consecutive per trace) and `pos_no` (0-based within the side), at the cost of
+one more shuffle and sort (`pipeline.numbered`).
 """
 
 from __future__ import annotations
@@ -35,11 +44,10 @@ from functools import reduce
 
 from oracle.dialects import parse
 from oracle.errors import InvalidTrace, WindowOracleError
-from oracle.model import Trace, Update, WindowSpec
+from oracle.model import Jump, Trace, Update, WindowSpec
 from spark_impl import frames, pipeline
 from spark_impl.errors import InvalidFrame, SparkUnavailable
-from spark_impl.frames import OUTPUT_COLUMNS, PropertyTypes
-from spark_impl.pipeline import BLOCK_BITS
+from spark_impl.frames import OUTPUT_COLUMNS, UPDATE_KEY, PropertyTypes
 from spark_impl.session import get_spark, interpreted
 
 
@@ -47,18 +55,25 @@ def _spec(window: str | WindowSpec, dialect: str) -> WindowSpec:
     return parse(window, dialect) if isinstance(window, str) else window
 
 
-def apply_window(trace_df, window: str | WindowSpec, dialect: str = "esper"):
+def apply_window(trace_df, window: str | WindowSpec, dialect: str = "esper", *, jumps: bool = True,
+                 numbered: bool = False):
     """The updates `window` (a clause in `dialect`'s syntax, or a spec) posts over
     every trace of `trace_df`, one row per posted event (module docstring).
 
+    `jumps=False` promises the input holds no `jump` item: windows whose jumps
+    need more work (a grouped `#time`, `#time_batch`) plan without that work,
+    and a jump row fails the job naming it. `numbered`: add `update_no` and
+    `pos_no` (one more shuffle and sort).
+
     Raises `InvalidFrame` naming a missing or mistyped input column, the parser's
     errors for a bad clause, `UnsupportedWindow` for a window not implemented."""
-    return pipeline.apply(trace_df, _spec(window, dialect))
+    out = pipeline.apply(trace_df, _spec(window, dialect), jumps=jumps)
+    return pipeline.numbered(out) if numbered else out
 
 
 def apply_window_to_events(events_df, window: str | WindowSpec, *, order_col: str, time_col: str,
                            trace_col: str | None = None, until: int | None = None, start: int | None = None,
-                           dialect: str = "esper"):
+                           dialect: str = "esper", numbered: bool = False):
     """`apply_window` over an ordinary event table.
 
     * `order_col`: an integer column giving each event's unique, non-negative
@@ -74,7 +89,8 @@ def apply_window_to_events(events_df, window: str | WindowSpec, *, order_col: st
     * `start`: the clock when the window is created (default 0).
 
     Every other column is an event property (the order and time columns too, so
-    `#ext_timed(ts, 10 sec)` can read `ts`).
+    `#ext_timed(ts, 10 sec)` can read `ts`). An event table has no jumps, so the
+    window is planned without them (`apply_window`'s `jumps=False`).
 
         >>> out = apply_window_to_events(
         ...     trades, "#groupwin(symbol)#time(10 sec)",
@@ -120,7 +136,7 @@ def apply_window_to_events(events_df, window: str | WindowSpec, *, order_col: st
             "trace_id", F.lit(frames.START_SEQ).cast("long").alias("seq"), F.lit("start").alias("kind"),
             F.lit(start).cast("long").alias("time"),
         ), allowMissingColumns=True)
-    return apply_window(rows, spec)
+    return apply_window(rows, spec, jumps=False, numbered=numbered)
 
 
 def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None) -> list[tuple[Update, ...] | WindowOracleError]:
@@ -151,8 +167,8 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None) -> list[tup
     for spec, members in groups.items():
         for types, batch in _batches(members):
             frame = frames.frame_of(spark, batch, types)
-            short = all(len(trace) < 2**BLOCK_BITS for _, trace in batch)
-            outputs.append(pipeline.apply(frame, spec, short_traces=short).select(*OUTPUT_COLUMNS))
+            jumps = any(isinstance(item, Jump) for _, trace in batch for item in trace.items)
+            outputs.append(pipeline.apply(frame, spec, jumps=jumps).select(*OUTPUT_COLUMNS))
             traces.update(batch)
     union = reduce(lambda a, b: a.unionByName(b), outputs)
     small = sum(len(trace) + 1 for trace in traces.values()) <= frames.ONE_PARTITION_ROWS
@@ -181,4 +197,5 @@ def _batches(members):
     return batches
 
 
-__all__ = ["apply_window", "apply_window_to_events", "run_cases", "InvalidFrame", "SparkUnavailable", "get_spark"]
+__all__ = ["apply_window", "apply_window_to_events", "run_cases", "InvalidFrame", "SparkUnavailable", "get_spark",
+           "UPDATE_KEY", "OUTPUT_COLUMNS"]

@@ -1,38 +1,42 @@
 """The logical clock of the Spark implementation (CORPUS.md "Input items",
 DESIGN.md "The clock"), as relational operations over whole traces.
 
-* `prepare(items)` adds `prev_time`, the clock before each item: the previous
-  item's `time` in `seq` order; before the first item, the creation clock (a
-  `start` row's `time`, default 0). Every item but a jump walks from `prev_time`
-  to `time` (an event first walks, then arrives at `time`); a jump jumps.
-* `creation(items)`: each trace's creation clock, as a small table.
-* `fire_units(items, dues, width)` finds where timers fire. A timer due at `d`
-  fires in the unit of work of the first item (by `seq`) whose clock reaches `d`:
-  - a walk (event or advance) stops at `d` itself: the timer fires at `time = d`,
-    phase 0, before the item's arrival (a timer due at an event's arrival time
-    fires before the event);
-  - a jump fires it once, at the jump's target;
-  - a timer no item reaches never fires (the end of a trace flushes nothing).
-  A timer re-armed at a walk's stop can fall due later in the same walk, and one
-  re-armed at a jump waits for the next item: both follow from the rule above,
-  since a re-armed timer is due strictly after the clock that armed it.
+A timer due at `d` fires in the unit of work of the first item (by `seq`) whose
+clock reaches `d`, its *hit*:
+* a walk (event or advance) stops at `d` itself: the timer fires at `time = d`,
+  phase 0, before the item's arrival (a timer due at an event's arrival time
+  fires before the event);
+* a jump fires it once, at the jump's target;
+* a timer no item reaches never fires (the end of a trace flushes nothing).
+A timer re-armed at a walk's stop can fall due later in the same walk, and one
+re-armed at a jump waits for the next item: both follow from the rule above,
+since a re-armed timer is due strictly after the clock that armed it.
 
-How `fire_units` finds that item, without reading `prev_time` and without
-sorting a whole trace in one task (a trace of millions of events spreads over
-the cluster):
-* the marks: for each distinct clock time of a trace, the first item (lowest
-  seq) at that time, the one whose walk or jump reached it (a hash aggregate);
-* the lookup: due times and marks in one window, sorted by time descending (a
-  mark before a due time at the same time), with a running `last` mark over a
-  frame from unbounded preceding to the current row, which Spark computes in one
-  pass (a frame up to unbounded following would be recomputed per row);
-* the partitioning: the time axis of each trace is cut into buckets of `width`
-  ms (the callers pass a multiple of the window's span), and the window
-  partitions by (trace, bucket). A due time whose bucket holds no mark at or
-  after it is reached by the first mark of the next non-empty bucket: a small
-  window over one row per non-empty bucket (partitioned by trace) copies that
-  mark, as a sentinel sorting after every other, into the non-empty bucket
-  before it and every empty bucket between (a gap of G ms costs G / width rows).
+Since the clock never goes back along `seq`, the hit of `d` is the minimum
+`(seq, jump?, time)` over the items whose clock is at least `d`. In a window
+over a trace's items sorted by `time` descending, that is a running minimum:
+* `expiries`: a due time at a fixed distance `span` after an item's own clock
+  (`#time`) is looked up on the item's own row, with the frame
+  `RANGE BETWEEN UNBOUNDED PRECEDING AND span PRECEDING` (items with
+  `time >= own + span`): one row per item, one pass;
+* `hits`: any other due time is a point row of its own, sorted after the items
+  of its clock, with the frame from unbounded preceding to the current row
+  (and optionally a second frame `span PRECEDING`, for the due time `span`
+  later, in the same pass).
+(The mirror-image frames over `time` ascending, up to unbounded following,
+give the same answers but Spark recomputes them per row: quadratic.)
+
+So that a long trace spreads over every task, each trace's time axis is cut
+into buckets (`extents`): as many as the data's density asks for (about one
+per `ROWS_PER_BUCKET` items, at most `BUCKETS_PER_PARTITION` per shuffle
+partition), never narrower than the largest distance a frame looks ahead
+(`reach`), and at least one. The window partitions by (trace, bucket); an
+item also appears, as a mark only, in the bucket before its own when it lies
+within `reach` of its bucket's start, so a frame that looks `reach` ahead
+finds it. A lookup that finds no item in its bucket is answered by a small
+table with one row per bucket (`fallbacks`): the first item at or after the
+end of what the bucket's window saw. A trace of a few thousand items is one
+bucket; a dense trace of ten million, dozens.
 """
 
 from __future__ import annotations
@@ -42,37 +46,27 @@ from pyspark.sql import functions as F
 
 from spark_impl.windows.base import quoted
 
-#: a `fire_units` bucket is this many spans of the window wide
-BUCKET_SPANS = 64
-
-JUMP = "jump"
-LONG_MAX = 2**63 - 1
 START = "start"
+JUMP = "jump"
+#: the items whose walk or jump moves the clock, so may reach a due time
+MOVES = "kind IN ('event', 'advance', 'jump')"
+#: one bucket per about this many items of a trace ...
+ROWS_PER_BUCKET = 65_536
+#: ... and at most this many buckets per shuffle partition
+BUCKETS_PER_PARTITION = 4
 
-# Column names of this module's inputs and outputs. They start with `#`, which no
-# event property can (a property name is an identifier), so they never clash
-# with the properties the callers carry along; in SQL text they are quoted.
-DUE = "#due"  # fire_units: a timer's due time
-FIRE_SEQ = "#fire_seq"  # fire_units: the item whose walk or jump fires it
-FIRE_TIME = "#fire_time"  # fire_units: the clock it fires at
+# Column names of this module. They start with `#`, which no event property can
+# (a property name is an identifier), so they never clash with the properties the
+# callers carry along; in SQL text they are quoted.
+DUE = "#due"  # hits: a point's due time
+HIT = "#hit"  # the first item reaching the due time: struct<seq, jump, time>, null if none
+HIT_AFTER = "#hit_after"  # hits(after=x): the first item reaching due + x
 CREATED = "#created"  # creation: the window's creation clock
+T0, WIDTH, BUCKETS, BUCKET = "#t0", "#w", "#nb", "#b"
+BUCKET_COLUMN = f"`{BUCKET}`"
 
-
-def prepare(items: DataFrame) -> DataFrame:
-    """`items` with `prev_time`: the clock before each item (module docstring).
-
-    A `start` row, if present, sorts first whatever its `seq`; its own
-    `prev_time` is its `time`. A null `time` is skipped when looking back for the
-    previous clock. (This is a window over each whole trace; nothing in the
-    timed families reads `prev_time`, so Spark prunes it for them.)
-    """
-    previous = (
-        f"last(time, true) OVER (PARTITION BY trace_id ORDER BY kind <> '{START}', seq "
-        "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
-    )
-    return items.selectExpr(
-        "*", f"CAST(CASE WHEN kind = '{START}' THEN time ELSE coalesce({previous}, 0) END AS BIGINT) AS prev_time"
-    )
+HIT_TYPE = "STRUCT<seq: BIGINT, jump: BOOLEAN, time: BIGINT>"
+_MARK = "named_struct('seq', seq, 'jump', kind = 'jump', 'time', time)"
 
 
 def creation(items: DataFrame) -> DataFrame:
@@ -83,67 +77,113 @@ def creation(items: DataFrame) -> DataFrame:
     )
 
 
-def bucket_width(span: int) -> int:
-    """The `fire_units` bucket width for a window of this span: `BUCKET_SPANS` spans."""
-    return BUCKET_SPANS * span
-
-
 def floor_div(value: str, divisor: str | int) -> str:
     """SQL for `floor(value / divisor)` in exact long arithmetic (`divisor` > 0)."""
     return f"((({value}) - pmod({value}, {divisor})) div ({divisor}))"
 
 
-def fire_units(
-    items: DataFrame, dues: DataFrame, width: int, *, keep: bool = False, from_start: bool = False
-) -> DataFrame:
-    """`dues` (columns `trace_id`, `DUE`, and any others) with the unit of work
-    each timer fires in: `FIRE_SEQ`, the item, and `FIRE_TIME`, the clock (a
-    walk: the due time; a jump: its target). Timers no item reaches are dropped,
-    or with `keep` kept with both columns null. `width`: the bucket width, ms
-    (any positive width gives the same result; module docstring).
+def fire_time(hit: str, due: str) -> str:
+    """SQL: the clock a timer due at `due` fires at, given its hit: the due time
+    on a walk, the target on a jump."""
+    return f"CASE WHEN {hit}.jump THEN {hit}.time ELSE {due} END"
 
-    `from_start`: some timers may fall due before the first item's clock (a
-    window armed at creation); sentinels then reach back to the `start` row's
-    bucket. Otherwise every due time is after the first item's clock (timers are
-    armed by arrivals), and they start at the first item's bucket."""
-    # a mark is one long, 2 * seq + (1 if a jump), so a hash aggregate can take its minimum
-    marks = (
-        items.where(f"kind <> '{START}'")
-        .groupBy("trace_id", "time")
-        .agg(F.expr(f"min(seq * 2 + CAST(kind = '{JUMP}' AS BIGINT))").alias("#m"))
-        .selectExpr("trace_id", f"{floor_div('time', width)} AS `#b`", "time AS `#t`", "1 AS `#k`", "`#m`")
+
+def extents(items: DataFrame, reach: int) -> DataFrame:
+    """Per trace (a small table, broadcast by its readers): `T0`, the earliest
+    clock; `WIDTH`, the bucket width (module docstring); `BUCKETS`, the number
+    of buckets from `T0` to the latest clock."""
+    partitions = int(items.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    most = max(1, BUCKETS_PER_PARTITION * partitions)
+    spread = items.groupBy("trace_id").agg(
+        F.expr("min(time)").alias("#lo"), F.expr("max(time)").alias("#hi"), F.expr("count(1)").alias("#n")
     )
-    others = [quoted(c) for c in dues.columns if c != "trace_id"]
+    wanted = f"least({most}, greatest(1, `#n` div {ROWS_PER_BUCKET}))"
+    width = f"greatest(CAST({max(1, reach)} AS BIGINT), (`#hi` - `#lo`) div {wanted} + 1)"
+    return spread.selectExpr("trace_id", "`#lo`", "`#hi`", f"{width} AS `{WIDTH}`").selectExpr(
+        "trace_id", f"`#lo` AS `{T0}`", f"`{WIDTH}`", f"(`#hi` - `#lo`) div `{WIDTH}` + 1 AS `{BUCKETS}`"
+    )
+
+
+def bucket_of(time: str) -> str:
+    """SQL: the bucket of a clock value (columns of `extents` joined)."""
+    return floor_div(f"{time} - `{T0}`", f"`{WIDTH}`")
+
+
+def marks(items: DataFrame, ext: DataFrame, reach: int) -> DataFrame:
+    """The items that move the clock, each in its bucket `BUCKET` and, if it lies
+    within `reach` of its bucket's start, again in the bucket before (column
+    `#own` false there), with `#m`, its hit struct."""
+    placed = items.where(MOVES).join(F.broadcast(ext), "trace_id").selectExpr(
+        "*", f"{bucket_of('time')} AS `#own_b`"
+    )
+    copy = f"`#own_b` > 0 AND time - `{T0}` - `#own_b` * `{WIDTH}` < {reach}" if reach > 0 else "false"
+    return placed.selectExpr(
+        "*", f"explode(CASE WHEN {copy} THEN array(`#own_b`, `#own_b` - 1) ELSE array(`#own_b`) END) AS `{BUCKET}`"
+    ).selectExpr("*", f"`{BUCKET}` = `#own_b` AS `#own`", f"{_MARK} AS `#m`")
+
+
+def fallbacks(items: DataFrame, ext: DataFrame, reach: int) -> DataFrame:
+    """Per (trace, bucket b), every bucket from 0 to the last: `#after_0`, the
+    first item in a bucket after b; `#after_reach`, the first item at least
+    `reach` after the start of bucket b + 1 (what a frame looking `reach` ahead
+    from bucket b cannot see). A small table: one row per bucket."""
+    per_bucket = (
+        items.where(MOVES).join(F.broadcast(ext), "trace_id")
+        .selectExpr("trace_id", f"{bucket_of('time')} AS `{BUCKET}`", f"{_MARK} AS `#m`",
+                    f"time - `{T0}` - {bucket_of('time')} * `{WIDTH}` >= {reach} AS `#late`")
+        .groupBy("trace_id", BUCKET)
+        .agg(F.expr("min(`#m`)").alias("#first"), F.expr("min(CASE WHEN `#late` THEN `#m` END)").alias("#first_late"))
+    )
+    dense = ext.selectExpr("trace_id", f"explode(sequence(CAST(0 AS BIGINT), `{BUCKETS}` - 1)) AS `{BUCKET}`")
+    table = dense.join(per_bucket, ["trace_id", BUCKET], "left")
+    later = f"OVER (PARTITION BY trace_id ORDER BY `{BUCKET}` DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+    with_after = table.selectExpr("*", f"min(`#first`) {later} AS `#after_0`")
+    nxt = f"OVER (PARTITION BY trace_id ORDER BY `{BUCKET}`)"
+    return with_after.selectExpr(
+        "trace_id", f"`{BUCKET}`", "`#after_0`",
+        f"coalesce(lead(`#first_late`) {nxt}, lead(`#after_0`) {nxt}) AS `#after_reach`",
+    )
+
+
+def expiries(items: DataFrame, span: int, carry: list[str]) -> DataFrame:
+    """The event rows of `items` (columns `carry`, SQL) with `HIT`: the first item
+    reaching the event's clock + `span` (null if none does)."""
+    ext = extents(items, span)
+    rows = marks(items, ext, span)
+    frame = f"OVER (PARTITION BY trace_id, `{BUCKET}` ORDER BY time DESC RANGE BETWEEN UNBOUNDED PRECEDING AND {span} PRECEDING)"
+    found = rows.selectExpr(*carry, "kind", "`#own`", BUCKET_COLUMN, f"min(`#m`) {frame} AS `#found`").where(
+        "`#own` AND kind = 'event'"
+    )
+    fb = fallbacks(items, ext, span).select("trace_id", BUCKET, "#after_reach")
+    joined = found.join(F.broadcast(fb), ["trace_id", BUCKET], "left")
+    return joined.selectExpr(*carry, f"coalesce(`#found`, `#after_reach`) AS {quoted(HIT)}")
+
+
+
+def hits(items: DataFrame, points: DataFrame, *, after: int = 0, reach: int = 1) -> DataFrame:
+    """`points` (columns `trace_id`, `DUE` and any others) with `HIT`, the first
+    item reaching the due time, and with `after` > 0 also `HIT_AFTER`, the first
+    item reaching due + `after`; one pass. `reach`: the bucket width's lower
+    bound (any positive value gives the same answers)."""
+    reach = max(reach, after, 1)
+    ext = extents(items, reach)
+    others = [quoted(c) for c in points.columns if c != "trace_id"]
     due = quoted(DUE)
-    placed = dues.selectExpr("trace_id", f"{floor_div(due, width)} AS `#b`", f"{due} AS `#t`", "0 AS `#k`", *others)
-    if from_start:
-        starts = items.where(f"kind = '{START}'").selectExpr("trace_id", f"{floor_div('time', width)} AS `#b`")
-        bucketed = marks.unionByName(starts, allowMissingColumns=True)
-    else:
-        bucketed = marks
-    firsts = bucketed.groupBy("trace_id", "#b").agg(
-        F.expr("min(`#t`)").alias("#first_t"), F.expr("min_by(`#m`, `#t`)").alias("#first_m")
+    placed = points.join(F.broadcast(ext), "trace_id").selectExpr(
+        "trace_id", *others, f"{due} AS `#t`", "0 AS `#k`", f"greatest(0, {bucket_of(due)}) AS `{BUCKET}`",
+        f"CAST(NULL AS {HIT_TYPE}) AS `#m`",
     )
-    sentinels = firsts.selectExpr(
-        "*", "lag(`#b`) OVER (PARTITION BY trace_id ORDER BY `#b`) AS `#earlier`"
-    ).selectExpr(
-        "trace_id", "explode(sequence(`#earlier`, `#b` - 1)) AS `#b`", f"{LONG_MAX} AS `#t`", "1 AS `#k`",
-        "`#first_m` AS `#m`", "`#first_t` AS `#hit_t`",
-    )
-    hit = "CASE WHEN `#m` IS NOT NULL THEN named_struct('t', coalesce(`#hit_t`, `#t`), 'm', `#m`) END"
-    frame = (
-        "OVER (PARTITION BY trace_id, `#b` ORDER BY `#t` DESC, `#k` DESC "
-        "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
-    )
-    found = (
-        placed.unionByName(marks, allowMissingColumns=True)
-        .unionByName(sentinels, allowMissingColumns=True)
-        .selectExpr("*", f"last({hit}, true) {frame} AS `#found`")
-        .where("`#k` = 0" if keep else "`#k` = 0 AND `#found` IS NOT NULL")
-    )
-    return found.selectExpr(
-        *(quoted(c) for c in dues.columns),
-        f"shiftright(`#found`.m, 1) AS {quoted(FIRE_SEQ)}",
-        f"CASE WHEN pmod(`#found`.m, 2) = 1 THEN `#found`.t WHEN `#found` IS NOT NULL THEN {due} END "
-        f"AS {quoted(FIRE_TIME)}",
-    )
+    mark_rows = marks(items, ext, after).selectExpr("trace_id", "time AS `#t`", "1 AS `#k`", BUCKET_COLUMN, "`#m`")
+    both = placed.unionByName(mark_rows, allowMissingColumns=True)
+    order = f"PARTITION BY trace_id, `{BUCKET}` ORDER BY `#t` DESC, `#k` DESC"
+    found = [f"min(`#m`) OVER ({order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS `#found`"]
+    if after:
+        found.append(f"min(`#m`) OVER ({order.replace(', `#k` DESC', '')} "
+                     f"RANGE BETWEEN UNBOUNDED PRECEDING AND {after} PRECEDING) AS `#found_after`")
+    looked = both.selectExpr("*", *found).where("`#k` = 0")
+    fb = fallbacks(items, ext, after)
+    joined = looked.join(F.broadcast(fb), ["trace_id", BUCKET], "left")
+    out = [f"coalesce(`#found`, `#after_0`) AS {quoted(HIT)}"]
+    if after:
+        out.append(f"coalesce(`#found_after`, `#after_reach`) AS {quoted(HIT_AFTER)}")
+    return joined.selectExpr("trace_id", *others, *out)

@@ -57,10 +57,12 @@ from oracle.model import (
 
 KINDS = ("start", "event", "advance", "jump", "set")
 BASE_COLUMNS = ("trace_id", "seq", "kind", "time", "id", "op", "vars")
-OUTPUT_COLUMNS = ("trace_id", "update_no", "after", "time", "side", "pos", "id")
+OUTPUT_COLUMNS = ("trace_id", "after", "phase", "time", "ordinal", "side", "pos", "id")
+#: the columns that identify an update within a frame of many traces, in its order
+UPDATE_KEY = ("trace_id", "after", "phase", "time", "ordinal")
 # Columns of the pipeline and of the family contract (spark_impl/windows/__init__.py):
 # a property may not be named like one of them.
-RESERVED = frozenset(BASE_COLUMNS + OUTPUT_COLUMNS + ("prev_time", "phase", "slot", "slot_due"))
+RESERVED = frozenset(BASE_COLUMNS + OUTPUT_COLUMNS + ("update_no", "pos_no", "slot", "slot_due"))
 START_SEQ = -1
 # A frame of at most this many rows is one partition: every window function of the
 # pipeline is then planned without a shuffle (a partition satisfies any grouping),
@@ -306,26 +308,28 @@ def _arrow_table(rows: list[tuple], schema):
 
 def updates_from_rows(rows: Iterable[Any], traces: Mapping[str, Trace]) -> dict[str, tuple[Update, ...]]:
     """Collected output rows (OUTPUT_COLUMNS) as updates per trace id, holding the
-    traces' own Event objects (found by id). A trace without rows has no update."""
+    traces' own Event objects (found by id). The rows of an update share its key
+    (after, phase, time, ordinal); updates follow in key order, and each side's
+    rows in `pos` order. A trace without rows has no update."""
     events = {tid: {e.id: e for e in trace.events()} for tid, trace in traces.items()}
-    units: dict[str, dict[int, list]] = defaultdict(lambda: defaultdict(list))
+    units: dict[str, dict[tuple, list]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
-        units[row["trace_id"]][row["update_no"]].append(row)
+        units[row["trace_id"]][(row["after"], row["phase"], row["time"], row["ordinal"])].append(row)
     result: dict[str, tuple[Update, ...]] = {tid: () for tid in traces}
-    for tid, by_no in units.items():
-        if sorted(by_no) != list(range(len(by_no))):
-            raise AssertionError(f"trace {tid!r}: update numbers {sorted(by_no)} are not 0..{len(by_no) - 1}")
-        result[tid] = tuple(_update(by_no[no], events[tid]) for no in range(len(by_no)))
+    for tid, by_key in units.items():
+        result[tid] = tuple(_update(key, by_key[key], events[tid]) for key in sorted(by_key))
     return result
 
 
-def _update(rows: list, events: Mapping[str, Any]) -> Update:
-    first = rows[0]
-    if any((r["after"], r["time"]) != (first["after"], first["time"]) for r in rows):
-        raise AssertionError(f"rows of one update disagree on after/time: {rows}")
+def _update(key: tuple, rows: list, events: Mapping[str, Any]) -> Update:
     sides: dict[str, list] = {"insert": [], "remove": []}
     for row in rows:
         if row["side"] is not None:
-            sides[row["side"]].append((row["pos"], events[row["id"]]))
-    insert, remove = (tuple(e for _, e in sorted(sides[s], key=lambda pe: pe[0])) for s in ("insert", "remove"))
-    return Update(after=first["after"], time=first["time"], insert=insert, remove=remove)
+            sides[row["side"]].append((tuple(row["pos"]), events[row["id"]]))
+    ordered = {}
+    for side, posted in sides.items():
+        posted.sort(key=lambda pe: pe[0])
+        if any(a[0] == b[0] for a, b in zip(posted, posted[1:])):
+            raise AssertionError(f"two {side} rows of update {key} share a position: {rows}")
+        ordered[side] = tuple(e for _, e in posted)
+    return Update(after=key[0], time=key[2], insert=ordered["insert"], remove=ordered["remove"])

@@ -1,24 +1,26 @@
-"""The shared pipeline: input checks, clock, grouping, a family's posts, and the
-numbering of updates and positions (the family contract: spark_impl/windows/__init__.py).
+"""The shared pipeline: input checks, a family's posts, and the output rows
+(the family contract: spark_impl/windows/__init__.py).
 
     validated = check_input(trace_df, spec)       # columns, types, kinds, op codes
-    items     = clock.prepare(validated)          # + prev_time (pruned when unused)
-    items     = with_slot(items, ctx)             # + slot on event rows
-    items     = number_arrivals(items)            # + arrival_no, for one-post-per-arrival windows
-    posted    = family.posts(items, window, ctx)
-    output    = finalize(posted, validated, ctx)  # + update_no (unless numbered by arrival), pos
+    posted    = family.posts(validated, window, ctx)
+    output    = finalize(posted, validated, ctx)  # the update key, `pos`, properties
+
+Every output row carries its update's identity, computed from the row alone:
+(trace_id, after, phase, time, ordinal) (module docstring of `spark_impl`). No
+step counts updates over a trace: consecutive numbers are a prefix count, one
+more shuffle and sort of everything, so `numbered` adds them only on request.
 
 `#groupwin(keys)` around a window is nothing but more partition columns: every
-family partitions its window functions by `ctx.partition` = trace_id + keys, so a
-keyed window spreads over the cluster by key and is never forced onto one
-partition. `trace_id` leads every partitioning, so many traces run as one job.
+family partitions its window functions over events by `ctx.partition` = trace_id
++ keys, so a keyed window spreads over the cluster by key. Lookups on the clock
+partition by (trace, time bucket) (`spark_impl.clock`). `trace_id` leads every
+partitioning, so many traces run as one job.
 """
 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
-from pyspark.sql.functions import broadcast
 
 from oracle.errors import UnsupportedWindow
 from oracle.model import GroupWin, Intersection, RetainUnion, WindowSpec, spec_kind
@@ -26,10 +28,7 @@ from spark_impl import clock
 from spark_impl.errors import InvalidFrame
 from spark_impl.frames import BASE_COLUMNS, KINDS, OUTPUT_COLUMNS, RESERVED, spec_properties
 from spark_impl.windows import Context, Family, family
-from spark_impl.windows.base import events, over, quoted
-
-# Update numbering works in blocks of 2**BLOCK_BITS items of a trace (see `number_updates`).
-BLOCK_BITS = 16
+from spark_impl.windows.base import events, quoted
 
 _INTEGRAL = (T.LongType, T.IntegerType, T.ShortType, T.ByteType)
 _REQUIRED = {
@@ -60,11 +59,12 @@ def family_of(spec: WindowSpec) -> Family:
 # --------------------------------------------------------------------------- input
 
 
-def check_input(trace_df: DataFrame, spec: WindowSpec) -> DataFrame:
+def check_input(trace_df: DataFrame, spec: WindowSpec, *, jumps: bool = True) -> DataFrame:
     """The input with `seq` and `time` as long and `op`/`vars` present; raises
     `InvalidFrame` naming a missing or mistyped column. Bad values (an unknown
     kind, an event with an operation code other than insert) raise when the
-    frame is computed, naming the trace and seq."""
+    frame is computed, naming the trace and seq; so does a jump item when
+    `jumps` is false (the plan was made for input without jumps)."""
     fields = {f.name: f.dataType for f in trace_df.schema.fields}
     for name, (meaning, types) in _REQUIRED.items():
         if name not in fields:
@@ -83,7 +83,7 @@ def check_input(trace_df: DataFrame, spec: WindowSpec) -> DataFrame:
     op = "op" if "op" in fields else "CAST(NULL AS STRING)"
     vars_ = "vars" if "vars" in fields else "CAST(NULL AS STRING)"
     return trace_df.selectExpr(
-        "trace_id", "CAST(seq AS BIGINT) AS seq", _CHECKED_KIND.format(op=op), "CAST(time AS BIGINT) AS time", "id",
+        "trace_id", "CAST(seq AS BIGINT) AS seq", _CHECKED_KIND.format(op=op, no_jumps=str(not jumps).lower()), "CAST(time AS BIGINT) AS time", "id",
         f"{op} AS op", f"{vars_} AS vars", *props,
     )
 
@@ -100,6 +100,8 @@ _CHECKED_KIND = (
     f"THEN raise_error(concat({_WHERE}, 'kind must be one of {', '.join(KINDS)}, not ', coalesce(kind, 'null'))) "
     "WHEN kind = 'event' AND {op} IS NOT NULL AND {op} <> 'insert' "
     f"THEN raise_error(concat({_WHERE}, 'operation code ', {{op}}, ' is not supported by this window')) "
+    "WHEN kind = 'jump' AND {no_jumps} "
+    f"THEN raise_error(concat({_WHERE}, 'a jump item, but the window was planned for input without jumps')) "
     "ELSE kind END AS kind"
 )
 
@@ -107,124 +109,46 @@ _CHECKED_KIND = (
 # --------------------------------------------------------------------------- pipeline
 
 
-def apply(trace_df: DataFrame, spec: WindowSpec, *, short_traces: bool | None = None) -> DataFrame:
+def apply(trace_df: DataFrame, spec: WindowSpec, *, jumps: bool = True) -> DataFrame:
     """The window's output rows (OUTPUT_COLUMNS, then the properties), unsorted.
-    `short_traces`: every trace has fewer than 2**BLOCK_BITS items, so updates are
-    numbered in one block per trace; None: decided by `bounded_short`. Both paths
-    give the same numbers; the blocked one scales to a trace of any length."""
-    if short_traces is None:
-        short_traces = bounded_short(trace_df)
+    `jumps=False` promises that the input holds no `jump` item (an event table
+    never does): families whose jumps need more work plan without it, and a jump
+    row fails the job, naming it."""
     runner = family_of(spec)
     window, keys = split_groupwin(spec)
-    validated = check_input(trace_df, spec)
+    validated = check_input(trace_df, spec, jumps=jumps)
     props = tuple(c for c in validated.columns if c not in BASE_COLUMNS)
-    ctx = Context(partition=("trace_id",) + keys, group_keys=keys, properties=props,
-                  arrival_numbers=runner.one_post_per_arrival)
-    items = with_slot(clock.prepare(validated), ctx)
-    if ctx.arrival_numbers:
-        items = number_arrivals(items, short_traces=short_traces)
-    posted = runner.posts(items, window, ctx)
-    return finalize(posted, validated, ctx, short_traces=short_traces)
+    ctx = Context(partition=("trace_id",) + keys, group_keys=keys, properties=props, jumps=jumps)
+    return finalize(runner.posts(validated, window, ctx), validated, ctx)
 
 
-def bounded_short(frame: DataFrame) -> bool:
-    """True when Spark's optimized plan bounds the frame to fewer than
-    2**BLOCK_BITS rows (a table of local data, a LIMIT): then no trace can be
-    long. Reading the bound runs no job; a plan without one (files, tables,
-    RDDs) or a session that does not expose it (Spark Connect) answers False."""
-    try:
-        bound = frame._jdf.queryExecution().optimizedPlan().maxRows()
-        return bool(bound.isDefined()) and int(bound.get()) < 2**BLOCK_BITS
-    except Exception:  # noqa: BLE001 - no JVM plan to read: take the path that always scales
-        return False
-
-
-def with_slot(items: DataFrame, ctx: Context) -> DataFrame:
-    """`slot` on event rows: the seq of the group's first event (a running min by
-    seq over the group, which shares the families' partitioning and order), or 0
-    without groupwin (esper.md §0.1: timers of one instant fire in slot order)."""
-    if not ctx.group_keys:
-        return items.selectExpr("*", "CASE WHEN kind = 'event' THEN CAST(0 AS BIGINT) END AS slot")
-    first = f"min(CASE WHEN kind = 'event' THEN seq END) {over(ctx)}"
-    return items.selectExpr("*", f"CASE WHEN kind = 'event' THEN {first} END AS slot")
-
-
-def number_arrivals(items: DataFrame, *, short_traces: bool) -> DataFrame:
-    """`arrival_no` on event rows: the number of events before it in its trace, a
-    running count in blocks of 2**BLOCK_BITS items plus the block's offset (as in
-    `number_updates`). Only for windows whose updates are exactly the arrivals."""
-    is_event = "kind = 'event'"
-    block = f"shiftright(seq, {BLOCK_BITS})"
-    partition = "trace_id" if short_traces else f"trace_id, {block}"
-    before = (f"count(CASE WHEN {is_event} THEN 1 END) OVER (PARTITION BY {partition} ORDER BY seq "
-              "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)")
-    if short_traces:
-        return items.selectExpr("*", f"CASE WHEN {is_event} THEN {before} END AS arrival_no")
-    counts = items.where(is_event).selectExpr("trace_id", f"{block} AS _block").groupBy("trace_id", "_block").count()
-    offsets = broadcast(block_offsets(counts))
-    with_offsets = items.selectExpr("*", f"{block} AS _block").join(offsets, ["trace_id", "_block"], "left")
-    return with_offsets.selectExpr(
-        *(quoted(c) for c in items.columns), f"CASE WHEN {is_event} THEN {before} + _offset END AS arrival_no"
-    )
-
-
-def block_offsets(counts: DataFrame) -> DataFrame:
-    """(trace_id, _block, count) -> (trace_id, _block, _offset): the counts of the
-    trace's earlier blocks, summed (a small table: one row per block)."""
-    return counts.selectExpr(
-        "trace_id", "_block",
-        "coalesce(sum(count) OVER (PARTITION BY trace_id ORDER BY _block "
-        "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS _offset",
-    )
-
-
-def finalize(posted: DataFrame, validated: DataFrame, ctx: Context, *, short_traces: bool) -> DataFrame:
-    """Posts -> output rows: update numbers, positions, properties."""
-    numbered = posted if ctx.arrival_numbers else number_updates(posted, short_traces=short_traces)
+def finalize(posted: DataFrame, validated: DataFrame, ctx: Context) -> DataFrame:
+    """Posts -> output rows: the update key, `pos` as (due, slot, n), properties
+    (joined back by id only where the family's rows lack them)."""
     missing = [p for p in ctx.properties if p not in posted.columns]
     if missing:
         props = events(validated).select("trace_id", "id", *missing)
-        numbered = numbered.join(props, ["trace_id", "id"], "left")
-    return numbered.selectExpr(
-        "trace_id", "CAST(update_no AS BIGINT) AS update_no", "seq AS after", "time", "side",
-        "CAST(CASE WHEN side IS NOT NULL THEN pos END AS INT) AS pos", "id", *(quoted(p) for p in ctx.properties),
+        posted = posted.join(props, ["trace_id", "id"], "left")
+    pos = ("CASE WHEN side IS NOT NULL THEN named_struct('due', CAST(slot_due AS BIGINT), "
+           "'slot', CAST(slot AS BIGINT), 'n', CAST(pos AS BIGINT)) END AS pos")
+    return posted.selectExpr(
+        "trace_id", "seq AS after", "CAST(phase AS INT) AS phase", "time", "CAST(0 AS INT) AS ordinal", "side", pos,
+        "id", *(quoted(p) for p in ctx.properties),
     )
 
 
-def number_updates(posted: DataFrame, *, short_traces: bool) -> DataFrame:
-    """`update_no`: the rank of the row's unit (seq, phase, time) among its trace's
-    units; `pos`: the row's rank among its update's rows of its side, in
-    (slot_due, slot, pos) order.
-
-    Numbering a trace's units is a prefix count over the whole trace, the one step
-    that is global per trace. Rather than sort a huge trace in one task, the units
-    are numbered in blocks of 2**BLOCK_BITS items (`seq >> BLOCK_BITS`): a
-    dense_rank within each (trace, block) partition, plus the block's offset, the
-    number of units in the trace's earlier blocks (a running sum over the small
-    per-block count table, one row per block, joined back by broadcast). A unit
-    never spans blocks, since all its rows share its seq. For short traces the
-    block is the trace and the offset 0.
-
-    Spark shares no result between two consumers of one plan (only a shuffle that
-    both read unchanged), so on the blocked path the family's posts are computed
-    twice: for the counts and for the rows."""
-    block = f"shiftright(seq, {BLOCK_BITS})"
-    partition = "trace_id" if short_traces else f"trace_id, {block}"
-    # One partitioning and one sort serve all three ranks: each order is a prefix of
-    # the row order, and rank() gives a row the row number of its (unit, side)'s first row.
-    unit = "seq, phase, time"
-    row = f"row_number() OVER (PARTITION BY {partition} ORDER BY {unit}, side, slot_due, slot, pos)"
-    first_of_side = f"rank() OVER (PARTITION BY {partition} ORDER BY {unit}, side)"
-    local = f"dense_rank() OVER (PARTITION BY {partition} ORDER BY {unit}) - 1"
-    others = [quoted(c) for c in posted.columns if c != "pos"]
-    if short_traces:
-        return posted.selectExpr(*others, f"{row} - {first_of_side} AS pos", f"{local} AS update_no")
-    ranked = posted.selectExpr(*others, f"{row} - {first_of_side} AS pos", f"{local} AS _local", f"{block} AS _block")
-    counts = posted.selectExpr("trace_id", f"{block} AS _block", "seq", "phase", "time").distinct().groupBy(
-        "trace_id", "_block"
-    ).count()
-    numbered = ranked.join(broadcast(block_offsets(counts)), ["trace_id", "_block"])
-    return numbered.selectExpr(*others, "pos", "_offset + _local AS update_no")
+def numbered(output: DataFrame) -> DataFrame:
+    """`output` with `update_no`, the update's 0-based number in its trace, and
+    `pos_no`, the row's 0-based position within its update's side: ranks over
+    each whole trace, so one more shuffle and sort of the output (by trace: a
+    long trace is ranked in one task). Ask for them only where a consumer needs
+    consecutive numbers; the key columns already order everything."""
+    key = "after, phase, time, ordinal"
+    return output.selectExpr(
+        "*",
+        f"CAST(dense_rank() OVER (PARTITION BY trace_id ORDER BY {key}) - 1 AS BIGINT) AS update_no",
+        f"CAST(CASE WHEN side IS NOT NULL THEN row_number() OVER (PARTITION BY trace_id, {key}, side ORDER BY pos) - 1 END AS INT) AS pos_no",
+    )
 
 
-__all__ = ["OUTPUT_COLUMNS", "apply", "check_input", "family_of", "split_groupwin"]
+__all__ = ["OUTPUT_COLUMNS", "apply", "check_input", "family_of", "finalize", "numbered", "split_groupwin"]

@@ -13,6 +13,9 @@ Settings of the local session, and why:
 * Arrow on: `createDataFrame` from pandas and `toPandas` go through Arrow.
 * `spark.driver.memory=4g`: the default 1 GB heap runs out on a time window over
   one trace of 10 M events (measured); in local mode the driver is the executor.
+* `spark.buffer.pageSize=2m`: every sort of a task takes at least one page, 64
+  MB by default here; a differential batch runs dozens of small window plans
+  in one partition each, whose sorts then exhaust execution memory.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from spark_impl.errors import SparkUnavailable
 LOCAL_CONF = {
     "spark.master": "local[2]",
     "spark.driver.memory": "4g",
+    "spark.buffer.pageSize": "2m",
     "spark.app.name": "window-oracle",
     "spark.sql.shuffle.partitions": "4",
     "spark.default.parallelism": "4",

@@ -56,20 +56,19 @@ def index(ctx: Context, *extra: str) -> str:
 class Emit:
     """Post the row's event on `side` at the arrival whose seq and clock are the
     expressions `seq` and `time` (SQL text or Columns; nothing while `seq` is
-    null), at position `pos` among the post's rows of that side. `unit`: that
-    arrival's `arrival_no`, needed when `ctx.arrival_numbers` is set."""
+    null), in order `pos` among the post's rows of that side."""
 
     side: str
     seq: Column | str
     time: Column | str
-    pos: Column | str = "0"
-    unit: Column | str | None = None
+    pos: Column | str = "seq"
 
 
 def arrival_posts(rows: DataFrame, ctx: Context, *emits: Emit) -> DataFrame:
     """Post rows (the contract's columns, then the event's properties) for each
-    `Emit` of each row whose target seq is set."""
-    keep = ["trace_id", "slot", "id", *(quoted(p) for p in ctx.properties)]
+    `Emit` of each row whose target seq is set. One sub-window posts at an
+    arrival, so `slot` is 0 and `slot_due` the arrival's clock."""
+    keep = ["trace_id", "id", *(quoted(p) for p in ctx.properties)]
     named: list[Column] = []  # Column expressions, computed as columns the SQL text names
 
     def sql(expression: Column | str) -> str:
@@ -78,18 +77,11 @@ def arrival_posts(rows: DataFrame, ctx: Context, *emits: Emit) -> DataFrame:
         named.append(expression.alias(f"_emit{len(named)}"))
         return f"_emit{len(named) - 1}"
 
-    def numbered(e: Emit) -> str:
-        if not ctx.arrival_numbers:
-            return ""
-        if e.unit is None:
-            raise ValueError(f"{e} has no unit, but the pipeline numbers this window's updates by arrival")
-        return f", 'update_no', CAST({sql(e.unit)} AS BIGINT)"
-
     posts = [
         f"CASE WHEN {sql(e.seq)} IS NOT NULL THEN named_struct("
         f"'seq', CAST({sql(e.seq)} AS BIGINT), 'phase', {ARRIVAL}, 'time', CAST({sql(e.time)} AS BIGINT), "
-        f"'slot_due', CAST({sql(e.time)} AS BIGINT), 'side', '{e.side}', 'pos', CAST({sql(e.pos)} AS BIGINT)"
-        f"{numbered(e)}) END AS _post{n}"
+        f"'slot_due', CAST({sql(e.time)} AS BIGINT), 'slot', CAST(0 AS BIGINT), 'side', '{e.side}', "
+        f"'pos', CAST({sql(e.pos)} AS BIGINT)) END AS _post{n}"
         for n, e in enumerate(emits)
     ]
     if named:

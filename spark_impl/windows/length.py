@@ -28,8 +28,7 @@ from oracle.model import FirstLength, Length, LengthBatch
 from spark_impl.windows import Context
 from spark_impl.windows.base import Emit, arrival_posts, events, index, over
 
-AT_ARRIVAL = Emit("insert", "seq", "time", unit="arrival_no")
-ONE_POST_PER_ARRIVAL = (Length,)
+AT_ARRIVAL = Emit("insert", "seq", "time")
 
 
 def posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
@@ -47,8 +46,7 @@ def pushed_out(rows: DataFrame, ctx: Context, size: int, *extra: str) -> DataFra
     """Insert at arrival; remove at the arrival `size` events later in the
     sub-window split by `extra` columns (also `#lastevent`, `#unique`)."""
     order = over(ctx, *extra)
-    later = Emit("remove", f"lead(seq, {size}) {order}", f"lead(time, {size}) {order}",
-                 unit=f"lead(arrival_no, {size}) {order}")
+    later = Emit("remove", f"lead(seq, {size}) {order}", f"lead(time, {size}) {order}")
     return arrival_posts(rows, ctx, AT_ARRIVAL, later)
 
 

@@ -6,17 +6,22 @@ event's properties, and `pos` is the posted event's `seq`: the rows of one post
 are in arrival order, and the pipeline ranks them into positions.
 
 * `#time(t)`: an event arriving at `a` is due to leave at `a + t`; it leaves in
-  the unit of work where the clock first reaches that (`clock.fire_units`). On a
-  walk every distinct due time is a stop of its own and the events due then
-  leave together, in arrival order; a jump fires the window's timer once and
-  posts every event due by its target, oldest first. This is exactly Esper's
-  single re-armed timer (`oldest + t`), since a stop at due time `d` removes
-  precisely the events that arrived at `d - t`.
-  Slot order: under groupwin the groups' timers of one unit post in (due, slot)
-  order, a group's due being its earliest due time in that unit (one post per
-  group: the minimum over the group's rows of the unit). Without groupwin every
-  row has slot 0 and the rows' own due times order a jump's one post exactly as
-  arrival order does, so each row keeps its own due time as `slot_due`.
+  the unit of work where the clock first reaches that (`clock.expiries`: one
+  window over the items themselves). On a walk every distinct due time is a
+  stop of its own and the events due then leave together, in arrival order; a
+  jump fires the window's timer once and posts every event due by its target,
+  oldest first. This is exactly Esper's single re-armed timer (`oldest + t`),
+  since a stop at due time `d` removes precisely the events that arrived at
+  `d - t`.
+  Order within a unit: under groupwin the groups' timers of one unit post in
+  (due, slot) order. A walk stop at `d` fires only timers due at `d`, so there
+  the order is the slot's: the seq of the group's first event, from a small
+  per-group aggregate (`group_table`). A jump fires each group's timer once,
+  due at its oldest event's due time: the smallest due time among the group's
+  rows of that unit, a window over the group's rows, needed (and planned) only
+  when the input may hold jumps. Without groupwin every row has slot 0 and
+  the rows' own due times order a jump's one post exactly as arrival order
+  does, so each row keeps its own due time as `slot_due`.
 * `#ext_timed(ts, t)`: the deque is in arrival order and a scan from the front
   stops at the first young event, so event i leaves at the first later arrival j
   with `ts_j - t >= max(ts_0..ts_i)`: every event in front of i must have gone by
@@ -52,10 +57,6 @@ TIMER = 0  # the contract's phase of a timer stop (1: an arrival)
 SO_FAR = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
 BEFORE = "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
 
-# posts exactly once per arrival and never on a timer: the pipeline numbers its
-# updates by arrival (post rows carry the arrival's `arrival_no` as `update_no`)
-ONE_POST_PER_ARRIVAL = (ExtTimed,)
-
 
 def posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
     if isinstance(spec, Time):
@@ -69,7 +70,7 @@ def posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
 
 def carried(ctx: Context) -> list[str]:
     """The columns (SQL) an event row carries into a post row."""
-    return [quoted(c) for c in dict.fromkeys(["trace_id", *ctx.group_keys, "slot", "seq", "id", *ctx.properties])]
+    return [quoted(c) for c in dict.fromkeys(["trace_id", *ctx.group_keys, "seq", "id", *ctx.properties])]
 
 
 def partition(ctx: Context, *extra: str) -> str:
@@ -77,7 +78,27 @@ def partition(ctx: Context, *extra: str) -> str:
     return "PARTITION BY " + ", ".join(quoted(c) for c in (*ctx.partition, *extra))
 
 
-def timer_posts(rows: DataFrame, ctx: Context, side: str, seq: str, time: str, slot_due: str) -> DataFrame:
+def group_table(items: DataFrame, ctx: Context) -> DataFrame:
+    """Per sub-window under groupwin: `slot`, the seq of its first event, and
+    `#first`, that event's clock. A hash aggregate: one row per group, joined
+    back by broadcast (`with_group`), so no step sorts the events by key."""
+    return events(items).groupBy(*ctx.partition).agg(
+        F.expr("min(seq)").alias("slot"), F.expr("min(time)").alias("#first")
+    )
+
+
+def with_group(rows: DataFrame, table: DataFrame, ctx: Context) -> DataFrame:
+    """`rows` with the columns of `table` (one row per sub-window), matched on
+    the partition columns null-safely (a null key is a group)."""
+    extra = [c for c in table.columns if c not in ctx.partition]
+    on = " AND ".join(["`__rows`.trace_id = `__groups`.trace_id",
+                       *(f"`__rows`.{quoted(k)} <=> `__groups`.{quoted(k)}" for k in ctx.group_keys)])
+    joined = rows.alias("__rows").join(F.broadcast(table).alias("__groups"), F.expr(on), "inner")
+    return joined.selectExpr("`__rows`.*", *(f"`__groups`.{quoted(c)}" for c in extra))
+
+
+def timer_posts(rows: DataFrame, ctx: Context, side: str, seq: str, time: str, slot_due: str,
+                slot: str = "slot") -> DataFrame:
     """Post rows (the contract's columns, then the properties) posting each row's
     event on `side` in the timer stop (phase 0) of item `seq` at clock `time`
     (SQL expressions), the timer being due at `slot_due`."""
@@ -87,7 +108,7 @@ def timer_posts(rows: DataFrame, ctx: Context, side: str, seq: str, time: str, s
         f"{TIMER} AS phase",
         f"CAST({time} AS BIGINT) AS time",
         f"CAST({slot_due} AS BIGINT) AS slot_due",
-        "slot",
+        f"CAST({slot} AS BIGINT) AS slot",
         f"'{side}' AS side",
         "CAST(seq AS BIGINT) AS pos",
         "id",
@@ -96,41 +117,45 @@ def timer_posts(rows: DataFrame, ctx: Context, side: str, seq: str, time: str, s
 
 
 def arrivals(items: DataFrame, ctx: Context) -> DataFrame:
-    """Every event inserted at its own arrival (at position its seq)."""
-    unit = "arrival_no" if ctx.arrival_numbers else None
-    return arrival_posts(events(items), ctx, Emit("insert", "seq", "time", "seq", unit))
+    """Every event inserted at its own arrival (in order its seq)."""
+    return arrival_posts(events(items), ctx, Emit("insert", "seq", "time"))
 
 
 def sliding(items: DataFrame, ctx: Context, span: int) -> DataFrame:
-    due = quoted(clock.DUE)
-    dues = events(items).selectExpr(*carried(ctx), f"time + {span} AS {due}")
-    fired = clock.fire_units(items, dues, clock.bucket_width(span))
-    fire_seq, fire_time = quoted(clock.FIRE_SEQ), quoted(clock.FIRE_TIME)
-    if ctx.group_keys:
-        slot_due = f"min({due}) OVER ({partition(ctx, clock.FIRE_SEQ, clock.FIRE_TIME)})"
+    hit, due = quoted(clock.HIT), f"(time + {span})"
+    found = clock.expiries(items, span, [*carried(ctx), "time"]).where(f"{hit} IS NOT NULL")
+    fired_at = clock.fire_time(hit, due)
+    if not ctx.group_keys:
+        removed = timer_posts(found, ctx, "remove", f"{hit}.seq", fired_at, due, slot="0")
+    elif not ctx.jumps:
+        # only walk stops: every timer firing in a unit is due at its clock
+        removed = timer_posts(with_group(found, group_table(items, ctx).drop("#first"), ctx), ctx, "remove",
+                              f"{hit}.seq", fired_at, fired_at)
     else:
-        slot_due = due
-    return arrivals(items, ctx).unionByName(timer_posts(fired, ctx, "remove", fire_seq, fire_time, slot_due))
+        # a jump: each group's timer is due at its oldest row's due time in that unit
+        by_group = found.selectExpr("*", f"min(seq) OVER ({partition(ctx)}) AS slot")
+        timed = by_group.selectExpr("*", f"min({due}) OVER ({partition(ctx, clock.HIT)}) AS `#group_due`")
+        removed = timer_posts(timed, ctx, "remove", f"{hit}.seq", fired_at, "`#group_due`")
+    return arrivals(items, ctx).unionByName(removed)
 
 
 def externally_timed(items: DataFrame, ctx: Context, timestamp: str, span: int) -> DataFrame:
     ts = f"CAST({quoted(timestamp)} AS BIGINT)"
-    own = [*carried(ctx), *(["arrival_no"] if ctx.arrival_numbers else [])]
-    unit = "CAST(arrival_no AS BIGINT)" if ctx.arrival_numbers else "CAST(NULL AS BIGINT)"
+    own = carried(ctx)
     stamped = events(items).selectExpr(
         *own, "time",
         f"max({ts}) {over(ctx, frame=SO_FAR)} AS `#p`",
         f"max({ts}) {over(ctx, frame=BEFORE)} AS `#p_before`",
     )
     # each event is a point (its due time, P + t) and, if it raises P, a mark at P
-    remover = f"named_struct('seq', seq, 'time', time, 'unit', {unit})"
-    no_mark = "CAST(NULL AS STRUCT<seq: BIGINT, time: BIGINT, unit: BIGINT>)"
+    remover = "named_struct('seq', seq, 'time', time)"
+    no_mark = "CAST(NULL AS STRUCT<seq: BIGINT, time: BIGINT>)"
     point = f"named_struct('k', 0, 't', `#p` + {span}, 'mark', {no_mark})"
     mark = f"CASE WHEN `#p` > `#p_before` THEN named_struct('k', 1, 't', `#p`, 'mark', {remover}) END"
     rows = stamped.selectExpr(*own, f"explode(array({point}, {mark})) AS `#r`").where("`#r` IS NOT NULL")
     first_reaching = f"OVER ({partition(ctx)} ORDER BY `#r`.t DESC, `#r`.k DESC {SO_FAR})"
     found = rows.selectExpr("*", f"last(`#r`.mark, true) {first_reaching} AS `#remover`").where("`#r`.k = 0")
-    removed = arrival_posts(found, ctx, Emit("remove", "`#remover`.seq", "`#remover`.time", "seq", "`#remover`.unit"))
+    removed = arrival_posts(found, ctx, Emit("remove", "`#remover`.seq", "`#remover`.time", "seq"))
     return arrivals(items, ctx).unionByName(removed)
 
 

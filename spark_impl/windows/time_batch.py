@@ -23,11 +23,14 @@ after a clock at or before `a` is exactly that). Hence, per event:
   (`T1 = g1` on a walk); the event leaves (as the previous batch) in the unit
   where the clock first reaches `g2`.
 
-Events with the same `g1` form one batch. Each event row is looked up itself
-(two passes of `clock.fire_units`), which spares a distinct over the batches and
-a join back. One unit posts one post per sub-window: new = the events released
-there, old = the events leaving there, each in arrival order; `slot_due` is the
-timer's due time (`g1`, resp. `g2`: equal where both sides meet). Without FORCE_UPDATE this
+Events with the same `g1` form one batch. Each event row is looked up itself,
+as a point of `clock.hits`, which spares a distinct over the batches and a join
+back. On a walk `T1 = g1`, so `g2 = g1 + t`: both lookups are frames of one
+window pass. Only a jump can release at `T1 > g1`; where the input may hold
+jumps, `g2` is looked up in a second pass from `T1`. One unit posts one post
+per sub-window: new = the events released there, old = the events leaving
+there, each in arrival order; `slot_due` is the timer's due time (`g1`, resp.
+`g2`: equal where both sides meet). Without FORCE_UPDATE this
 is all: a firing that finds both sides empty posts nothing and lets the timer
 lapse until the next arrival, which the rule above already covers.
 With FORCE_UPDATE (or START_EAGER, which implies it) the timer never lapses
@@ -39,9 +42,9 @@ empty post (side, id and pos null): the firings and the event posts are unioned
 and a count of event rows per (sub-window, unit) drops the firings of units
 that have them.
 
-Per-trace values (creation clock, last clock, first arrival) come from a small
-aggregate joined by broadcast, per-group ones from a window over the group, so
-no step sorts a whole trace in one task.
+Per-trace values (creation clock, last clock, first arrival) and per-group ones
+(first arrival, slot) come from small aggregates joined by broadcast, so no
+step sorts a whole trace in one task and the events are never sorted by key.
 
 `#ext_timed_batch` (event-driven, no timers). The arriving event closes the open
 batch iff its timestamp reaches `next_grid(oldest)`, `oldest` the timestamp of
@@ -66,7 +69,7 @@ from oracle.model import ExtTimedBatch, TimeBatch
 from spark_impl import clock
 from spark_impl.windows import Context
 from spark_impl.windows.base import Emit, arrival_posts, events, over, quoted
-from spark_impl.windows.time import BEFORE, SO_FAR, TIMER, carried, partition
+from spark_impl.windows.time import BEFORE, SO_FAR, TIMER, carried, group_table, partition, with_group
 
 CREATED = quoted(clock.CREATED)
 
@@ -93,9 +96,21 @@ class TimeBatches:
 
     def posts(self, items: DataFrame) -> DataFrame:
         arrived = self.referenced(items)
-        released = self.fired(items, arrived.selectExpr("*", f"`#g1` AS {quoted(clock.DUE)}"), "#s1", "#t1")
-        leaving = released.selectExpr("*", f"{next_grid('`#t1`', '`#ref`', self.span)} AS {quoted(clock.DUE)}")
-        rows = self.fired(items, leaving, "#s2", "#t2", keep=True, due_as="#g2")
+        due = quoted(clock.DUE)
+        points = arrived.selectExpr("*", f"`#g1` AS {due}")
+        if self.ctx.jumps:
+            released = self.fired(items, points, "#s1", "#t1")
+            leaving = released.selectExpr("*", f"{next_grid('`#t1`', '`#ref`', self.span)} AS {due}")
+            rows = self.fired(items, leaving, "#s2", "#t2", due_as="#g2", keep=True)
+        else:
+            # every release is a walk stop at g1: the batch leaves when the clock reaches g1 + t
+            found = clock.hits(items, points, after=self.span).where(f"{quoted(clock.HIT)} IS NOT NULL")
+            hit, later = quoted(clock.HIT), quoted(clock.HIT_AFTER)
+            rows = found.selectExpr(
+                *(quoted(c) for c in arrived.columns), f"{hit}.seq AS `#s1`", "`#g1` AS `#t1`",
+                f"`#g1` + {self.span} AS `#g2`", f"{later}.seq AS `#s2`",
+                f"{clock.fire_time(later, f'`#g1` + {self.span}')} AS `#t2`",
+            )
         posted = self.event_posts(rows)
         if not self.spec.force_update:
             return posted
@@ -109,24 +124,23 @@ class TimeBatches:
         return self.spec.start_eager and not self.ctx.group_keys
 
     def referenced(self, items: DataFrame) -> DataFrame:
-        """Event rows with the sub-window's reference `#ref`, arming clock `#arm`,
-        the pending due time `#g1` and, with FORCE_UPDATE, the trace's last clock
-        `#last` (per-trace and per-group values: module docstring)."""
+        """Event rows with the sub-window's `slot`, reference `#ref`, arming clock
+        `#arm`, the pending due time `#g1` and, with FORCE_UPDATE, the trace's last
+        clock `#last` (per-trace and per-group values: module docstring)."""
         ctx = self.ctx
         arrived = events(items).join(F.broadcast(self.per_trace(items)), "trace_id")
+        if ctx.group_keys:
+            arrived = with_group(arrived.drop("#first"), group_table(items, ctx), ctx)
+        else:
+            arrived = arrived.selectExpr("*", "CAST(0 AS BIGINT) AS slot")
         if self.eager_without_groups():
             reference = arming = CREATED
         else:
-            if ctx.group_keys:
-                arrived = arrived.selectExpr(
-                    *(quoted(c) for c in arrived.columns if c != "#first"),
-                    f"min(time) OVER ({partition(ctx)}) AS `#first`",
-                )
             arming = "`#first`"
             unread = self.spec.reference is None or self.spec.start_eager
             reference = arming if unread else f"CAST({self.spec.reference} AS BIGINT)"
         return arrived.selectExpr(
-            *carried(ctx), "time", *(["`#last`"] if self.spec.force_update else []),
+            *carried(ctx), "slot", "time", *(["`#last`"] if self.spec.force_update else []),
             f"{reference} AS `#ref`", f"{arming} AS `#arm`", f"{next_grid('time', reference, self.span)} AS `#g1`",
         )
 
@@ -142,15 +156,18 @@ class TimeBatches:
         )
 
     def fired(self, items: DataFrame, dues: DataFrame, seq: str, time: str, *, due_as: str | None = None,
-              **options) -> DataFrame:
-        """`dues` with the unit each fires in, as columns `seq` and `time`, the
-        due time kept as `due_as` (`options`: those of `clock.fire_units`)."""
-        found = clock.fire_units(items, dues, clock.bucket_width(self.span), **options)
-        renamed = {clock.FIRE_SEQ: seq, clock.FIRE_TIME: time, **({clock.DUE: due_as} if due_as else {})}
-        return found.selectExpr(*(
-            f"{quoted(c)} AS {quoted(renamed[c])}" if c in renamed else quoted(c)
-            for c in found.columns if c in renamed or c != clock.DUE
-        ))
+              keep: bool = False) -> DataFrame:
+        """`dues` with the unit each fires in, as columns `seq` and `time` (rows no
+        item reaches dropped, or with `keep` kept with both null), the due time
+        kept as `due_as`."""
+        found = clock.hits(items, dues, reach=self.span)
+        if not keep:
+            found = found.where(f"{quoted(clock.HIT)} IS NOT NULL")
+        hit, due = quoted(clock.HIT), quoted(clock.DUE)
+        return found.selectExpr(
+            *(quoted(c) for c in dues.columns if c != clock.DUE), *([f"{due} AS {quoted(due_as)}"] if due_as else []),
+            f"{hit}.seq AS {quoted(seq)}", f"{clock.fire_time(hit, due)} AS {quoted(time)}",
+        )
 
     def event_posts(self, rows: DataFrame) -> DataFrame:
         """Each event inserted where its batch is released, removed where it leaves."""
@@ -159,7 +176,7 @@ class TimeBatches:
             "CASE WHEN `#s2` IS NOT NULL "
             "THEN named_struct('side', 'remove', 's', `#s2`, 't', `#t2`, 'due', `#g2`) END"
         )
-        exploded = rows.selectExpr(*carried(self.ctx), f"explode(array({insert}, {remove})) AS `#p`").where(
+        exploded = rows.selectExpr(*carried(self.ctx), "slot", f"explode(array({insert}, {remove})) AS `#p`").where(
             "`#p` IS NOT NULL"
         )
         return exploded.selectExpr(
@@ -188,7 +205,7 @@ class TimeBatches:
             f"AS {quoted(clock.DUE)}",
         )
         units = (
-            self.fired(items, grid, "seq", "time", due_as="#g", from_start=self.eager_without_groups())
+            self.fired(items, grid, "seq", "time", due_as="#g")
             .groupBy(*ctx.partition, "slot", "seq", "time")
             .agg(F.expr("min(`#g`)").alias("slot_due"))
         )

@@ -19,7 +19,6 @@ from spark_impl.windows import Context
 from spark_impl.windows.base import arrival_posts, events, index
 from spark_impl.windows.length import AT_ARRIVAL, pushed_out
 
-ONE_POST_PER_ARRIVAL = (Unique,)
 
 
 def posts(items: DataFrame, spec, ctx: Context) -> DataFrame:

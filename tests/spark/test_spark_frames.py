@@ -137,20 +137,24 @@ def test_check_pair_refuses_what_the_window_cannot_take(spec, item, words):
 
 def test_rows_back_to_updates_with_the_traces_own_events():
     trace = Trace([ev("E1", v=1), ev("E2", v=2), ev("E3", v=3)])
-    rows = [
-        Row(trace_id="t", update_no=1, after=2, time=0, side="remove", pos=1, id="E2"),
-        Row(trace_id="t", update_no=0, after=0, time=0, side="insert", pos=0, id="E1"),
-        Row(trace_id="t", update_no=1, after=2, time=0, side="remove", pos=0, id="E1"),
-        Row(trace_id="t", update_no=1, after=2, time=0, side="insert", pos=0, id="E3"),
-        Row(trace_id="t", update_no=2, after=2, time=1000, side=None, pos=None, id=None),
+    def row(after, phase, time, side, n, event_id, slot=0):
+        pos = None if side is None else Row(due=time, slot=slot, n=n)
+        return Row(trace_id="t", after=after, phase=phase, time=time, ordinal=0, side=side, pos=pos, id=event_id)
+
+    rows = [  # unsorted, as Spark returns them
+        row(2, 1, 1000, "remove", 1, "E2"),
+        row(0, 1, 0, "insert", 0, "E1"),
+        row(2, 1, 1000, "remove", 0, "E1"),
+        row(2, 1, 1000, "insert", 2, "E3"),
+        row(2, 0, 500, None, None, None),   # a stop of item 2's walk to 1000 comes before its arrival
     ]
     updates = frames.updates_from_rows(rows, {"t": trace, "u": Trace([])})
     e1, e2, e3 = trace.events()
     assert updates == {
-        "t": (Update(0, 0, insert=[e1]), Update(2, 0, insert=[e3], remove=[e1, e2]), Update(2, 1000)),
+        "t": (Update(0, 0, insert=[e1]), Update(2, 500), Update(2, 1000, insert=[e3], remove=[e1, e2])),
         "u": (),
     }
-    assert updates["t"][1].remove[1] is e2 and e2.props["v"] == 2
+    assert updates["t"][2].remove[1] is e2 and e2.props["v"] == 2
 
 
 def test_run_cases_gives_a_bad_pair_its_error_and_runs_the_others(spark):
@@ -199,7 +203,7 @@ def test_apply_window_names_a_missing_or_mistyped_column(spark, change, window, 
 def test_apply_window_takes_int_columns_and_no_op_or_vars(spark):
     frame = input_frame(spark, seq="int", time="int", op=None, vars=None)
     rows = apply_window(frame, "#length(1)").collect()
-    assert [(r.update_no, r.after, r.side, r.pos, r.id, r.k) for r in rows] == [(0, 0, "insert", 0, "E1", "a")]
+    assert [(r.after, r.phase, r.side, tuple(r.pos), r.id, r.k) for r in rows] == [(0, 1, "insert", (0, 0, 0), "E1", "a")]
 
 
 def test_an_unknown_kind_fails_naming_the_row(spark):
@@ -214,8 +218,8 @@ def test_apply_window_to_events_builds_traces_from_an_event_table(spark):
         "device string, offset long, ts long, note string",
     )
     out = apply_window_to_events(table, "#time(1 sec)", order_col="offset", time_col="ts", trace_col="device",
-                                 until=3000)
-    rows = sorted((r.trace_id, r.update_no, r.after, r.time, r.side, r.pos, r.id, r.note, r.ts) for r in out.collect())
+                                 until=3000, numbered=True)
+    rows = sorted((r.trace_id, r.update_no, r.after, r.time, r.side, r.pos_no, r.id, r.note, r.ts) for r in out.collect())
     assert rows == [
         ("d1", 0, 10, 1000, "insert", 0, "10", "x", 1000),
         ("d1", 1, 11, 1500, "insert", 0, "11", "y", 1500),

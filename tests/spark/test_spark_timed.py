@@ -240,29 +240,64 @@ CLOCK_FIRES = {
 }
 
 
-@pytest.mark.parametrize("width", [1, 7, 1000, 64_000])
-def test_fire_units_any_bucket_width(spark, width):
-    """Narrow buckets leave most of them empty, so due times are reached through
-    the sentinels of the next non-empty bucket; the answer must not change."""
+CLOCK_ITEMS = [(0, "event", 100), (1, "advance", 2500), (2, "event", 3000), (3, "jump", 6000), (4, "event", 6000),
+               (5, "advance", 9000)]
+
+
+def first_reaching(due):
+    """The rule, stated directly: the first item whose clock reaches `due`, and
+    the clock the timer fires at (the due time on a walk, the target on a jump)."""
+    for seq, kind, time in CLOCK_ITEMS:
+        if time >= due:
+            return seq, time if kind == "jump" else due
+    return None
+
+
+def test_the_rule_as_stated_gives_the_documented_firings():
+    assert {due: first_reaching(due) for due in CLOCK_FIRES} == CLOCK_FIRES
+
+
+def fired(row, hit, due):
+    return None if row[hit] is None else (row[hit]["seq"], row[hit]["time"] if row[hit]["jump"] else due)
+
+
+BUCKETINGS = {"one bucket": 65_536, "three buckets": 2, "six buckets, some empty": 1}
+
+
+@pytest.mark.parametrize("rows_per_bucket", BUCKETINGS.values(), ids=BUCKETINGS.keys())
+def test_hits_whatever_the_buckets(spark, monkeypatch, rows_per_bucket):
+    """Narrow buckets leave some empty, so due times are reached through the
+    fallback table and the copies of the next bucket; the answers must not change."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
     from spark_impl import clock, frames
 
+    monkeypatch.setattr(clock, "ROWS_PER_BUCKET", rows_per_bucket)
+    monkeypatch.setattr(clock, "BUCKETS_PER_PARTITION", 1000)
     items = frames.to_dataframe(spark, [("t", CLOCK_TRACE)])
+    dues = sorted(set(CLOCK_FIRES) | set(range(0, 9600, 97)))
     schema = StructType([StructField("trace_id", StringType()), StructField(clock.DUE, LongType())])
-    dues = spark.createDataFrame([("t", due) for due in CLOCK_FIRES], schema)
-    fired = clock.fire_units(items, dues, width, keep=True).collect()
-    got = {row[clock.DUE]: None if row[clock.FIRE_SEQ] is None else (row[clock.FIRE_SEQ], row[clock.FIRE_TIME])
-           for row in fired}
-    assert got == CLOCK_FIRES
+    points = spark.createDataFrame([("t", due) for due in dues], schema)
+    rows = clock.hits(items, points, after=1000).collect()
+    assert len(rows) == len(dues)
+    for row in rows:
+        due = row[clock.DUE]
+        assert fired(row, clock.HIT, due) == first_reaching(due), due
+        assert fired(row, clock.HIT_AFTER, due + 1000) == first_reaching(due + 1000), due
 
 
-def test_prepare_gives_the_clock_before_each_item(spark):
+@pytest.mark.parametrize("rows_per_bucket", BUCKETINGS.values(), ids=BUCKETINGS.keys())
+@pytest.mark.parametrize("span", [1, 400, 2900, 2901, 5900, 8900, 8901])
+def test_expiries_whatever_the_buckets(spark, monkeypatch, rows_per_bucket, span):
     from spark_impl import clock, frames
 
-    items = clock.prepare(frames.to_dataframe(spark, [("t", CLOCK_TRACE)]))
-    before = {row["seq"]: row["prev_time"] for row in items.collect()}
-    assert before == {-1: 100, 0: 100, 1: 100, 2: 2500, 3: 3000, 4: 6000, 5: 6000}
+    monkeypatch.setattr(clock, "ROWS_PER_BUCKET", rows_per_bucket)
+    monkeypatch.setattr(clock, "BUCKETS_PER_PARTITION", 1000)
+    items = frames.to_dataframe(spark, [("t", CLOCK_TRACE)])
+    rows = clock.expiries(items, span, ["trace_id", "seq", "time"]).collect()
+    assert {row["seq"]: fired(row, clock.HIT, row["time"] + span) for row in rows} == {
+        seq: first_reaching(time + span) for seq, kind, time in CLOCK_ITEMS if kind == "event"
+    }
 
 
 def test_timer_posts_carry_properties_and_an_empty_update_is_one_null_row(spark):
@@ -272,9 +307,9 @@ def test_timer_posts_carry_properties_and_an_empty_update_is_one_null_row(spark)
 
     trace = Trace([ev("E1", price=2.5, symbol="X"), Advance(3000)])
     out = spark_impl.apply_window(frames.to_dataframe(spark, [("t", trace)]), TimeBatch(1000, force_update=True))
-    rows = sorted(tuple(r) for r in out.select("update_no", "time", "side", "pos", "id", "price", "symbol").collect())
+    rows = sorted(tuple(r) for r in out.select("after", "phase", "time", "side", "pos", "id", "price", "symbol").collect())
     assert rows == [
-        (0, 1000, "insert", 0, "E1", 2.5, "X"),
-        (1, 2000, "remove", 0, "E1", 2.5, "X"),
-        (2, 3000, None, None, None, None, None),
+        (1, 0, 1000, "insert", (1000, 0, 0), "E1", 2.5, "X"),
+        (1, 0, 2000, "remove", (2000, 0, 0), "E1", 2.5, "X"),
+        (1, 0, 3000, None, None, None, None, None),
     ]

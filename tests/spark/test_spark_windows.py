@@ -35,7 +35,8 @@ from oracle.model import (
     Trace,
     Unique,
 )
-from spark_impl import apply_window, frames, pipeline, run_cases
+from oracle import parse, run
+from spark_impl import apply_window, frames, run_cases
 
 
 def ev(event_id, time=None, **props):
@@ -128,7 +129,7 @@ def test_posted_events_are_the_traces_own(outcomes):
 
 
 def busy_traces(count=6, events=40):
-    """Traces with clock moves, many keys and groups first seen late."""
+    """Traces with walks, jumps, bursts at one instant, many keys and groups first seen late."""
     traces = []
     for t in range(count):
         items, clock = [], 0
@@ -136,7 +137,13 @@ def busy_traces(count=6, events=40):
             if i % 7 == 3:
                 clock += 250
                 items.append(Advance(clock))
-            items.append(ev(f"T{t}E{i}", k=f"k{(i * (t + 3)) % (2 + t)}", v=i % 3))
+            elif i % 11 == 5:
+                clock += 1700
+                items.append(Jump(clock))
+            elif i % 5 == 1:
+                clock += 100
+            items.append(Arrive(Event(f"T{t}E{i}", {"k": f"k{(i * (t + 3)) % (2 + t)}", "v": i % 3, "ts": clock}),
+                                time=clock))
         traces.append((f"t{t}", Trace(items)))
     return traces
 
@@ -150,44 +157,64 @@ def busy(spark):
     return frames.to_dataframe(spark, busy_traces()).repartition(3)
 
 
-def test_output_is_the_same_under_1_2_and_8_shuffle_partitions(spark, busy):
-    window = "#groupwin(k)#length_batch(3)"
+EVERY_KIND = [
+    "#length(3)", "#length_batch(3)", "#keepall", "#firstevent", "#lastevent", "#firstlength(2)", "#unique(v)",
+    "#firstunique(v)", "#time(1 sec)", "#ext_timed(ts, 1 sec)", "#firsttime(2 sec)", "#time_batch(700 msec, 100)",
+    '#time_batch(1 sec, "FORCE_UPDATE, START_EAGER")', "#ext_timed_batch(ts, 1 sec)", "#groupwin(k)#length(2)",
+    "#groupwin(k)#time(1 sec)", "#groupwin(k)#time_batch(1 sec)", '#groupwin(k)#time_batch(1 sec, "FORCE_UPDATE")',
+    "#groupwin(k)#unique(v)",
+]
+
+
+def test_output_is_the_same_under_1_2_8_and_200_shuffle_partitions(spark, busy, monkeypatch):
+    """Every window kind, on traces with jumps. The clock's bucket count follows
+    the partition count (few rows per bucket here, so each setting cuts the
+    traces differently); the output must not change, and it is the oracle's."""
+    from spark_impl import clock
+
+    monkeypatch.setattr(clock, "ROWS_PER_BUCKET", 8)
     saved = spark.conf.get("spark.sql.shuffle.partitions")
+    union = None
     try:
         outputs = []
-        for partitions in ("1", "2", "8"):
+        for partitions in ("1", "2", "8", "200"):
             spark.conf.set("spark.sql.shuffle.partitions", partitions)
-            outputs.append(sorted_rows(apply_window(busy, window)))
+            parts = [apply_window(busy, w).selectExpr(f"'{w}' AS window", *frames.OUTPUT_COLUMNS) for w in EVERY_KIND]
+            union = parts[0]
+            for part in parts[1:]:
+                union = union.unionByName(part)
+            outputs.append(sorted(tuple(r) for r in union.collect()))
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", saved)
-    assert outputs[0] == outputs[1] == outputs[2]
-    assert len(outputs[0]) > 100
+    assert outputs[0] == outputs[1] == outputs[2] == outputs[3]
+    traces = dict(busy_traces())
+    for window in EVERY_KIND:
+        rows = [r for r in (dict(zip(("window", *frames.OUTPUT_COLUMNS), row)) for row in outputs[0])
+                if r["window"] == window]
+        got = frames.updates_from_rows(rows, traces)
+        spec = parse(window)
+        assert got == {tid: run(spec, trace) for tid, trace in traces.items()}, window
 
 
-@pytest.mark.parametrize("spec", [GroupWin(("k",), LengthBatch(2)), GroupWin(("k",), Length(2))],
-                         ids=["numbered after the family", "numbered by arrival"])
-def test_blocked_update_numbers_equal_whole_trace_numbers(busy, monkeypatch, spec):
-    """Blocks of 8 items (the blocked path, which long traces take) number the
-    updates as one block per trace does."""
-    whole = sorted_rows(pipeline.apply(busy, spec, short_traces=True))
-    monkeypatch.setattr(pipeline, "BLOCK_BITS", 3)
-    blocked = sorted_rows(pipeline.apply(busy, spec, short_traces=False))
-    assert blocked == whole
-    per_trace = {}
-    for row in whole:
-        per_trace.setdefault(row[0], set()).add(row[1])
-    assert all(numbers == set(range(len(numbers))) for numbers in per_trace.values())
+def test_numbered_gives_consecutive_update_numbers_and_positions(busy):
+    out = apply_window(busy, "#groupwin(k)#time_batch(1 sec)", numbered=True).collect()
+    by_trace = {}
+    for r in out:
+        by_trace.setdefault(r.trace_id, []).append(r)
+    for rows in by_trace.values():
+        keys = sorted({(r.after, r.phase, r.time, r.ordinal) for r in rows})
+        assert sorted({r.update_no for r in rows}) == list(range(len(keys)))
+        for r in rows:
+            assert keys[r.update_no] == (r.after, r.phase, r.time, r.ordinal)
+        sides = {}
+        for r in rows:
+            sides.setdefault((r.update_no, r.side), []).append(r)
+        for side_rows in sides.values():
+            ordered = sorted(side_rows, key=lambda r: tuple(r.pos))
+            assert [r.pos_no for r in ordered] == list(range(len(ordered)))
 
 
 # --------------------------------------------------------------------------- plan
-
-def test_short_traces_are_known_from_the_plan_without_a_job(spark, busy, tmp_path):
-    """A frame of local rows is bounded by its row count, so its traces take the
-    one-block path; a frame whose plan has no bound (files) takes the blocked one."""
-    assert pipeline.bounded_short(busy)
-    assert not pipeline.bounded_short(spark.range(2**pipeline.BLOCK_BITS))
-    busy.write.parquet(str(tmp_path / "busy"))
-    assert not pipeline.bounded_short(spark.read.parquet(str(tmp_path / "busy")))
 
 
 def bracket_groups(text: str) -> list[str]:
