@@ -1,7 +1,8 @@
 """The `difftest` command.
 
     difftest replay [--engine oracle|spark|both] [--report FILE.json] PATH...
-    difftest bench [--engine oracle|spark] [--events N] [--repeat R] [--report FILE.json]
+    difftest bench [--engine oracle|spark] [--events N] [--keys K] [--window CLAUSE] [--repeat R]
+                   [--report FILE.json]
     difftest run [--dialect D] [--window CLAUSE] [--examples N] [--seed S] [--budget SECONDS]
                  [--impl MODULE:FUNCTION] [--report FILE.json]
 
@@ -102,6 +103,10 @@ def add_bench(subparsers) -> None:
     p.add_argument("--engine", choices=("oracle", "spark"), default="oracle", help="engine to measure (default: oracle)")
     p.add_argument("--events", type=positive_int, metavar="N",
                    help="events per trace (default: 200000 for the oracle; 1 M and 10 M for spark)")
+    p.add_argument("--keys", type=positive_int, metavar="K",
+                   help="spark: distinct keys of the events (default: 10000; 1 puts every event on one key)")
+    p.add_argument("--window", action="append", metavar="CLAUSE",
+                   help="spark: a window to measure (repeatable; default: the four of spark_impl.bench)")
     p.add_argument("--repeat", type=positive_int, default=3, metavar="R", help="timed runs, best counts (default: 3)")
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the figures as JSON")
     p.set_defaults(handler=cmd_bench)

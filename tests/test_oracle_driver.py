@@ -1,4 +1,4 @@
-"""The driver's clock rules (oracle/run.py; CORPUS.md "Input items", DESIGN.md
+"""The driver's clock rules (oracle/driver.py; CORPUS.md "Input items", DESIGN.md
 "The clock"), observed through real windows.
 
 Timelines read left to right in ms: `E1` an arrival, `|` a timer firing, `^` a

@@ -2,7 +2,7 @@
 "cheap properties worth having").
 
 Each test runs one window kind on traces from `difftest.strategies.cases`, driving
-the window itself with `oracle.run.Driver`, and checks the window against its own
+the window itself with `oracle.driver.Driver`, and checks the window against its own
 update stream:
 
 * nothing is removed that was not inserted before (earlier, or earlier in the
@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from difftest.strategies import KINDS, GeneratedCase, cases, implemented_kinds, key_properties, seeded_traces, windows
 from oracle.model import Trace, Update
-from oracle.run import Driver
+from oracle.driver import Driver
 from oracle.windows import make_window
 
 IMPLEMENTED = implemented_kinds()

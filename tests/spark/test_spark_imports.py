@@ -35,19 +35,19 @@ def forbidden(name: str) -> bool:
     return not any(name == allowed or name.startswith(allowed + ".") for allowed in ALLOWED)
 
 
-def modules() -> list[Path]:
+def modules_() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
 
 
 def test_the_walk_sees_the_package():
-    names = {p.relative_to(PACKAGE).as_posix() for p in modules()}
+    names = {p.relative_to(PACKAGE).as_posix() for p in modules_()}
     assert {"__init__.py", "frames.py", "pipeline.py", "windows/__init__.py", "windows/length.py"} <= names
-    assert any(oracle_imports(p.read_text()) for p in modules())
+    assert any(oracle_imports(p.read_text()) for p in modules_())
 
 
 @pytest.mark.parametrize("source, bad", [
     ("import oracle.windows", ["oracle.windows"]),
-    ("from oracle.run import run", ["oracle.run"]),
+    ("from oracle.driver import run", ["oracle.driver"]),
     ("from oracle import run, model", ["oracle.run"]),
     ("import oracle", ["oracle"]),
     ("def f():\n    from oracle.windows.length import LengthWindow", ["oracle.windows.length"]),
@@ -57,7 +57,30 @@ def test_the_check_tells_allowed_from_forbidden(source, bad):
     assert [name for _, name in oracle_imports(source) if forbidden(name)] == bad
 
 
-@pytest.mark.parametrize("path", modules(), ids=lambda p: p.relative_to(PACKAGE).as_posix())
+@pytest.mark.parametrize("path", modules_(), ids=lambda p: p.relative_to(PACKAGE).as_posix())
 def test_spark_impl_imports_only_the_model_errors_parsers_and_cases(path):
     bad = [f"line {line}: {name}" for line, name in oracle_imports(path.read_text()) if forbidden(name)]
     assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}; allowed from oracle: {', '.join(ALLOWED)}"
+
+
+def test_importing_spark_impl_loads_no_oracle_window_or_driver():
+    """At run time too, not only in the source: importing every spark_impl module
+    and parsing a clause loads the model, errors and parser, nothing else of the
+    oracle. (A fresh interpreter: this test process has loaded the oracle.)"""
+    import subprocess
+    import sys
+
+    modules = [f"spark_impl.{p.relative_to(PACKAGE).with_suffix('').as_posix().replace('/', '.')}" for p in modules_()]
+    code = (
+        "import importlib, sys\n"
+        f"for name in {[m.removesuffix('.__init__') for m in modules]!r}:\n"
+        "    importlib.import_module(name)\n"
+        "from spark_impl.pipeline import family_of\n"
+        "from oracle import parse\n"
+        "family_of(parse('#groupwin(k)#time_batch(1 sec)'))\n"
+        "print(sorted(m for m in sys.modules if m == 'oracle' or m.startswith('oracle.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = eval(out.strip().splitlines()[-1])
+    assert loaded and all(not forbidden(name) or name == "oracle" for name in loaded), loaded
+    assert not any(name.startswith(("oracle.windows", "oracle.driver")) for name in loaded), loaded
