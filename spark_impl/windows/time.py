@@ -133,9 +133,10 @@ def sliding(items: DataFrame, ctx: Context, span: int) -> DataFrame:
                               f"{hit}.seq", fired_at, fired_at)
     else:
         # a jump: each group's timer is due at its oldest row's due time in that unit
-        by_group = found.selectExpr("*", f"min(seq) OVER ({partition(ctx)}) AS slot")
-        timed = by_group.selectExpr("*", f"min({due}) OVER ({partition(ctx, clock.HIT)}) AS `#group_due`")
-        removed = timer_posts(timed, ctx, "remove", f"{hit}.seq", fired_at, "`#group_due`")
+        # (a unit is the hit item and the clock: one walk stops at several due times)
+        by_group = found.selectExpr("*", f"min(seq) OVER ({partition(ctx)}) AS slot", f"{fired_at} AS `#at`")
+        timed = by_group.selectExpr("*", f"min({due}) OVER ({partition(ctx, clock.HIT, '#at')}) AS `#group_due`")
+        removed = timer_posts(timed, ctx, "remove", f"{hit}.seq", "`#at`", "`#group_due`")
     return arrivals(items, ctx).unionByName(removed)
 
 
