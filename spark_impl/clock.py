@@ -66,7 +66,17 @@ T0, WIDTH, BUCKETS, BUCKET = "#t0", "#w", "#nb", "#b"
 BUCKET_COLUMN = f"`{BUCKET}`"
 
 HIT_TYPE = "STRUCT<seq: BIGINT, jump: BOOLEAN, time: BIGINT>"
-_MARK = "named_struct('seq', seq, 'jump', kind = 'jump', 'time', time)"
+# An item as a mark is one long, 2 * seq + 1 if a jump, so the minimum over a frame
+# (the first item) is a min of longs, and aggregates of marks are hash aggregates.
+# Since the clock never goes back, the first item also has the earliest clock of
+# any set of items: the hit's time is the min of `time` over the same rows.
+_MARK = "(seq * 2 + CAST(kind = 'jump' AS BIGINT))"
+
+
+def _hit(mark: str, time: str) -> str:
+    """SQL: the hit struct from a minimum mark and the minimum time of the same rows."""
+    return (f"CASE WHEN {mark} IS NOT NULL THEN named_struct('seq', shiftright({mark}, 1), "
+            f"'jump', pmod({mark}, 2) = 1, 'time', {time}) END")
 
 
 def creation(items: DataFrame) -> DataFrame:
@@ -112,14 +122,14 @@ def bucket_of(time: str) -> str:
 def marks(items: DataFrame, ext: DataFrame, reach: int) -> DataFrame:
     """The items that move the clock, each in its bucket `BUCKET` and, if it lies
     within `reach` of its bucket's start, again in the bucket before (column
-    `#own` false there), with `#m`, its hit struct."""
+    `#own` false there), with `#m`, its mark, and `#mt`, its clock."""
     placed = items.where(MOVES).join(F.broadcast(ext), "trace_id").selectExpr(
         "*", f"{bucket_of('time')} AS `#own_b`"
     )
     copy = f"`#own_b` > 0 AND time - `{T0}` - `#own_b` * `{WIDTH}` < {reach}" if reach > 0 else "false"
     return placed.selectExpr(
         "*", f"explode(CASE WHEN {copy} THEN array(`#own_b`, `#own_b` - 1) ELSE array(`#own_b`) END) AS `{BUCKET}`"
-    ).selectExpr("*", f"`{BUCKET}` = `#own_b` AS `#own`", f"{_MARK} AS `#m`")
+    ).selectExpr("*", f"`{BUCKET}` = `#own_b` AS `#own`", f"{_MARK} AS `#m`", "time AS `#mt`")
 
 
 def fallbacks(items: DataFrame, ext: DataFrame, reach: int) -> DataFrame:
@@ -129,10 +139,14 @@ def fallbacks(items: DataFrame, ext: DataFrame, reach: int) -> DataFrame:
     from bucket b cannot see). A small table: one row per bucket."""
     per_bucket = (
         items.where(MOVES).join(F.broadcast(ext), "trace_id")
-        .selectExpr("trace_id", f"{bucket_of('time')} AS `{BUCKET}`", f"{_MARK} AS `#m`",
+        .selectExpr("trace_id", f"{bucket_of('time')} AS `{BUCKET}`", f"{_MARK} AS `#m`", "time",
                     f"time - `{T0}` - {bucket_of('time')} * `{WIDTH}` >= {reach} AS `#late`")
         .groupBy("trace_id", BUCKET)
-        .agg(F.expr("min(`#m`)").alias("#first"), F.expr("min(CASE WHEN `#late` THEN `#m` END)").alias("#first_late"))
+        .agg(F.expr("min(`#m`)").alias("#first"), F.expr("min(time)").alias("#first_t"),
+             F.expr("min(CASE WHEN `#late` THEN `#m` END)").alias("#late_m"),
+             F.expr("min(CASE WHEN `#late` THEN time END)").alias("#late_t"))
+        .selectExpr("trace_id", BUCKET_COLUMN, f"{_hit('`#first`', '`#first_t`')} AS `#first`",
+                    f"{_hit('`#late_m`', '`#late_t`')} AS `#first_late`")
     )
     dense = ext.selectExpr("trace_id", f"explode(sequence(CAST(0 AS BIGINT), `{BUCKETS}` - 1)) AS `{BUCKET}`")
     table = dense.join(per_bucket, ["trace_id", BUCKET], "left")
@@ -151,9 +165,9 @@ def expiries(items: DataFrame, span: int, carry: list[str]) -> DataFrame:
     ext = extents(items, span)
     rows = marks(items, ext, span)
     frame = f"OVER (PARTITION BY trace_id, `{BUCKET}` ORDER BY time DESC RANGE BETWEEN UNBOUNDED PRECEDING AND {span} PRECEDING)"
-    found = rows.selectExpr(*carry, "kind", "`#own`", BUCKET_COLUMN, f"min(`#m`) {frame} AS `#found`").where(
-        "`#own` AND kind = 'event'"
-    )
+    found = rows.selectExpr(
+        *carry, "kind", "`#own`", BUCKET_COLUMN, f"min(`#m`) {frame} AS `#fm`", f"min(`#mt`) {frame} AS `#ft`"
+    ).where("`#own` AND kind = 'event'").selectExpr(*carry, BUCKET_COLUMN, f"{_hit('`#fm`', '`#ft`')} AS `#found`")
     fb = fallbacks(items, ext, span).select("trace_id", BUCKET, "#after_reach")
     joined = found.join(F.broadcast(fb), ["trace_id", BUCKET], "left")
     return joined.selectExpr(*carry, f"coalesce(`#found`, `#after_reach`) AS {quoted(HIT)}")
@@ -171,16 +185,24 @@ def hits(items: DataFrame, points: DataFrame, *, after: int = 0, reach: int = 1)
     due = quoted(DUE)
     placed = points.join(F.broadcast(ext), "trace_id").selectExpr(
         "trace_id", *others, f"{due} AS `#t`", "0 AS `#k`", f"greatest(0, {bucket_of(due)}) AS `{BUCKET}`",
-        f"CAST(NULL AS {HIT_TYPE}) AS `#m`",
+        "CAST(NULL AS BIGINT) AS `#m`", "CAST(NULL AS BIGINT) AS `#mt`",
     )
-    mark_rows = marks(items, ext, after).selectExpr("trace_id", "time AS `#t`", "1 AS `#k`", BUCKET_COLUMN, "`#m`")
+    mark_rows = marks(items, ext, after).selectExpr(
+        "trace_id", "time AS `#t`", "1 AS `#k`", BUCKET_COLUMN, "`#m`", "`#mt`"
+    )
     both = placed.unionByName(mark_rows, allowMissingColumns=True)
     order = f"PARTITION BY trace_id, `{BUCKET}` ORDER BY `#t` DESC, `#k` DESC"
-    found = [f"min(`#m`) OVER ({order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS `#found`"]
+    so_far = f"OVER ({order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    found = [f"min(`#m`) {so_far} AS `#fm`", f"min(`#mt`) {so_far} AS `#ft`"]
+    hits_ = [f"{_hit('`#fm`', '`#ft`')} AS `#found`"]
     if after:
-        found.append(f"min(`#m`) OVER ({order.replace(', `#k` DESC', '')} "
-                     f"RANGE BETWEEN UNBOUNDED PRECEDING AND {after} PRECEDING) AS `#found_after`")
-    looked = both.selectExpr("*", *found).where("`#k` = 0")
+        ahead = (f"OVER ({order.replace(', `#k` DESC', '')} "
+                 f"RANGE BETWEEN UNBOUNDED PRECEDING AND {after} PRECEDING)")
+        found += [f"min(`#m`) {ahead} AS `#am`", f"min(`#mt`) {ahead} AS `#at`"]
+        hits_.append(f"{_hit('`#am`', '`#at`')} AS `#found_after`")
+    looked = both.selectExpr("*", *found).where("`#k` = 0").selectExpr(
+        "trace_id", *others, BUCKET_COLUMN, *hits_
+    )
     fb = fallbacks(items, ext, after)
     joined = looked.join(F.broadcast(fb), ["trace_id", BUCKET], "left")
     out = [f"coalesce(`#found`, `#after_0`) AS {quoted(HIT)}"]

@@ -69,24 +69,27 @@ def arrival_posts(rows: DataFrame, ctx: Context, *emits: Emit) -> DataFrame:
     `Emit` of each row whose target seq is set. One sub-window posts at an
     arrival, so `slot` is 0 and `slot_due` the arrival's clock."""
     keep = ["trace_id", "id", *(quoted(p) for p in ctx.properties)]
-    named: list[Column] = []  # Column expressions, computed as columns the SQL text names
-
-    def sql(expression: Column | str) -> str:
-        if isinstance(expression, str):
-            return f"({expression})"
-        named.append(expression.alias(f"_emit{len(named)}"))
-        return f"_emit{len(named) - 1}"
-
+    # each expression once, as a column (Spark evaluates a repeated window expression once per use)
+    computed: list[Column | str] = []
+    for n, e in enumerate(emits):
+        for part in ("seq", "time", "pos"):
+            expression = getattr(e, part)
+            name = f"_emit{n}_{part}"
+            computed.append(f"CAST({expression} AS BIGINT) AS {name}" if isinstance(expression, str)
+                            else expression.cast("bigint").alias(name))
+    texts = [c for c in computed if isinstance(c, str)]
+    columns = [c for c in computed if not isinstance(c, str)]
+    staged = rows.selectExpr("*", *texts)
+    if columns:
+        staged = staged.select("*", *columns)
     posts = [
-        f"CASE WHEN {sql(e.seq)} IS NOT NULL THEN named_struct("
-        f"'seq', CAST({sql(e.seq)} AS BIGINT), 'phase', {ARRIVAL}, 'time', CAST({sql(e.time)} AS BIGINT), "
-        f"'slot_due', CAST({sql(e.time)} AS BIGINT), 'slot', CAST(0 AS BIGINT), 'side', '{e.side}', "
-        f"'pos', CAST({sql(e.pos)} AS BIGINT)) END AS _post{n}"
+        f"CASE WHEN _emit{n}_seq IS NOT NULL THEN named_struct("
+        f"'seq', _emit{n}_seq, 'phase', {ARRIVAL}, 'time', _emit{n}_time, 'slot_due', _emit{n}_time, "
+        f"'slot', CAST(0 AS BIGINT), 'side', '{e.side}', 'pos', _emit{n}_pos) END AS _post{n}"
         for n, e in enumerate(emits)
     ]
-    if named:
-        rows = rows.select("*", *named)
     # window functions may not sit inside a generator: compute the posts first
-    staged = rows.selectExpr(*keep, *posts)
-    exploded = staged.selectExpr(*keep, f"inline(array({', '.join(f'_post{n}' for n in range(len(emits)))}))")
+    exploded = staged.selectExpr(*keep, *posts).selectExpr(
+        *keep, f"inline(array({', '.join(f'_post{n}' for n in range(len(emits)))}))"
+    )
     return exploded.where("seq IS NOT NULL")
