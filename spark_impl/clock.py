@@ -149,7 +149,7 @@ def fallbacks(items: DataFrame, ext: DataFrame, reach: int) -> DataFrame:
                     f"{_hit('`#late_m`', '`#late_t`')} AS `#first_late`")
     )
     dense = ext.selectExpr("trace_id", f"explode(sequence(CAST(0 AS BIGINT), `{BUCKETS}` - 1)) AS `{BUCKET}`")
-    table = dense.join(per_bucket, ["trace_id", BUCKET], "left")
+    table = dense.join(F.broadcast(per_bucket), ["trace_id", BUCKET], "left")
     later = f"OVER (PARTITION BY trace_id ORDER BY `{BUCKET}` DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
     with_after = table.selectExpr("*", f"min(`#first`) {later} AS `#after_0`")
     nxt = f"OVER (PARTITION BY trace_id ORDER BY `{BUCKET}`)"

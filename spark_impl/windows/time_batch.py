@@ -128,7 +128,9 @@ class TimeBatches:
         `#arm`, the pending due time `#g1` and, with FORCE_UPDATE, the trace's last
         clock `#last` (per-trace and per-group values: module docstring)."""
         ctx = self.ctx
-        arrived = events(items).join(F.broadcast(self.per_trace(items)), "trace_id")
+        arrived = events(items)
+        if self.spec.force_update or not ctx.group_keys:  # the per-trace values are read
+            arrived = arrived.join(F.broadcast(self.per_trace(items)), "trace_id")
         if ctx.group_keys:
             arrived = with_group(arrived.drop("#first"), group_table(items, ctx), ctx)
         else:
