@@ -29,8 +29,9 @@ give the same answers but Spark recomputes them per row: quadratic.)
 So that a long trace spreads over every task, each trace's time axis is cut
 into buckets (`extents`): as many as the data's density asks for (about one
 per `ROWS_PER_BUCKET` items, at most `BUCKETS_PER_PARTITION` per shuffle
-partition), never narrower than the largest distance a frame looks ahead
-(`reach`), and at least one. The window partitions by (trace, bucket); an
+partition unless that leaves more than `MOST_ROWS_PER_BUCKET` items in one),
+never narrower than the largest distance a frame looks ahead (`reach`), and at
+least one. The window partitions by (trace, bucket); an
 item also appears, as a mark only, in the bucket before its own when it lies
 within `reach` of its bucket's start, so a frame that looks `reach` ahead
 finds it. A lookup that finds no item in its bucket is answered by a small
@@ -52,8 +53,11 @@ JUMP = "jump"
 MOVES = "kind IN ('event', 'advance', 'jump')"
 #: one bucket per about this many items of a trace ...
 ROWS_PER_BUCKET = 65_536
-#: ... and at most this many buckets per shuffle partition
+#: ... and at most this many buckets per shuffle partition ...
 BUCKETS_PER_PARTITION = 4
+#: ... unless a bucket would hold more items than this: Spark's window operator
+#: buffers a whole partition, so this bounds its memory (10 M items: 38 buckets)
+MOST_ROWS_PER_BUCKET = 262_144
 
 # Column names of this module. They start with `#`, which no event property can
 # (a property name is an identifier), so they never clash with the properties the
@@ -107,7 +111,7 @@ def extents(items: DataFrame, reach: int) -> DataFrame:
     spread = items.groupBy("trace_id").agg(
         F.expr("min(time)").alias("#lo"), F.expr("max(time)").alias("#hi"), F.expr("count(1)").alias("#n")
     )
-    wanted = f"least({most}, greatest(1, `#n` div {ROWS_PER_BUCKET}))"
+    wanted = f"greatest(1, least({most}, `#n` div {ROWS_PER_BUCKET}), `#n` div {MOST_ROWS_PER_BUCKET})"
     width = f"greatest(CAST({max(1, reach)} AS BIGINT), (`#hi` - `#lo`) div {wanted} + 1)"
     return spread.selectExpr("trace_id", "`#lo`", "`#hi`", f"{width} AS `{WIDTH}`").selectExpr(
         "trace_id", f"`#lo` AS `{T0}`", f"`{WIDTH}`", f"(`#hi` - `#lo`) div `{WIDTH}` + 1 AS `{BUCKETS}`"

@@ -3,7 +3,7 @@
 
 Every event is inserted at its own arrival (phase 1). Posted rows carry the
 event's properties, and `pos` is the posted event's `seq`: the rows of one post
-are in arrival order, and the pipeline ranks them into positions.
+are in arrival order.
 
 * `#time(t)`: an event arriving at `a` is due to leave at `a + t`; it leaves in
   the unit of work where the clock first reaches that (`clock.expiries`: one

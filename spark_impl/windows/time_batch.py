@@ -4,8 +4,7 @@ seed 14.3.5, 14.3.6): `#time_batch(t[, ref][, flags])`, `#ext_timed_batch(ts, t[
 Both cut batches on the grid `ref + k*t`. `next_grid(c)`, the first grid point
 strictly after `c`, is Esper's `deltaAddWReference`: `c + t - ((c - ref) mod t)`
 (mod the non-negative remainder). Posted rows carry the event's properties, and
-`pos` is the posted event's `seq`: the rows of one post are in arrival order,
-and the pipeline ranks them into positions.
+`pos` is the posted event's `seq`: the rows of one post are in arrival order.
 
 `#time_batch` (timer-driven). Per sub-window the reference is the `ref`
 parameter, else the first arrival's clock; with START_EAGER the creation clock
