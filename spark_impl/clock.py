@@ -69,7 +69,6 @@ CREATED = "#created"  # creation: the window's creation clock
 T0, WIDTH, BUCKETS, BUCKET = "#t0", "#w", "#nb", "#b"
 BUCKET_COLUMN = f"`{BUCKET}`"
 
-HIT_TYPE = "STRUCT<seq: BIGINT, jump: BOOLEAN, time: BIGINT>"
 # An item as a mark is one long, 2 * seq + 1 if a jump, so the minimum over a frame
 # (the first item) is a min of longs, and aggregates of marks are hash aggregates.
 # Since the clock never goes back, the first item also has the earliest clock of

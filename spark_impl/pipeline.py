@@ -24,7 +24,6 @@ from pyspark.sql import types as T
 
 from oracle.errors import UnsupportedWindow
 from oracle.model import GroupWin, Intersection, RetainUnion, WindowSpec, spec_kind
-from spark_impl import clock
 from spark_impl.errors import InvalidFrame
 from spark_impl.frames import BASE_COLUMNS, KINDS, OUTPUT_COLUMNS, RESERVED, spec_properties
 from spark_impl.windows import Context, Family, family

@@ -31,7 +31,7 @@ are in arrival order.
   running max, event i's remover is the first arrival whose `P` reaches
   `P_i + t`: the arrivals that raise `P` hold the disjoint intervals
   `(P_before, P]`, and the first of them reaching `P_i + t` is found as in
-  `clock.fire_units`: points and marks in one window over the sub-window,
+  `clock.hits`: points and marks in one window over the sub-window,
   sorted by value descending, a running `last` mark. The remover posts the
   removed events in arrival order after its own insert.
 * `#firsttime(t)`: the timer is armed at the window's creation (the trace's

@@ -16,7 +16,7 @@ whenever an event arrives at clock `a` the pending due time is `g1 = next_grid(a
 after a clock at or before `a` is exactly that). Hence, per event:
 
 * it is released (inserted) in the unit where the clock first reaches `g1`
-  (`clock.fire_units`): the walk stop at `g1`, or a jump whose target `T1 >= g1`
+  (`clock.hits`): the walk stop at `g1`, or a jump whose target `T1 >= g1`
   then fires once, releasing every batch that fell due by `T1` as one;
 * that firing posted a non-empty batch, so it re-armed at `g2 = next_grid(T1)`
   (`T1 = g1` on a walk); the event leaves (as the previous batch) in the unit
