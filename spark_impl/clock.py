@@ -76,6 +76,12 @@ BUCKET_COLUMN = f"`{BUCKET}`"
 _MARK = "(seq * 2 + CAST(kind = 'jump' AS BIGINT))"
 
 
+def _time_of(frame: str, jumps: bool) -> str:
+    """SQL: the hit's clock over a window frame. Only a jump's is ever read (a
+    walk fires at the due time), so without jumps it is not computed."""
+    return f"min(`#mt`) {frame}" if jumps else "CAST(NULL AS BIGINT)"
+
+
 def _hit(mark: str, time: str) -> str:
     """SQL: the hit struct from a minimum mark and the minimum time of the same rows."""
     return (f"CASE WHEN {mark} IS NOT NULL THEN named_struct('seq', shiftright({mark}, 1), "
@@ -162,14 +168,14 @@ def fallbacks(items: DataFrame, ext: DataFrame, reach: int) -> DataFrame:
     )
 
 
-def expiries(items: DataFrame, span: int, carry: list[str]) -> DataFrame:
+def expiries(items: DataFrame, span: int, carry: list[str], *, jumps: bool = True) -> DataFrame:
     """The event rows of `items` (columns `carry`, SQL) with `HIT`: the first item
-    reaching the event's clock + `span` (null if none does)."""
+    reaching the event's clock + `span` (null if none does). `jumps`: as `hits`."""
     ext = extents(items, span)
     rows = marks(items, ext, span)
     frame = f"OVER (PARTITION BY trace_id, `{BUCKET}` ORDER BY time DESC RANGE BETWEEN UNBOUNDED PRECEDING AND {span} PRECEDING)"
     found = rows.selectExpr(
-        *carry, "kind", "`#own`", BUCKET_COLUMN, f"min(`#m`) {frame} AS `#fm`", f"min(`#mt`) {frame} AS `#ft`"
+        *carry, "kind", "`#own`", BUCKET_COLUMN, f"min(`#m`) {frame} AS `#fm`", f"{_time_of(frame, jumps)} AS `#ft`"
     ).where("`#own` AND kind = 'event'").selectExpr(*carry, BUCKET_COLUMN, f"{_hit('`#fm`', '`#ft`')} AS `#found`")
     fb = fallbacks(items, ext, span).select("trace_id", BUCKET, "#after_reach")
     joined = found.join(F.broadcast(fb), ["trace_id", BUCKET], "left")
@@ -177,11 +183,12 @@ def expiries(items: DataFrame, span: int, carry: list[str]) -> DataFrame:
 
 
 
-def hits(items: DataFrame, points: DataFrame, *, after: int = 0, reach: int = 1) -> DataFrame:
+def hits(items: DataFrame, points: DataFrame, *, after: int = 0, reach: int = 1, jumps: bool = True) -> DataFrame:
     """`points` (columns `trace_id`, `DUE` and any others) with `HIT`, the first
     item reaching the due time, and with `after` > 0 also `HIT_AFTER`, the first
     item reaching due + `after`; one pass. `reach`: the bucket width's lower
-    bound (any positive value gives the same answers)."""
+    bound (any positive value gives the same answers). `jumps=False`: the items
+    hold no jump, and a hit's `time` is left null (never read)."""
     reach = max(reach, after, 1)
     ext = extents(items, reach)
     others = [quoted(c) for c in points.columns if c != "trace_id"]
@@ -196,12 +203,12 @@ def hits(items: DataFrame, points: DataFrame, *, after: int = 0, reach: int = 1)
     both = placed.unionByName(mark_rows, allowMissingColumns=True)
     order = f"PARTITION BY trace_id, `{BUCKET}` ORDER BY `#t` DESC, `#k` DESC"
     so_far = f"OVER ({order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
-    found = [f"min(`#m`) {so_far} AS `#fm`", f"min(`#mt`) {so_far} AS `#ft`"]
+    found = [f"min(`#m`) {so_far} AS `#fm`", f"{_time_of(so_far, jumps)} AS `#ft`"]
     hits_ = [f"{_hit('`#fm`', '`#ft`')} AS `#found`"]
     if after:
         ahead = (f"OVER ({order.replace(', `#k` DESC', '')} "
                  f"RANGE BETWEEN UNBOUNDED PRECEDING AND {after} PRECEDING)")
-        found += [f"min(`#m`) {ahead} AS `#am`", f"min(`#mt`) {ahead} AS `#at`"]
+        found += [f"min(`#m`) {ahead} AS `#am`", f"{_time_of(ahead, jumps)} AS `#at`"]
         hits_.append(f"{_hit('`#am`', '`#at`')} AS `#found_after`")
     looked = both.selectExpr("*", *found).where("`#k` = 0").selectExpr(
         "trace_id", *others, BUCKET_COLUMN, *hits_

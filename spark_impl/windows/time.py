@@ -123,7 +123,7 @@ def arrivals(items: DataFrame, ctx: Context) -> DataFrame:
 
 def sliding(items: DataFrame, ctx: Context, span: int) -> DataFrame:
     hit, due = quoted(clock.HIT), f"(time + {span})"
-    found = clock.expiries(items, span, [*carried(ctx), "time"]).where(f"{hit} IS NOT NULL")
+    found = clock.expiries(items, span, [*carried(ctx), "time"], jumps=ctx.jumps).where(f"{hit} IS NOT NULL")
     fired_at = clock.fire_time(hit, due)
     if not ctx.group_keys:
         removed = timer_posts(found, ctx, "remove", f"{hit}.seq", fired_at, due, slot="0")

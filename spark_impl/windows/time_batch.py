@@ -103,7 +103,7 @@ class TimeBatches:
             rows = self.fired(items, leaving, "#s2", "#t2", due_as="#g2", keep=True)
         else:
             # every release is a walk stop at g1: the batch leaves when the clock reaches g1 + t
-            found = clock.hits(items, points, after=self.span).where(f"{quoted(clock.HIT)} IS NOT NULL")
+            found = clock.hits(items, points, after=self.span, jumps=False).where(f"{quoted(clock.HIT)} IS NOT NULL")
             hit, later = quoted(clock.HIT), quoted(clock.HIT_AFTER)
             rows = found.selectExpr(
                 *(quoted(c) for c in arrived.columns), f"{hit}.seq AS `#s1`", "`#g1` AS `#t1`",
