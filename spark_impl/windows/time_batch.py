@@ -172,17 +172,18 @@ class TimeBatches:
 
     def event_posts(self, rows: DataFrame) -> DataFrame:
         """Each event inserted where its batch is released, removed where it leaves."""
-        insert = "named_struct('side', 'insert', 's', `#s1`, 't', `#t1`, 'due', `#g1`)"
-        remove = (
-            "CASE WHEN `#s2` IS NOT NULL "
-            "THEN named_struct('side', 'remove', 's', `#s2`, 't', `#t2`, 'due', `#g2`) END"
-        )
-        exploded = rows.selectExpr(*carried(self.ctx), "slot", f"explode(array({insert}, {remove})) AS `#p`").where(
-            "`#p` IS NOT NULL"
-        )
-        return exploded.selectExpr(
-            "trace_id", "CAST(`#p`.s AS BIGINT) AS seq", f"{TIMER} AS phase", "CAST(`#p`.t AS BIGINT) AS time",
-            "CAST(`#p`.due AS BIGINT) AS slot_due", "slot", "`#p`.side AS side", "CAST(seq AS BIGINT) AS pos", "id",
+        both = rows.selectExpr(
+            *carried(self.ctx), "slot", "`#s1`", "`#t1`", "`#g1`", "`#s2`", "`#t2`", "`#g2`",
+            "explode(array(0, CASE WHEN `#s2` IS NOT NULL THEN 1 END)) AS `#i`",
+        ).where("`#i` IS NOT NULL")
+
+        def pick(released: str, leaving: str) -> str:
+            return f"CAST(CASE `#i` WHEN 0 THEN {released} ELSE {leaving} END AS BIGINT)"
+
+        return both.selectExpr(
+            "trace_id", f"{pick('`#s1`', '`#s2`')} AS seq", f"{TIMER} AS phase", f"{pick('`#t1`', '`#t2`')} AS time",
+            f"{pick('`#g1`', '`#g2`')} AS slot_due", "slot",
+            "CASE `#i` WHEN 0 THEN 'insert' ELSE 'remove' END AS side", "CAST(seq AS BIGINT) AS pos", "id",
             *(quoted(p) for p in self.ctx.properties),
         )
 
