@@ -191,31 +191,35 @@ def hits(items: DataFrame, points: DataFrame, *, after: int = 0, reach: int = 1,
     hold no jump, and a hit's `time` is left null (never read)."""
     reach = max(reach, after, 1)
     ext = extents(items, reach)
-    others = [quoted(c) for c in points.columns if c != "trace_id"]
+    others = [c for c in points.columns if c != "trace_id"]
     due = quoted(DUE)
+    # a point's own columns travel as one struct, so a mark row (most of the rows)
+    # is six fields wide, not as wide as a point (a row spends 8 bytes per field, null or not)
+    payload = "named_struct(" + ", ".join(f"'{c}', {quoted(c)}" for c in others) + ")"
     placed = points.join(F.broadcast(ext), "trace_id").selectExpr(
-        "trace_id", *others, f"{due} AS `#t`", "0 AS `#k`", f"greatest(0, {bucket_of(due)}) AS `{BUCKET}`",
-        "CAST(NULL AS BIGINT) AS `#m`", "CAST(NULL AS BIGINT) AS `#mt`",
+        "trace_id", f"{due} AS `#t`", "0 AS `#k`", f"greatest(0, {bucket_of(due)}) AS `{BUCKET}`",
+        "CAST(NULL AS BIGINT) AS `#m`", "CAST(NULL AS BIGINT) AS `#mt`", f"{payload} AS `#p`",
     )
     mark_rows = marks(items, ext, after).selectExpr(
         "trace_id", "time AS `#t`", "1 AS `#k`", BUCKET_COLUMN, "`#m`", "`#mt`"
     )
     both = placed.unionByName(mark_rows, allowMissingColumns=True)
-    order = f"PARTITION BY trace_id, `{BUCKET}` ORDER BY `#t` DESC, `#k` DESC"
-    so_far = f"OVER ({order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    # one order key, 2t + k: by clock descending, a mark before a point of its clock; a
+    # RANGE of 2x on it is a RANGE of x on the clock, so both frames share one window
+    order = f"PARTITION BY trace_id, `{BUCKET}` ORDER BY `#t` * 2 + `#k` DESC"
+    so_far = f"OVER ({order} RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
     found = [f"min(`#m`) {so_far} AS `#fm`", f"{_time_of(so_far, jumps)} AS `#ft`"]
     hits_ = [f"{_hit('`#fm`', '`#ft`')} AS `#found`"]
     if after:
-        ahead = (f"OVER ({order.replace(', `#k` DESC', '')} "
-                 f"RANGE BETWEEN UNBOUNDED PRECEDING AND {after} PRECEDING)")
+        ahead = f"OVER ({order} RANGE BETWEEN UNBOUNDED PRECEDING AND {2 * after} PRECEDING)"
         found += [f"min(`#m`) {ahead} AS `#am`", f"{_time_of(ahead, jumps)} AS `#at`"]
         hits_.append(f"{_hit('`#am`', '`#at`')} AS `#found_after`")
     looked = both.selectExpr("*", *found).where("`#k` = 0").selectExpr(
-        "trace_id", *others, BUCKET_COLUMN, *hits_
+        "trace_id", *(f"`#p`.{quoted(c)} AS {quoted(c)}" for c in others), BUCKET_COLUMN, *hits_
     )
     fb = fallbacks(items, ext, after)
     joined = looked.join(F.broadcast(fb), ["trace_id", BUCKET], "left")
     out = [f"coalesce(`#found`, `#after_0`) AS {quoted(HIT)}"]
     if after:
         out.append(f"coalesce(`#found_after`, `#after_reach`) AS {quoted(HIT_AFTER)}")
-    return joined.selectExpr("trace_id", *others, *out)
+    return joined.selectExpr("trace_id", *(quoted(c) for c in others), *out)
