@@ -123,6 +123,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a number of seconds above 0")
+    return value
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.engine == "spark":
         return load_spark("spark_impl.bench", "main")(args) or 0
@@ -153,7 +163,7 @@ def add_run(subparsers) -> None:
                    help="batches in flight: the implementation's jobs run in J-1 worker threads while the next "
                         "batch is made and run through the oracle; 1 runs one thing at a time (default: 3)")
     p.add_argument("--seed", type=int, help="Hypothesis seed, for a reproducible run")
-    p.add_argument("--budget", type=float, default=300.0, metavar="SECONDS",
+    p.add_argument("--budget", type=positive_float, default=300.0, metavar="SECONDS",
                    help="stop drawing new batches after this long (default: 300)")
     p.add_argument("--impl", default=runner.DEFAULT_IMPL, metavar="MODULE:FUNCTION",
                    help="the implementation under test, shaped like spark_impl.apply_window (default: %(default)s)")
@@ -171,6 +181,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                         seed=args.seed, in_flight=args.in_flight)
     with progress_bar(sys.stdout, len(targets) * args.examples) as advance:
         run.on_batch = lambda kind, result: advance(kind, len(result.results))
+        if not sys.stdout.isatty():  # a log or CI: a line per kind as it finishes, not silence
+            run.on_target = lambda stats: print(runner.kind_line(stats), flush=True)
         run.run(targets, args.examples, args.budget)
     totals = run.totals()
     Printer(sys.stdout).lines(runner.table_lines(run.stats, totals))

@@ -48,8 +48,9 @@ from difftest.shrink import shrink
 from difftest.known import KNOWN_DIFFERENCES, KnownDifference, known_difference
 from difftest.strategies import implemented_kinds, key_properties, seeded_traces, windows
 from oracle.cases import Case, dump_case
-from oracle.errors import WindowOracleError
+from oracle.errors import UnsupportedWindow, WindowOracleError
 from oracle.model import Arrive, Trace, Update, WindowSpec, spec_kind
+from oracle.windows import make_window
 
 DEFAULT_IMPL = "spark_impl:apply_window"
 
@@ -185,6 +186,7 @@ class KindStats:
     """What one window kind's part of a run compared."""
 
     kind: str
+    asked: int = 0
     batches: int = 0
     cases: int = 0
     events: int = 0
@@ -204,7 +206,8 @@ class KindStats:
                 self.known[r.known.name] = self.known.get(r.known.name, 0) + 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "batches": self.batches, "cases": self.cases, "events": self.events,
+        return {"kind": self.kind, "asked": self.asked, "batches": self.batches, "cases": self.cases,
+                "events": self.events,
                 "updates_compared": self.updates, "mismatches": self.mismatches, "known_differences": self.known,
                 "seconds": round(self.seconds, 3), "found": self.found}
 
@@ -246,6 +249,10 @@ class Target:
 def targets(dialect: str, window: str | None, kinds: Iterable[str] | None = None) -> list[Target]:
     if window is not None:
         spec = oracle.parse(window, dialect)
+        try:
+            make_window(spec, 0)
+        except UnsupportedWindow as exc:
+            raise RunnerError(f"unsupported window {window!r}: {exc}") from None
         return [Target(spec_kind(spec), st.just(spec))]
     return [Target(kind, windows(dialect, [kind])) for kind in (kinds or implemented_kinds())]
 
@@ -286,11 +293,12 @@ class Runner:
     seed: int | None = None
     in_flight: int = 3
     on_batch: Callable[[str, BatchResult], None] | None = None
+    on_target: Callable[[KindStats], None] | None = None  # called as each kind finishes
     stats: list[KindStats] = field(factory=list)
     done_log: list[tuple[float, int]] = field(factory=list)  # (clock when judged, traces) per batch
 
     def run_target(self, target: Target, examples: int, deadline: float) -> KindStats:
-        stats = KindStats(target.kind)
+        stats = KindStats(target.kind, asked=examples)
         self.stats.append(stats)
         started = time.perf_counter()
         pending: deque[InFlight] = deque()
@@ -362,7 +370,9 @@ class Runner:
             else:  # each target gets its share of what is left
                 left = budget - (time.perf_counter() - start)
                 deadline = time.perf_counter() + left / (len(targets_) - n)
-            self.run_target(target, examples, deadline)
+            stats = self.run_target(target, examples, deadline)
+            if self.on_target:
+                self.on_target(stats)
         return self.stats
 
     # ------------------------------------------------------------------ totals
@@ -398,9 +408,22 @@ class Runner:
 COLUMNS = ("window kind", "cases", "events", "updates", "mismatches", "known", "seconds")
 
 
+def cases_cell(stats: KindStats) -> str:
+    """The cases a kind compared; `run/asked` where the budget or a mismatch
+    stopped it before the cases asked for."""
+    return str(stats.cases) if stats.cases >= stats.asked else f"{stats.cases}/{stats.asked}"
+
+
+def kind_line(stats: KindStats) -> str:
+    """One line for a finished kind, printed as it finishes when the output is not a terminal."""
+    short = "" if stats.cases >= stats.asked else f" (stopped at {stats.cases} of {stats.asked} asked)"
+    return (f"{stats.kind}: {stats.cases} cases{short}, {stats.updates} updates compared, "
+            f"{stats.mismatches} mismatches, {stats.seconds:.1f} s")
+
+
 def table_lines(stats: Sequence[KindStats], totals: dict[str, Any]) -> list[tuple[str, str | None]]:
     """The end-of-run table, one row per window kind, as (text, style) lines."""
-    rows = [(s.kind, s.cases, s.events, s.updates, s.mismatches, sum(s.known.values()), f"{s.seconds:.1f}")
+    rows = [(s.kind, cases_cell(s), s.events, s.updates, s.mismatches, sum(s.known.values()), f"{s.seconds:.1f}")
             for s in stats]
     rows.append(("total", totals["cases"], totals["events"], totals["updates_compared"], totals["mismatches"],
                  sum(totals["known_differences"].values()), f"{totals['seconds']:.1f}"))

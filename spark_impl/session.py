@@ -46,7 +46,7 @@ LOCAL_CONF = {
 def check_java() -> None:
     """Raise `SparkUnavailable` unless Spark's launcher can find a `java` to run."""
     if not os.environ.get("JAVA_HOME") and shutil.which("java") is None:
-        raise SparkUnavailable("Spark needs Java 17 or newer: no `java` on PATH and JAVA_HOME is not set")
+        raise SparkUnavailable("Spark needs Java 17 or 21: no `java` on PATH and JAVA_HOME is not set")
 
 
 def get_spark():

@@ -2,7 +2,9 @@
 
 Hypothesis profiles (pick one with the environment variable HYPOTHESIS_PROFILE):
 
-* `dev` (the default): 100 examples per property test.
+* `dev` (the default): 100 examples per property test, no deadline (the
+  README's test command runs as written on a loaded two-core machine, where
+  a Spark worker beside the oracle's examples makes their timing noise).
 * `ci`: bounded and reproducible for the CI lane (2 cores, < 30 min in all):
   30 examples, no deadline (a shared runner's timing is noise), derandomized so
   a run is repeatable, and a failure prints the blob that reproduces it
@@ -16,7 +18,7 @@ import os
 
 from hypothesis import settings
 
-settings.register_profile("dev", max_examples=100)
+settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile("ci", max_examples=30, deadline=None, derandomize=True, print_blob=True)
 
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")

@@ -343,3 +343,42 @@ def test_the_installed_console_script(tmp_path):
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == f"PASS {ok}" and lines[1] == f"FAIL {bad}" and lines[-1] == "1 passed, 1 failed"
+
+
+# --------------------------------------------------------------------------- run: usage errors before any work
+
+RUN_USAGE_ERRORS = [
+    (["--budget", "-5"], "must be a number of seconds above 0"),
+    (["--budget", "0"], "must be a number of seconds above 0"),
+    (["--budget", "soon"], "is not a number"),
+    (["--examples", "0"], "must be above 0"),
+]
+
+
+@pytest.mark.parametrize(("args", "words"), RUN_USAGE_ERRORS, ids=[" ".join(a) for a, _ in RUN_USAGE_ERRORS])
+def test_run_rejects_bad_options(capsys, args, words):
+    with pytest.raises(SystemExit) as caught:
+        main(["run", *args])
+    assert caught.value.code == 2
+    assert words in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("window", ["#length(1)#length(2)", "#length(2)#unique(k) retain-union"])
+def test_run_names_a_window_the_oracle_does_not_run_before_starting_spark(capsys, window, monkeypatch):
+    """An intersection or union the oracle does not run yet: one sentence, exit 2,
+    no Spark started (it would fail inside Hypothesis with a FlakyFailure)."""
+    from difftest import __main__ as cli
+
+    monkeypatch.setattr(cli, "load_spark", lambda *a: pytest.fail("Spark was started"))
+    assert main(["run", "--window", window]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"difftest run: unsupported window {window!r}") and "Traceback" not in err
+
+
+def test_a_kind_stopped_early_says_so():
+    from difftest.runner import KindStats, cases_cell, kind_line
+
+    stopped = KindStats("time", asked=2000, cases=700, updates=900, seconds=3.25)
+    whole = KindStats("length", asked=2000, cases=2000)
+    assert cases_cell(stopped) == "700/2000" and cases_cell(whole) == "2000"
+    assert kind_line(stopped) == "time: 700 cases (stopped at 700 of 2000 asked), 900 updates compared, 0 mismatches, 3.2 s"
