@@ -287,6 +287,34 @@ def test_error(text, error, fragments):
         assert fragment in str(caught.value)
 
 
+# numbers that parse but do not fit the columns Spark computes with: refused by the
+# parser, naming the parameter and its column (the text shortened past 40 characters)
+RANGE_ROWS = [
+    ("size past an int", "#length(99999999999999999999999)", ["length: parameter 1", "column 9", "at most 2,147,483,647"]),
+    ("size of 5,000 digits", "#length(" + "9" * 5000 + ")", ["length: parameter 1", "'9999999999", "...'", "at most"]),
+    ("largest int size", "#length_batch(2147483648)", ["at most 2,147,483,647"]),
+    ("period of 1e400 seconds", "#time(1e400 sec)", ["time: parameter 1", "column 7", "at most 2**62 ms"]),
+    ("period past a long", "#time(9223372036854775807 sec)", ["at most 2**62 ms"]),
+    ("seconds as a bare number", "#firsttime(9223372036854775807)", ["firsttime: parameter 1", "at most 2**62 ms"]),
+    ("reference past a long", "#time_batch(1 sec, 99999999999999999999L)", ["time_batch: parameter 2", "within 2**62 ms"]),
+]
+
+
+@pytest.mark.parametrize("what, text, fragments", RANGE_ROWS, ids=[row[0] for row in RANGE_ROWS])
+def test_numbers_that_do_not_fit_are_refused_by_the_parser(what, text, fragments):
+    with pytest.raises(InvalidSpec) as caught:
+        esper.parse(text)
+    message = str(caught.value)
+    assert len(message) < 300, message
+    for fragment in fragments:
+        assert fragment in message
+
+
+def test_the_largest_numbers_that_fit_still_parse():
+    assert esper.parse("#length(2147483647)") == Length(2_147_483_647)
+    assert esper.parse(f"#time({2**62} msec)") == Time(2**62)
+
+
 RENDER_ROWS = [
     (Length(2), "#length(2)"),
     (LengthBatch(5), "#length_batch(5)"),

@@ -317,9 +317,16 @@ def _syntax_error(exc: UnexpectedInput, text: str) -> WindowSyntaxError:
 # --------------------------------------------------------------------------- parameters
 
 
+#: counts are Spark ints; time periods and reference points are ms in Spark longs, at
+#: most 2**62 so that a clock plus a period (or minus a reference) still fits a long
+MAX_COUNT = 2**31 - 1
+MAX_MS = 2**62
+
+
 def _where(view: View, index: int) -> str:
     param = view.params[index]
-    return f"{view.name}: parameter {index + 1} ({param.text!r} at column {param.column})"
+    text = param.text if len(param.text) <= 40 else param.text[:37] + "..."
+    return f"{view.name}: parameter {index + 1} ({text!r} at column {param.column})"
 
 
 def _arity(view: View, low: int, high: int | None, what: str) -> None:
@@ -334,6 +341,8 @@ def _size(view: View, index: int) -> int:
         raise InvalidSpec(f"{_where(view, index)}: the size must be a whole number, got {_kind(param)}")
     if param.value <= 0:
         raise InvalidSpec(f"{_where(view, index)}: the size must be above 0")
+    if param.value > MAX_COUNT:
+        raise InvalidSpec(f"{_where(view, index)}: the size must be at most {MAX_COUNT:,} (a count is a 32-bit int)")
     return int(param.value)
 
 
@@ -346,6 +355,9 @@ def _period(view: View, index: int) -> int:
         ms = param.value * 1000
     else:
         raise InvalidSpec(f"{_where(view, index)}: needs a time period or a number of seconds, got {_kind(param)}")
+    if abs(ms) > MAX_MS:
+        raise InvalidSpec(f"{_where(view, index)}: the time period must be at most 2**62 ms (about 146 million years), "
+                          "so that a clock plus the period fits a 64-bit long")
     if ms != ms.to_integral_value():
         raise InvalidSpec(f"{_where(view, index)}: the time period must be whole milliseconds, got {ms.normalize():f} ms")
     if ms <= 0:
@@ -369,6 +381,9 @@ def _reference(view: View, index: int) -> int:
     param = view.params[index]
     if param.kind != "number" or not param.integral:
         raise InvalidSpec(f"{_where(view, index)}: the reference point must be a whole number of milliseconds (like 5000L), got {_kind(param)}")
+    if abs(param.value) > MAX_MS:
+        raise InvalidSpec(f"{_where(view, index)}: the reference point must lie within 2**62 ms of 0, "
+                          "so that clock arithmetic on it fits a 64-bit long")
     return int(param.value)
 
 
