@@ -86,6 +86,8 @@ def apply_window_to_events(events_df, window: str | WindowSpec, *, order_col: st
       trace, `trace_id` "0", without it.
     * `until`: the clock, in ms, to walk every trace to after its last event, so
       timers due by then fire (the end of a trace flushes nothing by itself).
+      An `until` before a trace's last event raises `InvalidFrame` (checked by
+      one small job when the plan is built).
     * `start`: the clock when the window is created (default 0).
 
     Every other column is an event property (the order and time columns too, so
@@ -116,6 +118,12 @@ def apply_window_to_events(events_df, window: str | WindowSpec, *, order_col: st
         raise InvalidFrame(f"time_col {time_col!r} must be integer ms or a timestamp, not {fields[time_col].simpleString()}")
     consumed = {trace_col, "id"} | ({order_col, time_col} & frames.RESERVED)
     props = [c for c in events_df.columns if c not in consumed]
+    clashes = [c for c in props if c.lower() in frames.RESERVED]
+    if clashes:
+        raise InvalidFrame(
+            f"column {clashes[0]!r} clashes with the column {clashes[0].lower()!r} the window's input or output uses; "
+            "rename it, or name it as order_col, time_col or trace_col"
+        )
     trace_id = F.col(trace_col).cast("string") if trace_col else F.lit("0")
     event_id = F.col("id").cast("string") if "id" in fields else F.col(order_col).cast("string")
     rows = events_df.select(
@@ -123,12 +131,14 @@ def apply_window_to_events(events_df, window: str | WindowSpec, *, order_col: st
         arrival.alias("time"), event_id.alias("id"), *props,
     )
     if until is not None:
-        # the check sits in `kind`, which every window reads, so it always runs
-        ends = rows.groupBy("trace_id").agg(F.max("seq").alias("_last"), F.max("time").alias("_latest"))
-        late = F.raise_error(F.concat(F.lit("trace "), F.col("trace_id"), F.lit(f": until={until} ms is before its last event")))
+        # checked before the plan is built (one small job), so the error is one sentence
+        late = rows.groupBy("trace_id").agg(F.max("time").alias("_latest")).where(F.col("_latest") > until).limit(1)
+        for found in late.collect():
+            raise InvalidFrame(f"until={until} ms is before the last event of trace {found['trace_id']!r}, "
+                               f"at {found['_latest']} ms")
+        ends = rows.groupBy("trace_id").agg(F.max("seq").alias("_last"))
         rows = rows.unionByName(ends.select(
-            "trace_id", (F.col("_last") + 1).alias("seq"),
-            F.when(F.col("_latest") > F.lit(until), late).otherwise(F.lit("advance")).alias("kind"),
+            "trace_id", (F.col("_last") + 1).alias("seq"), F.lit("advance").alias("kind"),
             F.lit(until).cast("long").alias("time"),
         ), allowMissingColumns=True)
     if start is not None:
