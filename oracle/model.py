@@ -117,15 +117,26 @@ class Trace:
         return [item.event for item in self.items if isinstance(item, Arrive)]
 
 
+#: a clock value lies within this many ms of 0 (about 146 million years), so that a
+#: clock plus a window's period fits a 64-bit long, as every engine computes it
+MAX_CLOCK = 2**62
+
+
 def check_trace(trace: Trace) -> None:
     """Raise `InvalidTrace`, naming the item's index, for a trace no window can run:
-    the clock going backwards, a duplicate id, an empty id."""
+    the clock going backwards, a duplicate id, an empty id, a clock further than
+    `MAX_CLOCK` ms from 0 (the start time: no index)."""
     clock = trace.start_time
+    if abs(clock) > MAX_CLOCK:
+        raise InvalidTrace(f"the start time {clock} ms is further than 2**62 ms from 0")
     seen: dict[str, int] = {}
     for index, item in enumerate(trace.items):
         kind = type(item)
         time = item.time if kind is not SetVariables else None
         if time is not None:
+            if abs(time) > MAX_CLOCK:
+                raise InvalidTrace(f"the time {time} ms is further than 2**62 ms from 0 (clocks are 64-bit longs)",
+                                   index)
             if time < clock:
                 raise InvalidTrace(f"time goes backwards: {time} ms is before the clock at {clock} ms", index)
             clock = time

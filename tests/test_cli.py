@@ -104,6 +104,9 @@ ERRORS = [
      "trace item 2: duplicate event id 'E1' (first at item 0)"),
     ("bad-item.json", dict(input=[{"event": {"id": "E1"}}, {"wait": 100}]), "trace item 1: unknown item"),
     ("missing-ts.json", dict(window="#ext_timed(ts, 1 sec)"), "trace item 0:"),
+    ("huge-advance.json", dict(input=[{"event": {"id": "E1"}}, {"advance": 10**30}]),
+     f"trace item 1: the time {10**30} ms is further than 2**62 ms from 0"),
+    ("huge-start.json", dict(start_time=2**63), f"the start time {2**63} ms is further than 2**62 ms from 0"),
 ]
 
 

@@ -165,6 +165,7 @@ def test_run_cases_gives_a_bad_pair_its_error_and_runs_the_others(spark):
         (Intersection([Length(1), KeepAll()]), good),
         (Unique(("k",)), Trace([ev("E1", k="a"), ev("E2", k=1)])),
         (KeepAll(), Trace([ev("X", k=5)])),
+        (Length(1), Trace([ev("E1"), Advance(10**30)])),   # a clock past a long: refused, not an Arrow overflow
     ])
     e1, e2, e3 = good.events()
     assert results[0] == (Update(0, 0, [e1]), Update(1, 0, [e2], [e1]), Update(2, 0, [e3], [e2]))
@@ -172,6 +173,7 @@ def test_run_cases_gives_a_bad_pair_its_error_and_runs_the_others(spark):
     assert isinstance(results[2], UnsupportedWindow)
     assert isinstance(results[3], InvalidTrace) and "is an integer here but a string" in str(results[3])
     assert [u.insert[0].id for u in results[4]] == ["X"]
+    assert isinstance(results[5], InvalidTrace) and results[5].index == 1 and "2**62" in str(results[5])
 
 
 def test_traces_whose_types_clash_run_in_separate_frames(spark):
