@@ -114,6 +114,24 @@ def _value(v: Any) -> Any:
     return math.nan if v == "NaN" else v
 
 
+def _whole(raw: Mapping, key: str, where: str) -> int:
+    """`raw[key]` as whole milliseconds or a whole item index, by the input's rule
+    (an int, or a float with nothing after the point); else `InvalidCase` naming it."""
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not value.is_integer()):
+        raise InvalidCase(f"{where}.{key} must be a whole number, got {value!r}")
+    return int(value)
+
+
+def _rows(raw: Mapping, key: str, where: str) -> list[dict]:
+    """A `values` side: a list of objects (one per derived row)."""
+    rows = raw.get(key, [])
+    if not isinstance(rows, list) or not all(isinstance(row, Mapping) for row in rows):
+        raise InvalidCase(f"{where}.values.{key} must be a list of objects (one per row), got {rows!r}")
+    return [{k: _value(x) for k, x in row.items()} for row in rows]
+
+
 def update_from_json(raw: Any, index: int, events: Mapping[str, Event]) -> Update:
     where = f"expected[{index}]"
     if not isinstance(raw, Mapping):
@@ -131,24 +149,23 @@ def update_from_json(raw: Any, index: int, events: Mapping[str, Event]) -> Updat
     values = None
     if "values" in raw:
         v = raw["values"]
-        if not isinstance(v, Mapping):
+        if not isinstance(v, Mapping) or not set(v) <= {"insert", "remove"}:
             raise InvalidCase(f"{where}.values must be an object with insert/remove rows")
-        values = DerivedValues(
-            insert=[{k: _value(x) for k, x in row.items()} for row in v.get("insert", [])],
-            remove=[{k: _value(x) for k, x in row.items()} for row in v.get("remove", [])],
-        )
+        values = DerivedValues(insert=_rows(v, "insert", where), remove=_rows(v, "remove", where))
     pane = None
     if "window" in raw:
         w = raw["window"]
         if not isinstance(w, Mapping) or set(w) != {"start", "end"}:
             raise InvalidCase(f"{where}.window must be {{'start': ms, 'end': ms}}")
-        pane = Pane(int(w["start"]), int(w["end"]))
+        pane = Pane(_whole(w, "start", f"{where}.window"), _whole(w, "end", f"{where}.window"))
+    if "error" in raw and not isinstance(raw["error"], str):
+        raise InvalidCase(f"{where}.error must be a message (a string), got {raw['error']!r}")
     unordered = raw.get("unordered", [])
     if not isinstance(unordered, list) or not set(unordered) <= {"insert", "remove"}:
         raise InvalidCase(f"{where}.unordered must name 'insert' and/or 'remove'")
     return Update(
-        after=int(raw["after"]),
-        time=int(raw.get("time", -1)),
+        after=_whole(raw, "after", where),
+        time=_whole(raw, "time", where) if "time" in raw else -1,
         insert=side("insert"),
         remove=side("remove"),
         update=side("update"),

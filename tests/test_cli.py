@@ -107,6 +107,20 @@ ERRORS = [
     ("huge-advance.json", dict(input=[{"event": {"id": "E1"}}, {"advance": 10**30}]),
      f"trace item 1: the time {10**30} ms is further than 2**62 ms from 0"),
     ("huge-start.json", dict(start_time=2**63), f"the start time {2**63} ms is further than 2**62 ms from 0"),
+    # `expected` as strict as the input: the update's index and the field are named
+    ("after-text.json", dict(expected=[{"after": "x", "time": 0, "insert": ["E1"]}]),
+     "expected[0].after must be a whole number, got 'x'"),
+    ("after-null.json", dict(expected=[{"after": None, "time": 0, "insert": ["E1"]}]),
+     "expected[0].after must be a whole number, got None"),
+    ("after-half.json", dict(expected=[{"after": 0.5, "time": 0, "insert": ["E1"]}]),
+     "expected[0].after must be a whole number, got 0.5"),
+    ("time-text.json", dict(expected=[{"after": 0, "time": "0", "insert": ["E1"]}]),
+     "expected[0].time must be a whole number, got '0'"),
+    ("pane-start.json", dict(expected=[{"after": 0, "time": 0, "insert": ["E1"], "window": {"start": "a", "end": 5}}]),
+     "expected[0].window.start must be a whole number, got 'a'"),
+    ("values-rows.json", dict(expected=[{"after": 0, "time": 0, "insert": ["E1"], "values": {"insert": [1, 2]}}]),
+     "expected[0].values.insert must be a list of objects"),
+    ("error-type.json", dict(expected=[{"after": 0, "time": 0, "error": 5}]), "expected[0].error must be a message"),
 ]
 
 
