@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from difftest import bench, replay, runner
-from difftest.engines import ENGINE_NAMES, load_spark, make_engines
+from difftest.engines import ENGINE_NAMES, SparkEngine, load_spark, make_engines
 from oracle.errors import WindowOracleError
 
 
@@ -83,6 +83,10 @@ def add_replay(subparsers) -> None:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     engines = make_engines(args.engine)
+    for engine in engines:
+        if isinstance(engine, SparkEngine):  # jobs of bounded size: say how far, on stderr
+            engine.progress = lambda done, total: total > 1 and print(
+                f"spark: job {done} of {total} done", file=sys.stderr, flush=True)
     results = replay.replay(args.paths, engines)
     if not results:
         raise UsageError(f"no case files (*.json) found in {', '.join(map(str, args.paths))}")

@@ -109,15 +109,16 @@ class SparkEngine:
 
     name = "spark"
 
-    def __init__(self, run_cases: RunCases | None = None):
+    def __init__(self, run_cases: RunCases | None = None, progress: Callable[[int, int], None] | None = None):
         self._run_cases = run_cases
+        self.progress = progress  # (jobs done, jobs in all) after each Spark job
 
     def run(self, pairs: Sequence[Pair]) -> list[Outcome]:
         if not pairs:
             return []
         run_cases = self._run_cases or load_spark("spark_impl", "run_cases")
         try:
-            results = list(run_cases(list(pairs)))
+            results = list(run_cases(list(pairs), progress=self.progress) if self.progress else run_cases(list(pairs)))
         except Exception as exc:
             if _is_jvm_start_failure(exc):
                 raise EngineUnavailable(

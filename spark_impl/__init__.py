@@ -38,7 +38,7 @@ one more shuffle and sort (`pipeline.numbered`).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from functools import reduce
 
@@ -46,7 +46,7 @@ from oracle.dialects import parse
 from oracle.errors import InvalidTrace, WindowOracleError
 from oracle.model import Jump, Trace, Update, WindowSpec
 from spark_impl import frames, pipeline
-from spark_impl.errors import InvalidFrame, SparkUnavailable
+from spark_impl.errors import InvalidFrame, JobFailed, SparkUnavailable
 from spark_impl.frames import OUTPUT_COLUMNS, UPDATE_KEY, PropertyTypes
 from spark_impl.session import get_spark, interpreted
 
@@ -149,15 +149,25 @@ def apply_window_to_events(events_df, window: str | WindowSpec, *, order_col: st
     return apply_window(rows, spec, jumps=False, numbered=numbered)
 
 
-def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None) -> list[tuple[Update, ...] | WindowOracleError]:
+#: a job of `run_cases` holds at most this many window plans and input rows: the
+#: plans of one job run in one Spark action, whose memory grows with both
+PLANS_PER_JOB = 24
+ROWS_PER_JOB = 250_000
+
+
+def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
+              progress: Callable[[int, int], None] | None = None) -> list[tuple[Update, ...] | WindowOracleError]:
     """The updates of each (spec, trace) pair, in order; a pair that cannot run
     (`UnsupportedWindow`, `InvalidTrace`) gets its exception and the others run.
 
     Pairs are grouped by spec; each group's traces become one input frame (traces
-    whose property types clash go to separate frames), and the outputs of all
-    groups are unioned and collected once: one Spark action for the whole batch.
-    A batch of small traces (frames.ONE_PARTITION_ROWS rows in all) runs without
-    code generation (`session.interpreted`)."""
+    whose property types clash go to separate frames). The frames' outputs are
+    unioned into jobs of at most PLANS_PER_JOB plans and ROWS_PER_JOB input rows,
+    each collected by one Spark action (`progress(done, total)` after each), so
+    a replay of thousands of cases runs in a few jobs of bounded memory. A job
+    of small traces (frames.ONE_PARTITION_ROWS rows in all) runs without code
+    generation (`session.interpreted`). A job that fails gives each of its pairs
+    a `JobFailed` naming the error; the other jobs run."""
     results: list = [None] * len(pairs)
     groups: dict[WindowSpec, list[tuple[str, Trace, PropertyTypes]]] = defaultdict(list)
     for index, (spec, trace) in enumerate(pairs):
@@ -173,21 +183,41 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None) -> list[tup
     if not groups:
         return results
     spark = spark or get_spark()
-    outputs, traces = [], {}
-    for spec, members in groups.items():
-        for types, batch in _batches(members):
-            frame = frames.frame_of(spark, batch, types)
-            jumps = any(isinstance(item, Jump) for _, trace in batch for item in trace.items)
-            outputs.append(pipeline.apply(frame, spec, jumps=jumps).select(*OUTPUT_COLUMNS))
-            traces.update(batch)
-    union = reduce(lambda a, b: a.unionByName(b), outputs)
-    small = sum(len(trace) + 1 for trace in traces.values()) <= frames.ONE_PARTITION_ROWS
-    with interpreted(spark) if small else nullcontext():
-        rows = union.collect()
-    updates = frames.updates_from_rows(rows, traces)
-    for trace_id, found in updates.items():
-        results[int(trace_id)] = found
+    pieces = [(spec, types, batch) for spec, members in groups.items() for types, batch in _batches(members)]
+    jobs: list[list] = [[]]
+    for piece in pieces:
+        rows = sum(len(trace) + 1 for _, trace in piece[2])
+        job = jobs[-1]
+        if job and (len(job) >= PLANS_PER_JOB or sum(r for *_, r in job) + rows > ROWS_PER_JOB):
+            jobs.append(job := [])
+        job.append((*piece, rows))
+    for done, job in enumerate(jobs, 1):
+        traces = {tid: trace for _, _, batch, _ in job for tid, trace in batch}
+        try:
+            outputs = []
+            for spec, types, batch, _ in job:
+                frame = frames.frame_of(spark, batch, types)
+                jumps = any(isinstance(item, Jump) for _, trace in batch for item in trace.items)
+                outputs.append(pipeline.apply(frame, spec, jumps=jumps).select(*OUTPUT_COLUMNS))
+            union = reduce(lambda a, b: a.unionByName(b), outputs)
+            small = sum(rows for *_, rows in job) <= frames.ONE_PARTITION_ROWS
+            with interpreted(spark) if small else nullcontext():
+                collected = union.collect()
+        except Exception as exc:  # noqa: BLE001 - a failed job fails its own cases, not the others
+            failure = JobFailed(f"the Spark job failed: {type(exc).__name__}: {_first_line(exc)}")
+            for trace_id in traces:
+                results[int(trace_id)] = failure
+        else:
+            for trace_id, found in frames.updates_from_rows(collected, traces).items():
+                results[int(trace_id)] = found
+        if progress:
+            progress(done, len(jobs))
     return results
+
+
+def _first_line(exc: BaseException, limit: int = 300) -> str:
+    text = (str(exc).strip().splitlines() or [""])[0]
+    return text[:limit]
 
 
 def _batches(members):

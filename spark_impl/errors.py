@@ -13,3 +13,8 @@ class SparkUnavailable(WindowOracleError):
 class InvalidFrame(WindowOracleError):
     """An input DataFrame without a column the window needs, or with a column of
     the wrong type; the message names the column."""
+
+
+class JobFailed(WindowOracleError):
+    """A Spark job of `run_cases` that failed: every case of that job gets it, the
+    other jobs run."""

@@ -202,8 +202,10 @@ def fake_spark(monkeypatch, java_home):
     module.calls = []
     module.tamper = {}
 
-    def run_cases(pairs):
+    def run_cases(pairs, progress=None):
         module.calls.append(list(pairs))
+        if progress:
+            progress(1, 1)
         out = []
         for spec, trace in pairs:
             first = trace.events()[0].id if trace.events() else None
@@ -299,7 +301,7 @@ def test_a_java_home_without_java_is_one_sentence(tmp_path, capsys, monkeypatch)
 def test_a_jvm_that_does_not_start_is_one_sentence(tmp_path, capsys, fake_spark):
     from pyspark.errors import PySparkRuntimeError
 
-    def run_cases(pairs):
+    def run_cases(pairs, progress=None):
         raise PySparkRuntimeError(errorClass="JAVA_GATEWAY_EXITED", messageParameters={})
 
     fake_spark.run_cases = run_cases

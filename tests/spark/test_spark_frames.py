@@ -268,3 +268,30 @@ def test_apply_window_to_events_names_a_missing_column(spark):
 def test_the_vars_column_is_json():
     (row,) = [r for r in frames.trace_rows("t", Trace([SetVariables({"A": 1.5})]), {}) if r[2] == "set"]
     assert json.loads(row[6]) == {"A": 1.5}
+
+
+def test_run_cases_splits_into_bounded_jobs_and_a_failed_job_fails_only_its_cases(spark, monkeypatch):
+    import spark_impl
+    from oracle import run
+    from spark_impl import pipeline
+    from spark_impl.errors import JobFailed
+
+    monkeypatch.setattr(spark_impl, "PLANS_PER_JOB", 2)
+    specs = [Length(1), Length(2), KeepAll(), Unique(("k",)), Length(3)]
+    pairs = [(spec, Trace([ev(f"E{i}", k=i % 2) for i in range(4)])) for spec in specs]
+    real_apply = pipeline.apply
+
+    def apply(frame, spec, **options):
+        if spec == KeepAll():
+            raise RuntimeError("boom\nJava stack")
+        return real_apply(frame, spec, **options)
+
+    monkeypatch.setattr(pipeline, "apply", apply)
+    seen = []
+    results = run_cases(pairs, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(1, 3), (2, 3), (3, 3)]
+    # jobs: [Length(1), Length(2)], [KeepAll(), Unique], [Length(3)]; the second fails
+    assert isinstance(results[2], JobFailed) and isinstance(results[3], JobFailed)
+    assert str(results[2]) == "the Spark job failed: RuntimeError: boom"
+    for index in (0, 1, 4):
+        assert results[index] == run(*pairs[index])
