@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import attrs
 from attrs import field, frozen
 
 from oracle.errors import InvalidCase, InvalidTrace

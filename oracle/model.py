@@ -258,9 +258,28 @@ def _optional_int(inst, attribute, value):
         raise InvalidSpec(f"{type(inst).KIND}: {attribute.name} must be whole milliseconds, got {value!r}")
 
 
+#: the fields of a trace item and of an update in the engines' tables (CORPUS.md, the
+#: Spark schemas in the README): no property may be named like one, ignoring case,
+#: and no window reads one. `id`, the event's id, is readable as a property.
+RESERVED_NAMES = frozenset({
+    "trace_id", "seq", "kind", "time", "op", "vars",
+    "after", "phase", "ordinal", "side", "pos", "update_no", "pos_no", "slot", "slot_due",
+})
+
+
+def reserved_name_error(name: str) -> str | None:
+    """Why a window cannot read property `name`, or None if it can."""
+    if name.lower() in RESERVED_NAMES:
+        return (f"property {name!r} is a reserved name (a field of the trace and update tables: "
+                f"{', '.join(sorted(RESERVED_NAMES))}); a window cannot read it")
+    return None
+
+
 def _property_name(inst, attribute, value):
     if not isinstance(value, str) or not _NAME.match(value):
         raise InvalidSpec(f"{type(inst).KIND}: {attribute.name} must be a property name, got {value!r}")
+    if reserved_name_error(value):
+        raise InvalidSpec(f"{type(inst).KIND}: {reserved_name_error(value)}")
 
 
 def _property_names(inst, attribute, value):
@@ -269,6 +288,8 @@ def _property_names(inst, attribute, value):
     for name in value:
         if not isinstance(name, str) or not _NAME.match(name):
             raise InvalidSpec(f"{type(inst).KIND}: {name!r} is not a property name")
+        if reserved_name_error(name):
+            raise InvalidSpec(f"{type(inst).KIND}: {reserved_name_error(name)}")
     if len(set(value)) != len(value):
         raise InvalidSpec(f"{type(inst).KIND}: a property is named twice in {list(value)}")
 

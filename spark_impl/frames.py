@@ -51,6 +51,7 @@ from oracle.model import (
     Trace,
     Unique,
     Update,
+    RESERVED_NAMES,
     WindowSpec,
     check_trace,
 )
@@ -62,7 +63,8 @@ OUTPUT_COLUMNS = ("trace_id", "after", "phase", "time", "ordinal", "side", "pos"
 UPDATE_KEY = ("trace_id", "after", "phase", "time", "ordinal")
 # Columns of the pipeline and of the family contract (spark_impl/windows/__init__.py):
 # a property may not be named like one of them.
-RESERVED = frozenset(BASE_COLUMNS + OUTPUT_COLUMNS + ("update_no", "pos_no", "slot", "slot_due"))
+RESERVED = RESERVED_NAMES | {"id"}
+assert set(BASE_COLUMNS + OUTPUT_COLUMNS) <= RESERVED, "a frame column the model does not reserve"
 START_SEQ = -1
 # A frame of at most this many rows is one partition: every window function of the
 # pipeline is then planned without a shuffle (a partition satisfies any grouping),
@@ -97,8 +99,9 @@ def spec_timestamps(spec: WindowSpec) -> tuple[str, ...]:
 
 
 def spec_properties(spec: WindowSpec) -> tuple[str, ...]:
-    """Every property `spec` reads: each must be a column of the input."""
-    return tuple(dict.fromkeys(spec_keys(spec) + spec_timestamps(spec)))
+    """Every property `spec` reads, each a column of the input; `id` is the
+    event's id (a base column), not a property column."""
+    return tuple(name for name in dict.fromkeys(spec_keys(spec) + spec_timestamps(spec)) if name != "id")
 
 
 def check_pair(spec: WindowSpec, trace: Trace) -> None:

@@ -300,6 +300,31 @@ RANGE_ROWS = [
 ]
 
 
+# a property named like a field of the trace or update tables: refused alike for every
+# engine (the model's validator; the parser adds the column); `id` is the event's id
+RESERVED_PROPERTY_ROWS = [
+    ("#unique(time)", ["unique: parameter 1", "column 9", "property 'time' is a reserved name"]),
+    ("#firstunique(symbol, Seq)", ["firstunique: parameter 2", "property 'Seq' is a reserved name"]),
+    ("#groupwin(kind)#length(1)", ["groupwin: parameter 1", "column 11", "property 'kind'"]),
+    ("#ext_timed(after, 1 sec)", ["ext_timed: parameter 1", "property 'after'"]),
+    ("#ext_timed_batch(trace_id, 1 sec)", ["property 'trace_id'"]),
+]
+
+
+@pytest.mark.parametrize("text, fragments", RESERVED_PROPERTY_ROWS, ids=[row[0] for row in RESERVED_PROPERTY_ROWS])
+def test_a_reserved_property_name_is_refused(text, fragments):
+    with pytest.raises(InvalidSpec) as caught:
+        esper.parse(text)
+    for fragment in fragments:
+        assert fragment in str(caught.value)
+
+
+def test_the_model_refuses_reserved_names_without_the_parser():
+    with pytest.raises(InvalidSpec, match="property 'time' is a reserved name"):
+        Unique(("time",))
+    assert esper.parse("#unique(id)") == Unique(("id",))
+
+
 @pytest.mark.parametrize("what, text, fragments", RANGE_ROWS, ids=[row[0] for row in RANGE_ROWS])
 def test_numbers_that_do_not_fit_are_refused_by_the_parser(what, text, fragments):
     with pytest.raises(InvalidSpec) as caught:

@@ -77,6 +77,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
 from oracle.errors import InvalidSpec, UnsupportedWindow, WindowSyntaxError
+from oracle.model import reserved_name_error
 from oracle.model import (
     BATCH_WINDOWS,
     ExtTimed,
@@ -369,6 +370,8 @@ def _property(view: View, index: int, role: str) -> str:
     param = view.params[index]
     if param.kind != "name":
         raise InvalidSpec(f"{_where(view, index)}: needs a property name ({role}), got {_kind(param)}")
+    if reserved_name_error(param.value):
+        raise InvalidSpec(f"{_where(view, index)}: {reserved_name_error(param.value)}")
     return param.value
 
 

@@ -255,3 +255,13 @@ def test_a_keyed_window_is_planned_by_key_never_on_one_partition(spark, busy, tm
     assert any(re.fullmatch(r"trace_id#\d+, k#\d+, v#\d+L", p) for p in partitions), plan
     assert "SinglePartition" not in plan, plan
     assert re.search(r"Exchange hashpartitioning\(trace_id#\d+, k#\d+", plan), plan
+
+
+@pytest.mark.parametrize("window", ["#unique(id)", "#firstunique(id)", "#groupwin(id)#length(1)",
+                                    "#groupwin(id)#time(1 sec)"])
+def test_a_window_keyed_by_the_event_id_runs_as_on_the_oracle(window):
+    """`id` is the event's id, readable as a property on both engines (oracle.model.Event.get)."""
+    spec = parse(window)
+    traces = busy_traces(count=2, events=12)
+    got = run_cases([(spec, trace) for _, trace in traces])
+    assert got == [run(spec, trace) for _, trace in traces]
