@@ -1,6 +1,7 @@
 """The `difftest` command.
 
     difftest replay [--engine oracle|spark|both] [--report FILE.json] PATH...
+    difftest replay ... [--impl MODULE:FUNCTION]
     difftest bench [--engine oracle|spark] [--events N] [--keys K] [--window CLAUSE] [--repeat R]
                    [--report FILE.json]
     difftest run [--dialect D] [--window CLAUSE] [--examples N] [--seed S] [--budget SECONDS]
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from difftest import bench, replay, runner
-from difftest.engines import ENGINE_NAMES, SparkEngine, load_spark, make_engines
+from difftest.engines import ENGINE_NAMES, ImplEngine, SparkEngine, load_spark, make_engines
 from oracle.errors import WindowOracleError
 
 
@@ -77,12 +78,19 @@ def add_replay(subparsers) -> None:
     )
     p.add_argument("paths", nargs="+", metavar="PATH", type=Path, help="case files, or folders searched recursively")
     p.add_argument("--engine", choices=ENGINE_NAMES, default="oracle", help="engine(s) to run (default: oracle)")
+    p.add_argument("--impl", metavar="MODULE:FUNCTION",
+                   help="replay against your implementation (shaped like spark_impl.apply_window) instead of "
+                        "an engine; with --engine both, beside the oracle")
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the results as JSON")
     p.set_defaults(handler=cmd_replay)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
     engines = make_engines(args.engine)
+    if args.impl:  # the user's function in the place of spark_impl
+        impl = ImplEngine(runner.load_impl(args.impl), args.impl)
+        engines = [e for e in engines if not isinstance(e, SparkEngine)] if args.engine == "both" else []
+        engines.append(impl)
     for engine in engines:
         if isinstance(engine, SparkEngine):  # jobs of bounded size: say how far, on stderr
             engine.progress = lambda done, total: total > 1 and print(
@@ -191,7 +199,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     totals = run.totals()
     Printer(sys.stdout).lines(runner.table_lines(run.stats, totals))
     write_report(args.report, runner.report_json(run, args.impl, totals))
-    return 1 if totals["mismatches"] else 0
+    return 1 if totals["mismatches"] or totals["errors"] else 0
 
 
 @contextlib.contextmanager

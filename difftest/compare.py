@@ -158,7 +158,7 @@ class Difference:
     actual_count: int
 
     def headline(self) -> str:
-        counts = f"{self.expected_count} expected, {self.actual_count} actual"
+        counts = f"of {self.expected_count} updates expected, {self.actual_count} posted"
         if self.actual_update is None:
             return f"update {self.index} is missing ({counts})"
         if self.expected_update is None:

@@ -131,6 +131,40 @@ class SparkEngine:
         return [r if isinstance(r, Exception) else tuple(r) for r in results]
 
 
+class ImplEngine:
+    """A user's implementation under test (`--impl MODULE:FUNCTION`, shaped like
+    `spark_impl.apply_window`): the cases of each window in one call and one
+    collect. A call that raises or returns no usable frame is an error of each of
+    those cases (`runner.ImplError`), and the other windows still run. Windows are
+    handed over as Esper text (the one dialect so far)."""
+
+    def __init__(self, function: Callable, name: str):
+        self.function, self.name = function, name
+
+    def run(self, pairs: Sequence[Pair]) -> list[Outcome]:
+        from difftest.runner import ImplError, ImplUnderTest
+
+        spark = load_spark("spark_impl.session", "get_spark")()
+        impl = ImplUnderTest(self.function, spark, self.name)
+        by_spec: dict[WindowSpec, list[int]] = {}
+        for index, (spec, _) in enumerate(pairs):
+            by_spec.setdefault(spec, []).append(index)
+        out: list[Outcome] = [()] * len(pairs)
+        for spec, indexes in by_spec.items():
+            batch = [(str(i), pairs[i][1]) for i in indexes]
+            try:
+                updates = impl.run(spec, oracle.render(spec, "esper"), "esper", batch)
+            except WindowOracleError as exc:
+                updates = {tid: exc for tid, _ in batch}
+            except Exception as exc:  # the implementation failing is a finding about it, named once per case
+                error = ImplError(f"the implementation failed: {type(exc).__name__}: "
+                                  f"{(str(exc).strip().splitlines() or [''])[0][:300]}")
+                updates = {tid: error for tid, _ in batch}
+            for tid, _ in batch:
+                out[int(tid)] = updates.get(tid, ())
+        return out
+
+
 def make_engines(name: str) -> list[Engine]:
     """The engines an `--engine` option names. Java is checked here already when
     Spark is among them, so a run fails before any work rather than after the oracle's."""
@@ -142,6 +176,6 @@ def make_engines(name: str) -> list[Engine]:
 
 
 __all__ = [
-    "ENGINE_NAMES", "Engine", "EngineUnavailable", "OracleEngine", "Outcome", "Pair", "SparkEngine",
+    "ENGINE_NAMES", "Engine", "EngineUnavailable", "ImplEngine", "OracleEngine", "Outcome", "Pair", "SparkEngine",
     "check_java", "load_spark", "make_engines",
 ]

@@ -131,8 +131,45 @@ class ImplUnderTest:
     def run(self, spec: WindowSpec, window: str, dialect: str,
             batch: Sequence[tuple[str, Trace]]) -> dict[str, tuple[Update, ...]]:
         frame = self.frames.to_dataframe(self.spark, batch, extra_properties=self.frames.spec_properties(spec))
-        rows = self.function(frame, window, dialect).collect()
+        out = self.function(frame, window, dialect)
+        check_output(out)
+        rows = out.select(*OUTPUT_TYPES).collect()
         return self.frames.updates_from_rows(rows, dict(batch))
+
+
+#: the columns the harness reads from an implementation's output, and their types
+#: (a type name set: Spark's simpleString of each allowed type); `pos` is any orderable value
+OUTPUT_TYPES: dict[str, tuple[str, ...] | None] = {
+    "trace_id": ("string",),
+    "after": ("bigint", "int"),
+    "phase": ("bigint", "int", "smallint", "tinyint"),
+    "time": ("bigint",),
+    "ordinal": ("bigint", "int", "smallint", "tinyint"),
+    "side": ("string",),
+    "pos": None,
+    "id": ("string",),
+}
+
+
+class ImplError(RunnerError):
+    """An implementation under test that returned no frame, or a frame without
+    the output's columns: an error of the implementation, not a mismatch."""
+
+
+def check_output(out: Any) -> None:
+    """Raise `ImplError` unless `out` is a Spark DataFrame with the output's
+    columns (OUTPUT_TYPES), naming what is wrong."""
+    schema = getattr(out, "schema", None)
+    if out is None or schema is None or not hasattr(out, "collect") or not hasattr(schema, "fields"):
+        kind = "None" if out is None else f"a {type(out).__module__}.{type(out).__name__}"
+        raise ImplError(f"the implementation returned {kind}, not a Spark DataFrame")
+    fields = {f.name: f.dataType.simpleString() for f in schema.fields}
+    for name, allowed in OUTPUT_TYPES.items():
+        if name not in fields:
+            raise ImplError(f"the implementation's output has no column {name!r} (it has {', '.join(fields)}); "
+                            "see the README's output schema")
+        if allowed is not None and fields[name] not in allowed:
+            raise ImplError(f"the implementation's output column {name!r} is {fields[name]}, not {' or '.join(allowed)}")
 
 
 def expected_updates(spec: WindowSpec, batch: Sequence[tuple[str, Trace]]) -> dict[str, tuple[Update, ...]]:
@@ -145,6 +182,8 @@ def run_impl(impl: ImplUnderTest, spec: WindowSpec, window: str, dialect: str,
     """The implementation's updates for the batch (one job), or its error."""
     try:
         return impl.run(spec, window, dialect, batch), None
+    except ImplError as exc:
+        return None, str(exc)
     except Exception as exc:  # the implementation under test failing is a finding, not a crash
         return None, _first_line(exc)
 
@@ -192,6 +231,8 @@ class KindStats:
     events: int = 0
     updates: int = 0
     mismatches: int = 0
+    error: str | None = None  # the implementation failed (raised, or returned no usable frame): why
+    reasons: list[str] = field(factory=list)  # per saved case: the first differing update
     known: dict[str, int] = field(factory=dict)
     seconds: float = 0.0
     found: list[str] = field(factory=list)
@@ -207,7 +248,7 @@ class KindStats:
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "asked": self.asked, "batches": self.batches, "cases": self.cases,
-                "events": self.events,
+                "error": self.error, "reasons": self.reasons, "events": self.events,
                 "updates_compared": self.updates, "mismatches": self.mismatches, "known_differences": self.known,
                 "seconds": round(self.seconds, 3), "found": self.found}
 
@@ -216,8 +257,9 @@ class KindStats:
 
 
 def save_found(result: TraceResult, batch: BatchResult, folder: Path, impl_name: str, note: str = "") -> Path:
-    """Write a minimal disagreeing case to `folder/<kind>-<hash>.json`, the oracle's
-    output as `expected`."""
+    """Write a minimal disagreeing case to `folder/<kind>-<hash>.json` (the hash of
+    its trace and expectation; `-2`, `-3`, ... where another finding of another
+    run holds that name), the oracle's output as `expected`."""
     kind = spec_kind(batch.spec).replace("/", "-")
     case = Case(name="", dialect=batch.dialect, window=batch.window, trace=result.trace, expected=result.expected)
     body = dump_case(case)
@@ -230,8 +272,12 @@ def save_found(result: TraceResult, batch: BatchResult, folder: Path, impl_name:
         dialect=batch.dialect, window=batch.window, trace=result.trace, expected=result.expected,
     )
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{kind}-{digest}.json"
-    path.write_text(dump_case(case), encoding="utf-8")
+    text = dump_case(case)
+    path, n = folder / f"{kind}-{digest}.json", 1
+    while path.exists() and path.read_text(encoding="utf-8") != text:  # never overwrite another finding
+        n += 1
+        path = folder / f"{kind}-{digest}-{n}.json"
+    path.write_text(text, encoding="utf-8")
     return path
 
 
@@ -351,6 +397,10 @@ class Runner:
         return stats
 
     def _record(self, stats: KindStats, result: BatchResult) -> None:
+        errors = [r.error for r in result.mismatches if r.error is not None]
+        if errors:  # the implementation failed: nothing to shrink, one report
+            stats.error = errors[0]
+            return
         stats.mismatches += 1
 
         def check(candidates: Sequence[Trace]) -> Sequence[TraceResult]:
@@ -361,6 +411,7 @@ class Runner:
         seed = f", seed {self.seed}" if self.seed is not None else ""
         path = save_found(minimal, result, self.found_dir, self.impl.name, note=seed)
         stats.found.append(str(path))
+        stats.reasons.append(minimal.describe())
 
     def run(self, targets_: Sequence[Target], examples: int, budget: float | None) -> list[KindStats]:
         start = time.perf_counter()
@@ -395,6 +446,7 @@ class Runner:
             "events": sum(s.events for s in self.stats),
             "updates_compared": sum(s.updates for s in self.stats),
             "mismatches": sum(s.mismatches for s in self.stats),
+            "errors": {s.kind: s.error for s in self.stats if s.error},
             "known_differences": known,
             "seconds": round(seconds, 3),
             "traces_per_second": round(steady_cases / steady_seconds, 1) if steady_seconds else None,
@@ -440,8 +492,12 @@ def table_lines(stats: Sequence[KindStats], totals: dict[str, Any]) -> list[tupl
                   f"({overall if overall is not None else '-'} traces/s overall, Spark's warm-up included)", None))
     known = totals["known_differences"]
     lines.append(("known differences: " + (", ".join(f"{k}: {v}" for k, v in known.items()) or "none listed"), None))
-    for path in totals["found"]:
-        lines.append((f"saved the minimal disagreeing case to {path}", "red"))
+    for s in stats:
+        if s.error:
+            lines.append((f"{s.kind}: the implementation failed (not a mismatch, nothing saved): {s.error}", "red"))
+        for path, reason in zip(s.found, s.reasons):
+            lines.append((f"{s.kind}: saved the minimal disagreeing case to {path}", "red"))
+            lines.extend((f"  {line}", "red") for line in reason.splitlines())
     return lines
 
 

@@ -74,7 +74,7 @@ def test_a_failing_case_shows_the_first_difference(tmp_path, capsys):
     code, lines, _ = replay(capsys, path)
     assert code == 1
     assert lines[0] == f"FAIL {path}"
-    assert lines[1] == "  update 2 differs in remove (3 expected, 3 actual)"
+    assert lines[1] == "  update 2 differs in remove (of 3 updates expected, 3 posted)"
     remove = next(line for line in lines if "remove" in line and "!" in line)
     assert remove.split() == ["!", "remove", "[E2]", "[E1]"]
     assert any(line.split() == ["time", "1500", "1500"] for line in lines)
@@ -88,7 +88,7 @@ def test_folders_are_searched_recursively_and_every_case_runs(tmp_path, capsys):
     code, lines, _ = replay(capsys, tmp_path)
     assert code == 1
     assert lines[0] == f"PASS {ok}" and lines[1] == f"FAIL {bad}"
-    assert lines[2] == "  update 2 is extra (2 expected, 3 actual)"
+    assert lines[2] == "  update 2 is extra (of 2 updates expected, 3 posted)"
     assert lines[-1] == "1 passed, 1 failed"
 
 
@@ -250,7 +250,7 @@ def test_spark_failures_and_per_case_errors(tmp_path, capsys, fake_spark):
     code, lines, _ = replay(capsys, "--engine", "spark", tmp_path)
     assert code == 2
     assert lines[0] == f"PASS {a}"
-    assert lines[1] == f"FAIL {b}" and lines[2] == "  update 2 is missing (3 expected, 2 actual)"
+    assert lines[1] == f"FAIL {b}" and lines[2] == "  update 2 is missing (of 3 updates expected, 2 posted)"
     assert f"ERROR {c}: trace item 1: the spark engine refuses this" in lines
     assert lines[-1] == "1 passed, 1 failed, 1 errors"
 
@@ -263,7 +263,7 @@ def test_both_engines_report_a_line_per_engine(tmp_path, capsys, fake_spark):
     code, lines, _ = replay(capsys, "--engine", "both", "--report", report, a, b, c)
     assert code == 2
     i = lines.index(f"FAIL {b}")
-    assert lines[i + 1:i + 3] == ["  oracle: PASS", "  spark: update 2 is missing (3 expected, 2 actual)"]
+    assert lines[i + 1:i + 3] == ["  oracle: PASS", "  spark: update 2 is missing (of 3 updates expected, 2 posted)"]
     assert lines[i + 3].startswith("    ")
     assert lines[0] == f"PASS {a}"
     j = lines.index(f"ERROR {c}: spark: trace item 0: no such thing")
@@ -278,7 +278,7 @@ def test_both_fails_when_only_the_oracle_fails(tmp_path, capsys, fake_spark):
     path = write(tmp_path, "x.json", input=events_from("X"), expected=expected_from("X")[:2])
     fake_spark.tamper["X"] = lambda spec, trace: oracle.run(spec, trace)[:2]
     code, lines, _ = replay(capsys, "--engine", "both", path)
-    assert code == 1 and lines[:2] == [f"FAIL {path}", "  oracle: update 2 is extra (2 expected, 3 actual)"]
+    assert code == 1 and lines[:2] == [f"FAIL {path}", "  oracle: update 2 is extra (of 2 updates expected, 3 posted)"]
     assert "  spark: PASS" in lines
 
 

@@ -116,7 +116,7 @@ def test_the_first_differing_update_is_reported_with_its_position():
     diff = compare(EXPECTED, actual)
     assert (diff.index, diff.fields, diff.expected_count, diff.actual_count) == (2, ("remove",), 3, 4)
     text = diff.render()
-    assert text.splitlines()[0] == "update 2 differs in remove (3 expected, 4 actual)"
+    assert text.splitlines()[0] == "update 2 differs in remove (of 3 updates expected, 4 posted)"
     rows = {line.split()[1] if line.startswith("!") else line.split()[0]: line for line in text.splitlines()[2:]}
     assert rows["remove"].startswith("! remove") and "[E1]" in rows["remove"] and rows["remove"].endswith("[E2]")
     assert rows["after"].startswith("  after") and rows["insert"].startswith("  insert")
@@ -127,14 +127,14 @@ def test_a_missing_update_at_the_end():
     diff = compare(EXPECTED, EXPECTED[:2])
     assert diff.index == 2 and diff.actual_update is None
     text = diff.render()
-    assert text.splitlines()[0] == "update 2 is missing (3 expected, 2 actual)"
+    assert text.splitlines()[0] == "update 2 is missing (of 3 updates expected, 2 posted)"
     assert "(none)" in text and "[E3]" in text
 
 
 def test_an_extra_update_at_the_end():
     diff = compare(EXPECTED[:1], EXPECTED[:2])
     assert diff.index == 1 and diff.expected_update is None
-    assert diff.render().splitlines()[0] == "update 1 is extra (1 expected, 2 actual)"
+    assert diff.render().splitlines()[0] == "update 1 is extra (of 1 updates expected, 2 posted)"
 
 
 def test_the_report_shows_other_fields_only_where_present():

@@ -11,3 +11,37 @@ from spark_impl import apply_window as correct_apply_window
 def apply_window(trace_df, window, dialect="esper"):
     out = correct_apply_window(trace_df, window, dialect)
     return out.where(~((F.col("side") == "remove") & (F.col("pos.n") == 1)))
+
+
+# --- implementations users tried (issue 10): each is caught with the reason named
+
+def returns_none(trace_df, window, dialect="esper"):
+    return None
+
+
+def returns_its_input(trace_df, window, dialect="esper"):
+    return trace_df
+
+
+def returns_pandas(trace_df, window, dialect="esper"):
+    return correct_apply_window(trace_df, window, dialect).toPandas()
+
+
+def raises(trace_df, window, dialect="esper"):
+    raise RuntimeError("my window is not ready\nsecond line")
+
+
+def two_arguments(trace_df, window):
+    return correct_apply_window(trace_df, window)
+
+
+def time_as_string(trace_df, window, dialect="esper"):
+    return correct_apply_window(trace_df, window, dialect).withColumn("time", F.col("time").cast("string"))
+
+
+def off_by_one_in_time(trace_df, window, dialect="esper"):
+    return correct_apply_window(trace_df, window, dialect).withColumn("time", F.col("time") + 1)
+
+
+def drops_removes(trace_df, window, dialect="esper"):
+    return correct_apply_window(trace_df, window, dialect).where("side IS NULL OR side <> 'remove'")

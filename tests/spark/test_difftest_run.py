@@ -91,3 +91,66 @@ def test_a_mismatch_with_batches_in_flight_ends_the_search_after_them(spark, tmp
     assert 3 <= jobs_before_shrinking <= 3 + 2  # the failing job and at most the two in flight behind it
     assert stats.cases < 400
     assert len(load_case(stats.found[0]).trace.items) <= 6
+
+
+# what users' implementations did, and what the run must say (issue 10): an error of the
+# implementation is named once and nothing is saved; a mismatch is saved with its reason
+USER_IMPLS = [
+    ("returns_none", "error", "the implementation returned None, not a Spark DataFrame"),
+    ("returns_its_input", "error", "the implementation's output has no column 'after'"),
+    ("returns_pandas", "error", "the implementation returned a pandas.core.frame.DataFrame, not a Spark DataFrame"),
+    ("raises", "error", "RuntimeError: my window is not ready"),
+    ("two_arguments", "error", "TypeError: two_arguments() takes 2 positional arguments but 3 were given"),
+    ("time_as_string", "error", "the implementation's output column 'time' is string, not bigint"),
+    ("off_by_one_in_time", "mismatch", "differs in time"),
+    ("drops_removes", "mismatch", "differs in remove"),
+]
+
+
+@pytest.mark.parametrize(("function", "outcome", "words"), USER_IMPLS, ids=[row[0] for row in USER_IMPLS])
+def test_a_users_implementation_is_judged_with_its_reason(spark, tmp_path, monkeypatch, capsys, function, outcome,
+                                                          words):
+    monkeypatch.syspath_prepend(str(__import__("pathlib").Path(__file__).parent))
+    report, found = tmp_path / "report.json", tmp_path / "found"
+    code = main(["run", "--impl", f"broken_impl:{function}", "--window", "#length(2)", "--examples", "30",
+                 "--batch-size", "15", "--seed", "3", "--found-dir", str(found), "--report", str(report)])
+    out = capsys.readouterr().out
+    data = json.loads(report.read_text())
+    assert code == 1, out
+    assert words in out, out
+    saved = sorted(found.glob("*.json"))
+    if outcome == "error":
+        assert saved == [] and data["mismatches"] == 0, out
+        assert words in data["errors"]["length"]
+        assert out.count(words) == 1, out  # reported once, not per batch or per trace
+    else:
+        assert len(saved) == 1 and data["mismatches"] == 1 and not data["errors"]
+        assert words in data["kinds"][0]["reasons"][0]
+        assert "of 2 updates" in load_case(saved[0]).about or "updates expected" in load_case(saved[0]).about
+
+
+def test_replay_impl_replays_a_found_case_against_the_users_function(spark, tmp_path, monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(__import__("pathlib").Path(__file__).parent))
+    found = tmp_path / "found"
+    assert main(["run", "--impl", "broken_impl:drops_removes", "--window", "#length(2)", "--examples", "30",
+                 "--batch-size", "15", "--seed", "3", "--found-dir", str(found)]) == 1
+    [case] = found.glob("*.json")
+    capsys.readouterr()
+    assert main(["replay", "--impl", "broken_impl:drops_removes", str(case)]) == 1
+    assert capsys.readouterr().out.splitlines()[0] == f"FAIL {case}"
+    assert main(["replay", "--impl", "spark_impl:apply_window", str(case)]) == 0
+    assert main(["replay", "--engine", "both", "--impl", "broken_impl:raises", str(case)]) == 2
+    assert "RuntimeError: my window is not ready" in capsys.readouterr().out
+
+
+def test_a_finding_never_overwrites_another(tmp_path):
+    from difftest.runner import BatchResult, TraceResult, save_found
+    from oracle.model import Length
+
+    trace = Trace([Arrive(Event("E1"))])
+    batch = BatchResult(Length(1), "#length(1)", "esper", ())
+    first = save_found(TraceResult("t0", trace, (), (), None, None), batch, tmp_path, "impl-a")
+    again = save_found(TraceResult("t0", trace, (), (), None, None), batch, tmp_path, "impl-a")
+    other = save_found(TraceResult("t0", trace, (), (), None, None), batch, tmp_path, "impl-b")
+    assert first == again and other != first and other.name.endswith("-2.json")
+    assert "impl-a" in first.read_text() and "impl-b" in other.read_text()
