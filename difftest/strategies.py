@@ -220,6 +220,10 @@ _STEPS = ("event", "advance", "burst", "event_at", "jump", "idle_advance", "idle
 _MOVES = (GRID, 0, 2 * GRID, 3 * GRID, 1, GRID // 2, 4 * GRID, 6 * GRID, 10 * GRID)
 _IDLE = (20 * GRID, 40 * GRID, 60 * GRID, 120 * GRID)
 _TS_STEPS = (GRID, 0, 2 * GRID, -GRID, 3 * GRID, -3 * GRID, 10 * GRID)
+# an event's timestamp is the grid walk's plus, now and then, an offset off the grid:
+# mostly on it (ties, batch boundaries), sometimes not, so a reference point off the
+# grid cuts timestamp batches differently (tests/test_strategy_strength.py)
+_TS_OFFSETS = (0, 0, 0, 0, 0, 0, GRID // 2, 1)
 _START_TIMES = (0, 0, 0, GRID, 2 * GRID + 1, 250)
 _LONG = (False, False, False, False, False, False, False, True)
 
@@ -286,7 +290,7 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
         nonlocal count, ts
         count += 1
         ts = max(0, ts + choose.pick(_TS_STEPS))
-        props = {"price": 10.0 + choose.integer(0, 40) / 4, "ts": ts}
+        props = {"price": 10.0 + choose.integer(0, 40) / 4, "ts": ts + choose.pick(_TS_OFFSETS)}
         for name, values in (("symbol", SYMBOLS), *((name, KEY_VALUES) for name in extra)):
             value = _key_value(choose, values, count - 1)
             if value is not None:

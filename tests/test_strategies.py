@@ -36,7 +36,7 @@ def check_generated(trace):
     events = trace.events()
     assert [e.id for e in events] == [f"E{n}" for n in range(1, len(events) + 1)]
     for event in events:
-        assert isinstance(event.props["ts"], int) and event.props["ts"] % GRID == 0
+        assert isinstance(event.props["ts"], int) and event.props["ts"] >= 0  # mostly on the grid, now and then off
         assert isinstance(event.props["price"], float)
         assert event.get("symbol") in SYMBOLS and event.get("feed") in KEY_VALUES
     # clock moves are grid steps, or 1 ms / half a grid step off it
@@ -67,6 +67,8 @@ def test_seeded_traces_reach_the_hard_cases():
     assert any(item.time is not None for item in items if isinstance(item, Arrive))  # events at a time
     events = [item.event for item in items if isinstance(item, Arrive)]
     assert {e.get("symbol") for e in events} == set(SYMBOLS) and {e.get("feed") for e in events} == set(KEY_VALUES)
+    off_grid = sum(e.props["ts"] % GRID != 0 for e in events)
+    assert 0 < off_grid < len(events) / 2  # a reference off the grid can matter; ties on it stay common
 
 
 @given(cases(kinds=["groupwin/unique", "ext_timed_batch"]))
