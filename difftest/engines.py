@@ -142,7 +142,7 @@ class ImplEngine:
         self.function, self.name = function, name
 
     def run(self, pairs: Sequence[Pair]) -> list[Outcome]:
-        from difftest.runner import ImplError, ImplUnderTest
+        from difftest.runner import ImplError, ImplUnderTest, _first_line
 
         spark = load_spark("spark_impl.session", "get_spark")()
         impl = ImplUnderTest(self.function, spark, self.name)
@@ -157,8 +157,7 @@ class ImplEngine:
             except WindowOracleError as exc:
                 updates = {tid: exc for tid, _ in batch}
             except Exception as exc:  # the implementation failing is a finding about it, named once per case
-                error = ImplError(f"the implementation failed: {type(exc).__name__}: "
-                                  f"{(str(exc).strip().splitlines() or [''])[0][:300]}")
+                error = ImplError(f"the implementation failed: {_first_line(exc)}")
                 updates = {tid: error for tid, _ in batch}
             for tid, _ in batch:
                 out[int(tid)] = updates.get(tid, ())

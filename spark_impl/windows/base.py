@@ -97,10 +97,12 @@ def arrival_posts(rows: DataFrame, ctx: Context, *emits: Emit) -> DataFrame:
 
         def pick(part: str) -> str:
             return "CASE _emit " + " ".join(f"WHEN {n} THEN _emit{n}_{part}" for n in range(len(emits))) + " END"
-    sides = "CASE _emit " + " ".join(f"WHEN {n} THEN '{e.side}'" for n, e in enumerate(emits)) + " END"
+    if len(emits) == 1:
+        side = f"'{emits[0].side}'"
+    else:
+        side = "CASE _emit " + " ".join(f"WHEN {n} THEN '{e.side}'" for n, e in enumerate(emits)) + " END"
     return picked.selectExpr(
         "trace_id", f"{pick('seq')} AS seq", f"{ARRIVAL} AS phase", f"{pick('time')} AS time",
-        f"{pick('time')} AS slot_due", "CAST(0 AS BIGINT) AS slot",
-        f"'{emits[0].side}' AS side" if len(emits) == 1 else f"{sides} AS side", f"{pick('pos')} AS pos",
+        f"{pick('time')} AS slot_due", "CAST(0 AS BIGINT) AS slot", f"{side} AS side", f"{pick('pos')} AS pos",
         *keep[1:],
     )
