@@ -47,6 +47,7 @@ from oracle.errors import InvalidTrace, WindowOracleError
 from oracle.model import Jump, Trace, Update, WindowSpec
 from spark_impl import frames, pipeline
 from spark_impl.errors import InvalidFrame, JobFailed, SparkUnavailable
+from spark_impl.event_table import apply_window_to_events
 from spark_impl.frames import OUTPUT_COLUMNS, UPDATE_KEY, PropertyTypes
 from spark_impl.session import get_spark, interpreted
 
@@ -69,84 +70,6 @@ def apply_window(trace_df, window: str | WindowSpec, dialect: str = "esper", *, 
     errors for a bad clause, `UnsupportedWindow` for a window not implemented."""
     out = pipeline.apply(trace_df, _spec(window, dialect), jumps=jumps)
     return pipeline.numbered(out) if numbered else out
-
-
-def apply_window_to_events(events_df, window: str | WindowSpec, *, order_col: str, time_col: str,
-                           trace_col: str | None = None, until: int | None = None, start: int | None = None,
-                           dialect: str = "esper", numbered: bool = False):
-    """`apply_window` over an ordinary event table.
-
-    * `order_col`: an integer column giving each event's unique, non-negative
-      position in its trace (an offset, a sequence number); it becomes `seq` and,
-      unless the table has an `id` column, the event's id (as text).
-    * `time_col`: the clock at the event's arrival, in ms (an integer column) or a
-      timestamp column (converted to epoch ms). It must not decrease along
-      `order_col` within a trace.
-    * `trace_col`: independent traces (e.g. one per device); all rows form one
-      trace, `trace_id` "0", without it.
-    * `until`: the clock, in ms, to walk every trace to after its last event, so
-      timers due by then fire (the end of a trace flushes nothing by itself).
-      An `until` before a trace's last event raises `InvalidFrame` (checked by
-      one small job when the plan is built).
-    * `start`: the clock when the window is created (default 0).
-
-    Every other column is an event property (the order and time columns too, so
-    `#ext_timed(ts, 10 sec)` can read `ts`). An event table has no jumps, so the
-    window is planned without them (`apply_window`'s `jumps=False`).
-
-        >>> out = apply_window_to_events(
-        ...     trades, "#groupwin(symbol)#time(10 sec)",
-        ...     order_col="offset", time_col="ts", until=1_700_000_060_000)
-        >>> out.where("side = 'remove'").groupBy("symbol").count()
-    """
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    spec = _spec(window, dialect)
-    fields = {f.name: f.dataType for f in events_df.schema.fields}
-    for role, name in (("order_col", order_col), ("time_col", time_col), ("trace_col", trace_col)):
-        if name is not None and name not in fields:
-            raise InvalidFrame(f"{role} names column {name!r}, which the table does not have")
-    integral = (T.LongType, T.IntegerType, T.ShortType, T.ByteType)
-    if not isinstance(fields[order_col], integral):
-        raise InvalidFrame(f"order_col {order_col!r} must be an integer column, not {fields[order_col].simpleString()}")
-    if isinstance(fields[time_col], (T.TimestampType, T.TimestampNTZType)):
-        arrival = F.unix_millis(F.col(time_col).cast("timestamp"))
-    elif isinstance(fields[time_col], integral):
-        arrival = F.col(time_col).cast("long")
-    else:
-        raise InvalidFrame(f"time_col {time_col!r} must be integer ms or a timestamp, not {fields[time_col].simpleString()}")
-    consumed = {trace_col, "id"} | ({order_col, time_col} & frames.RESERVED)
-    props = [c for c in events_df.columns if c not in consumed]
-    clashes = [c for c in props if c.lower() in frames.RESERVED]
-    if clashes:
-        raise InvalidFrame(
-            f"column {clashes[0]!r} clashes with the column {clashes[0].lower()!r} the window's input or output uses; "
-            "rename it, or name it as order_col, time_col or trace_col"
-        )
-    trace_id = F.col(trace_col).cast("string") if trace_col else F.lit("0")
-    event_id = F.col("id").cast("string") if "id" in fields else F.col(order_col).cast("string")
-    rows = events_df.select(
-        trace_id.alias("trace_id"), F.col(order_col).cast("long").alias("seq"), F.lit("event").alias("kind"),
-        arrival.alias("time"), event_id.alias("id"), *props,
-    )
-    if until is not None:
-        # checked before the plan is built (one small job), so the error is one sentence
-        late = rows.groupBy("trace_id").agg(F.max("time").alias("_latest")).where(F.col("_latest") > until).limit(1)
-        for found in late.collect():
-            raise InvalidFrame(f"until={until} ms is before the last event of trace {found['trace_id']!r}, "
-                               f"at {found['_latest']} ms")
-        ends = rows.groupBy("trace_id").agg(F.max("seq").alias("_last"))
-        rows = rows.unionByName(ends.select(
-            "trace_id", (F.col("_last") + 1).alias("seq"), F.lit("advance").alias("kind"),
-            F.lit(until).cast("long").alias("time"),
-        ), allowMissingColumns=True)
-    if start is not None:
-        rows = rows.unionByName(rows.select("trace_id").distinct().select(
-            "trace_id", F.lit(frames.START_SEQ).cast("long").alias("seq"), F.lit("start").alias("kind"),
-            F.lit(start).cast("long").alias("time"),
-        ), allowMissingColumns=True)
-    return apply_window(rows, spec, jumps=False, numbered=numbered)
 
 
 #: a job of `run_cases` holds at most this many window plans and input rows: the

@@ -8,10 +8,13 @@ size (in a temporary folder, untimed) and read back by every workload.
 
 * each window: `spark_impl.apply_window_to_events(events, window, order_col="n",
   time_col="t")`, every column of the output;
+* the table check alone (`spark_impl.event_table.check_events`), which every
+  window above runs before planning (`validate=True`), so its share shows;
 * bare: what any keyed window costs in Spark at least, `lag(id, 10)` over the
   keys in `n` order (one shuffle and sort), no update identity, no clock.
 
-Every output is written to Spark's `noop` sink. Each workload runs once untimed
+Every output is written to Spark's `noop` sink; a window's time counts its
+check job. Each workload runs once untimed
 on the smallest size first (the JVM compiles a plan's hot code on its first
 large input: a cold run took twice as long in measurement), then `--repeat`
 times per size (default 2); the best time counts (measured: the same 10 M plan
@@ -41,6 +44,7 @@ TICK_MS = 1
 SIZES = (1_000_000, 10_000_000)
 WINDOWS = ("#groupwin(k)#length(10)", "#time(10 sec)", "#groupwin(k)#time_batch(10 sec)", "#groupwin(k)#time(10 sec)")
 BARE = "bare: lag(id, 10) by key"
+CHECK = "table check alone (in each window)"
 TARGET_BARE, TARGET_SCALING = 1.3, 10.0
 
 
@@ -76,13 +80,24 @@ def bare(events):
     return events.withColumn("removed", F.lag("id", 10).over(Window.partitionBy("k").orderBy("n")))
 
 
+def check(events):
+    """The table check every `apply_window_to_events` above runs (its share of
+    their times): the frame of problems its scan finds."""
+    from pyspark.sql import functions as F
+
+    from spark_impl.event_table import ONE_TRACE, scanned_problems
+
+    rows = events.select(F.lit(ONE_TRACE).alias("trace_id"), F.col("n").alias("seq"), F.col("t").alias("time"))
+    return scanned_problems(rows, None, traced=False)
+
+
 def workloads(windows: Sequence[str]) -> dict[str, Callable]:
     from spark_impl import apply_window_to_events
 
     def window_of(clause: str) -> Callable:
         return lambda events: apply_window_to_events(events, clause, order_col="n", time_col="t")
 
-    return {**{w: window_of(w) for w in windows}, BARE: bare}
+    return {**{w: window_of(w) for w in windows}, CHECK: check, BARE: bare}
 
 
 def exchanges(frame) -> tuple[int, int]:
@@ -94,11 +109,15 @@ def exchanges(frame) -> tuple[int, int]:
 
 
 def run_once(spark, build: Callable, path: str) -> tuple[float, int, int]:
-    frame = build(spark.read.parquet(path))
-    shuffles, broadcasts = exchanges(frame)
+    """Seconds to build the frame (which runs `apply_window_to_events`' check
+    job) and write it, not counting the plan's inspection."""
     started = time.perf_counter()
+    frame = build(spark.read.parquet(path))
+    built = time.perf_counter()
+    shuffles, broadcasts = exchanges(frame)
+    inspected = time.perf_counter()
     frame.write.format("noop").mode("overwrite").save()
-    return time.perf_counter() - started, shuffles, broadcasts
+    return built - started + time.perf_counter() - inspected, shuffles, broadcasts
 
 
 def measure(spark, sizes: Sequence[int], keys: int, windows: Sequence[str], folder: Path,
@@ -120,7 +139,7 @@ def summary(timings: list[Timing], windows: Sequence[str]) -> list[dict]:
     by = {(t.workload, t.events): t for t in timings}
     sizes = sorted({t.events for t in timings})
     rows = []
-    for window in (*windows, BARE):
+    for window in (*windows, CHECK, BARE):
         for n in sizes:
             t = by[(window, n)]
             row = {"window": window, "events": n, "seconds": round(t.seconds, 3), "events_per_s": round(t.rate),

@@ -25,7 +25,7 @@ from oracle.model import (
     Unique,
     Update,
 )
-from spark_impl import apply_window, apply_window_to_events, frames, run_cases
+from spark_impl import apply_window, apply_window_to_events, event_table, frames, run_cases
 from spark_impl.errors import InvalidFrame
 
 
@@ -233,11 +233,73 @@ def test_apply_window_to_events_builds_traces_from_an_event_table(spark):
     ]
 
 
-def test_apply_window_to_events_refuses_an_until_before_the_last_event_in_one_sentence(spark):
-    table = spark.createDataFrame([("a", 1, 500), ("b", 1, 5000)], "dev string, n long, ts long")
+# a table that does not describe traces is refused before planning, naming the column,
+# the trace and the value: (rows of dev/n/ts, trace_col, until, message)
+BAD_TABLE_ROWS = [
+    ([("a", 1, 500), ("a", 2, None), ("a", 3, None)], "dev", None,
+     "time_col 'ts' is null at n=2 in trace 'a' (2 rows in all)"),
+    ([("a", 1, 500), ("a", 1, 600)], "dev", None,
+     "order_col 'n' has the value 1 more than once in trace 'a' (an event's position is unique)"),
+    ([("a", 1, 500), ("b", 1, 500), ("b", 2, 400)], "dev", None,
+     "time_col 'ts' goes back along order_col 'n' in trace 'b': 400 ms at n=2, after 500 ms at n=1"),
+    ([("a", 2, 400), ("a", 1, 500)], None, None,
+     "time_col 'ts' goes back along order_col 'n': 400 ms at n=2, after 500 ms at n=1"),
+    ([("a", None, 500), ("a", 1, 500)], "dev", None, "order_col 'n' is null in 1 row in trace 'a'"),
+    ([("a", -3, 500), ("a", 1, 500)], "dev", None, "order_col 'n' is negative in trace 'a': -3 (positions start at 0)"),
+    ([(None, 1, 500), ("a", 1, 500)], "dev", None, "trace_col 'dev' is null in 1 row"),
+    ([("a", 1, 500), ("b", 1, 5000)], "dev", 4000, "until=4000 ms is before the last event of trace 'b', at 5000 ms"),
+    ([("a", 1, 500), ("a", 2, 5000)], None, 4000, "until=4000 ms is before the last event of the table, at 5000 ms"),
+    # the first problem by kind, then trace, then position
+    ([("b", 1, 500), ("b", 1, 500), ("a", 5, 900), ("a", 6, 800), ("a", 7, None)], "dev", None,
+     "time_col 'ts' is null at n=7 in trace 'a' (1 row in all)"),
+]
+
+
+@pytest.mark.parametrize("rows, trace_col, until, message", BAD_TABLE_ROWS)
+@pytest.mark.parametrize("layout", ["in order", "round robin"])
+def test_apply_window_to_events_refuses_a_table_that_is_not_traces_in_one_sentence(spark, rows, trace_col, until,
+                                                                                     message, layout):
+    table = spark.createDataFrame(rows, "dev string, n long, ts long")
+    if layout == "round robin":  # partitions of interleaved positions: the full check decides
+        table = table.repartition(3)
     with pytest.raises(InvalidFrame) as caught:
-        apply_window_to_events(table, "#keepall", order_col="n", time_col="ts", trace_col="dev", until=4000)
-    assert str(caught.value) == "until=4000 ms is before the last event of trace 'b', at 5000 ms"
+        apply_window_to_events(table, "#keepall", order_col="n", time_col="ts", trace_col=trace_col, until=until)
+    assert str(caught.value) == message
+
+
+def test_the_partition_scan_decides_a_table_in_order_and_sorts_only_an_interleaved_one(spark, monkeypatch):
+    def no_sort(*_):
+        raise AssertionError("the full check ran")
+
+    monkeypatch.setattr(event_table, "_full_check", no_sort)
+    times = [100 * n for n in range(40)]
+    times[25] = 50
+    in_order = spark.createDataFrame(list(enumerate(times)), "n long, ts long").coalesce(4)
+    assert in_order.rdd.getNumPartitions() > 1
+    with pytest.raises(InvalidFrame, match="50 ms at n=25, after 2400 ms at n=24$"):
+        apply_window_to_events(in_order, "#keepall", order_col="n", time_col="ts")
+    with pytest.raises(AssertionError, match="the full check ran"):
+        apply_window_to_events(in_order.repartition(3), "#keepall", order_col="n", time_col="ts")
+
+
+def test_the_full_check_compares_rows_across_its_buckets(spark, monkeypatch):
+    monkeypatch.setattr(event_table, "CHECK_ROWS_PER_BUCKET", 2)
+    times = [100 * n for n in range(12)]
+    good = spark.createDataFrame([(n, t) for n, t in enumerate(times)], "n long, ts long").repartition(3)
+    apply_window_to_events(good, "#keepall", order_col="n", time_col="ts")  # no error
+    for at in range(1, 12):  # one step back, wherever the bucket boundaries fall
+        back = times[:at] + [times[at - 1] - 1] + [t + 10_000 for t in times[at + 1:]]
+        table = spark.createDataFrame([(n, t) for n, t in enumerate(back)], "n long, ts long").repartition(3)
+        with pytest.raises(InvalidFrame, match=rf"{back[at]} ms at n={at}, after {back[at - 1]} ms at n={at - 1}$"):
+            apply_window_to_events(table, "#keepall", order_col="n", time_col="ts")
+
+
+def test_validate_false_skips_the_check_but_not_until(spark):
+    table = spark.createDataFrame([(1, 500), (1, 600)], "n long, ts long")
+    out = apply_window_to_events(table, "#keepall", order_col="n", time_col="ts", validate=False)
+    assert out.where("side = 'insert'").count() == 2  # planned as given: the repeated position is not caught
+    with pytest.raises(InvalidFrame, match="until=550 ms is before the last event"):
+        apply_window_to_events(table, "#keepall", order_col="n", time_col="ts", until=550, validate=False)
 
 
 # one rule for every reserved name: a table column that would clash with a column of

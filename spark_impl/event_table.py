@@ -1,0 +1,343 @@
+"""A window over an ordinary event table (`apply_window_to_events`): the table's
+order, time and trace columns become the input frame's `seq`, `time` and
+`trace_id` (`spark_impl.frames`), after one Spark job has checked that they
+describe traces at all (`check_events`)."""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from oracle.dialects import parse
+from oracle.model import WindowSpec
+from spark_impl import frames, pipeline
+from spark_impl.errors import InvalidFrame
+
+#: the trace_id of a table without trace_col
+ONE_TRACE = "0"
+_INTEGRAL = (T.LongType, T.IntegerType, T.ShortType, T.ByteType)
+
+#: the order check sorts each trace in buckets of about this many rows, so that
+#: one long trace spreads over every task
+CHECK_ROWS_PER_BUCKET = 1 << 18
+
+
+def apply_window_to_events(events_df: DataFrame, window: str | WindowSpec, *, order_col: str, time_col: str,
+                           trace_col: str | None = None, until: int | None = None, start: int | None = None,
+                           dialect: str = "esper", numbered: bool = False, validate: bool = True) -> DataFrame:
+    """`apply_window` over an ordinary event table.
+
+    * `order_col`: an integer column giving each event's unique, non-negative
+      position in its trace (an offset, a sequence number); it becomes `seq` and,
+      unless the table has an `id` column, the event's id (as text).
+    * `time_col`: the clock at the event's arrival, in ms (an integer column) or a
+      timestamp column (converted to epoch ms). It must not decrease along
+      `order_col` within a trace.
+    * `trace_col`: independent traces (e.g. one per device); all rows form one
+      trace, `trace_id` "0" (ONE_TRACE), without it.
+    * `until`: the clock, in ms, to walk every trace to after its last event, so
+      timers due by then fire (the end of a trace flushes nothing by itself).
+    * `start`: the clock when the window is created (default 0).
+    * `validate`: check the table before planning (`check_events`, one Spark
+      job that sorts the three columns): a null order, time or trace value, a
+      negative or repeated order value, a time that goes back along the order,
+      or an `until` before a trace's last event raises `InvalidFrame` naming
+      the column, the trace and the value. `validate=False` skips that job for
+      a table known to be valid (offsets and ingest times of one log); an
+      invalid table then gives wrong output. An `until` is checked either way.
+
+    Every other column is an event property (the order and time columns too, so
+    `#ext_timed(ts, 10 sec)` can read `ts`). An event table has no jumps, so the
+    window is planned without them (`apply_window`'s `jumps=False`).
+
+        >>> out = apply_window_to_events(
+        ...     trades, "#groupwin(symbol)#time(10 sec)",
+        ...     order_col="offset", time_col="ts", until=1_700_000_060_000)
+        >>> out.where("side = 'remove'").groupBy("symbol").count()
+    """
+    spec = parse(window, dialect) if isinstance(window, str) else window
+    fields = {f.name: f.dataType for f in events_df.schema.fields}
+    for role, name in (("order_col", order_col), ("time_col", time_col), ("trace_col", trace_col)):
+        if name is not None and name not in fields:
+            raise InvalidFrame(f"{role} names column {name!r}, which the table does not have")
+    if not isinstance(fields[order_col], _INTEGRAL):
+        raise InvalidFrame(f"order_col {order_col!r} must be an integer column, not {fields[order_col].simpleString()}")
+    if isinstance(fields[time_col], (T.TimestampType, T.TimestampNTZType)):
+        arrival = F.unix_millis(F.col(time_col).cast("timestamp"))
+    elif isinstance(fields[time_col], _INTEGRAL):
+        arrival = F.col(time_col).cast("long")
+    else:
+        raise InvalidFrame(f"time_col {time_col!r} must be integer ms or a timestamp, not {fields[time_col].simpleString()}")
+    consumed = {trace_col, "id"} | ({order_col, time_col} & frames.RESERVED)
+    props = [c for c in events_df.columns if c not in consumed]
+    clashes = [c for c in props if c.lower() in frames.RESERVED]
+    if clashes:
+        raise InvalidFrame(
+            f"column {clashes[0]!r} clashes with the column {clashes[0].lower()!r} the window's input or output uses; "
+            "rename it, or name it as order_col, time_col or trace_col"
+        )
+    trace_id = F.col(trace_col).cast("string") if trace_col else F.lit(ONE_TRACE)
+    event_id = F.col("id").cast("string") if "id" in fields else F.col(order_col).cast("string")
+    rows = events_df.select(
+        trace_id.alias("trace_id"), F.col(order_col).cast("long").alias("seq"), F.lit("event").alias("kind"),
+        arrival.alias("time"), event_id.alias("id"), *props,
+    )
+    if validate or until is not None:
+        check_events(rows, order_col=order_col, time_col=time_col, trace_col=trace_col, until=until, order=validate)
+    if until is not None:
+        ends = rows.groupBy("trace_id").agg(F.max("seq").alias("_last"))
+        rows = rows.unionByName(ends.select(
+            "trace_id", (F.col("_last") + 1).alias("seq"), F.lit("advance").alias("kind"),
+            F.lit(until).cast("long").alias("time"),
+        ), allowMissingColumns=True)
+    if start is not None:
+        rows = rows.unionByName(rows.select("trace_id").distinct().select(
+            "trace_id", F.lit(frames.START_SEQ).cast("long").alias("seq"), F.lit("start").alias("kind"),
+            F.lit(start).cast("long").alias("time"),
+        ), allowMissingColumns=True)
+    out = pipeline.apply(rows, spec, jumps=False)
+    return pipeline.numbered(out) if numbered else out
+
+
+# The problems `check_events` finds, by rank: the first by (rank, trace, seq) is reported.
+_NULL_TRACE, _NULL_ORDER, _NEGATIVE, _NULL_TIME, _LATE, _OUT_OF_ORDER = range(6)
+_OVERLAP = -1  # not a problem: the partition scan cannot decide a trace, the full check runs
+_PROBLEM = "rank int, trace_id string, seq long, prev_seq long, time long, prev_time long, n long"
+
+# What `_scan_partition` returns per (input partition, trace): counts, the least
+# seq, the first seq with a null time, the latest time, the first and last row by
+# seq among rows with both seq and time, and the first row (by seq) that repeats
+# the seq before it or goes back in time.
+_RUN = ("trace_id string, n long, n_seq long, n_time long, lo long, null_time_at long, latest long, "
+        "first_seq long, first_time long, last_seq long, last_time long, "
+        "bad_seq long, bad_prev_seq long, bad_time long, bad_prev_time long")
+
+
+def check_events(rows: DataFrame, *, order_col: str, time_col: str, trace_col: str | None,
+                 until: int | None, order: bool = True) -> None:
+    """Raise `InvalidFrame` for the first problem of an event table already
+    renamed to (trace_id, seq, time): a null trace, order or time value, a
+    negative order value, an `until` before a trace's last event, a repeated
+    order value or a time going back along the order. `order=False` checks
+    `until` only (one aggregate).
+
+    Fast path, one scan and no sort of the table: each input partition is
+    scanned as it lies by `_scan_partition` (Arrow batches through numpy: Spark
+    SQL compares a row with the one before it only after a shuffle and sort of
+    the whole table, which would cost as much as the window itself). It gives
+    each trace's run of rows in that partition, checked within; a trace's runs,
+    lined up by seq, are then compared end to first (a few rows per trace and
+    partition). A table written in order (a log, a Parquet export) has runs of
+    disjoint seq ranges, and the scan decides it. If some trace's runs overlap,
+    the scan cannot, and `_full_check` sorts the table instead."""
+    if order:
+        found = _first([scanned_problems(rows, until, traced=trace_col is not None)])
+        if found is not None and found.rank == _OVERLAP:
+            found = _first(_full_check(rows, until))
+    else:
+        late = rows.groupBy("trace_id").agg(F.expr("max(time)").alias("time")).where(F.col("time") > until)
+        found = _first([late.selectExpr(f"{_LATE} AS rank", "trace_id", "time")])
+    if found is not None:
+        raise InvalidFrame(_describe(found, order_col, time_col, trace_col, until))
+
+
+def scanned_problems(rows: DataFrame, until: int | None, traced: bool = True) -> DataFrame:
+    """The problems the partition scan finds, and an `_OVERLAP` row per trace
+    it cannot decide: one exchange (by trace) of the runs, a few rows per trace
+    and partition; every problem is a struct of a run's row."""
+    sent = ("trace_id", "seq", "time") if traced else ("seq", "time")
+    runs = rows.select(*sent).mapInArrow(_scan_partition, _RUN)
+    whole, lined = "(PARTITION BY trace_id)", "(PARTITION BY trace_id ORDER BY first_seq)"
+    lined_up = runs.selectExpr(
+        "trace_id", "first_seq", "first_time", "bad_seq", "bad_prev_seq", "bad_time", "bad_prev_time",
+        *(f"{fn}({c}) OVER {whole} AS {c}" for fn, c in (("sum", "n"), ("sum", "n_seq"), ("sum", "n_time"),
+                                                         ("min", "lo"), ("min", "null_time_at"), ("max", "latest"))),
+        f"lag(last_seq) OVER {lined} AS prev_seq", f"lag(last_time) OVER {lined} AS prev_time",
+    )
+    return lined_up.selectExpr(
+        "trace_id", "inline(filter(array("
+        f"{_struct(_OVERLAP, 'first_seq', one='prev_seq >= first_seq')}, "
+        f"{_struct(_OUT_OF_ORDER, 'bad_seq', 'bad_prev_seq', 'bad_time', 'bad_prev_time', one='bad_seq IS NOT NULL')}, "
+        f"{_struct(_OUT_OF_ORDER, 'first_seq', 'prev_seq', 'first_time', 'prev_time', one='prev_time > first_time')}, "
+        f"{_trace_structs(until)}), p -> p.n > 0))",
+    )
+
+
+def _struct(rank: int, seq: str = "NULL", prev_seq: str = "NULL", time: str = "NULL", prev_time: str = "NULL", *,
+            one: str = "NULL", n: str | None = None) -> str:
+    """SQL: a problem as a struct (`n` > 0 where there is one: `n`, else 1 where `one` holds)."""
+    count = n if n is not None else f"IF({one}, 1, 0)"
+    return (f"named_struct('rank', {rank}, 'seq', CAST({seq} AS BIGINT), 'prev_seq', CAST({prev_seq} AS BIGINT), "
+            f"'time', CAST({time} AS BIGINT), 'prev_time', CAST({prev_time} AS BIGINT), "
+            f"'n', CAST(coalesce({count}, 0) AS BIGINT))")
+
+
+def _trace_structs(until: int | None) -> str:
+    """SQL: the problems of a whole trace as structs, from its counts (columns n,
+    n_seq, n_time, lo, null_time_at, latest)."""
+    late = f"latest > {until}" if until is not None else "false"
+    return ", ".join((
+        _struct(_NULL_TRACE, n="IF(trace_id IS NULL, n, 0)"),
+        _struct(_NULL_ORDER, n="n - n_seq"),
+        _struct(_NEGATIVE, "lo", one="lo < 0"),
+        _struct(_NULL_TIME, "null_time_at", n="n - n_time"),
+        _struct(_LATE, time="latest", one=late),
+    ))
+
+
+def _full_check(rows: DataFrame, until: int | None) -> list[DataFrame]:
+    """The problems of any table, sorted: each trace's seq range is cut into
+    about one bucket per CHECK_ROWS_PER_BUCKET rows (so one long trace spreads
+    over every task); within a bucket each row is compared with the one before
+    it by seq, and each bucket's first row with the previous bucket's last."""
+    per_trace = rows.groupBy("trace_id").agg(
+        F.expr("count(1)").alias("n"), F.expr("count(seq)").alias("n_seq"), F.expr("count(time)").alias("n_time"),
+        F.expr("min(seq)").alias("lo"), F.expr("max(seq)").alias("hi"),
+        F.expr("min(CASE WHEN time IS NULL THEN seq END)").alias("null_time_at"),
+        F.expr("max(time)").alias("latest"),
+    )
+    width = f"(hi - lo) div greatest(1, n_seq div {CHECK_ROWS_PER_BUCKET}) + 1"
+    placed = rows.where("trace_id IS NOT NULL AND seq IS NOT NULL AND time IS NOT NULL").select(
+        "trace_id", "seq", "time"
+    ).join(F.broadcast(per_trace.selectExpr("trace_id", "lo", f"{width} AS width")), "trace_id").selectExpr(
+        "trace_id", "seq", "time", "(seq - lo) div width AS bucket"
+    )
+    within = placed.selectExpr(
+        "trace_id", "seq", "time",
+        "lag(seq) OVER (PARTITION BY trace_id, bucket ORDER BY seq) AS prev_seq",
+        "lag(time) OVER (PARTITION BY trace_id, bucket ORDER BY seq) AS prev_time",
+    ).where("prev_seq = seq OR prev_time > time").selectExpr(f"{_OUT_OF_ORDER} AS rank", "*")
+    ends = placed.groupBy("trace_id", "bucket").agg(
+        F.expr("min(seq)").alias("first_seq"), F.expr("min_by(time, seq)").alias("first_time"),
+        F.expr("max(seq)").alias("last_seq"), F.expr("max_by(time, seq)").alias("last_time"),
+    )
+    across = ends.selectExpr(
+        "trace_id", "first_seq AS seq", "first_time AS time",
+        "lag(last_seq) OVER (PARTITION BY trace_id ORDER BY bucket) AS prev_seq",
+        "lag(last_time) OVER (PARTITION BY trace_id ORDER BY bucket) AS prev_time",
+    ).where("prev_time > time").selectExpr(f"{_OUT_OF_ORDER} AS rank", "*")
+    whole = per_trace.selectExpr("trace_id", f"inline(filter(array({_trace_structs(until)}), p -> p.n > 0))")
+    return [whole, within, across]
+
+
+def _first(problems: list[DataFrame]):
+    """The first row by (rank, trace, seq) of the problem frames (missing
+    columns null), or None: one Spark job."""
+    columns = [c.split() for c in _PROBLEM.split(", ")]
+    shaped = [p.selectExpr(*(f"CAST({name if name in p.columns else 'NULL'} AS {kind}) AS {name}"
+                             for name, kind in columns)) for p in problems]
+    found = reduce(DataFrame.unionByName, shaped).orderBy("rank", "trace_id", "seq").limit(1).collect()
+    return found[0] if found else None
+
+
+def _scan_partition(batches):
+    """mapInArrow: one input partition's (trace_id, seq, time) rows -> one `_RUN`
+    row per trace in it. Rows are sorted by (trace, seq) here (a partition
+    written in order is already sorted, which numpy's sort finds cheap)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    batches = [b for b in batches if b.num_rows]
+    if not batches:
+        return
+    table = pa.Table.from_batches(batches)
+    if "trace_id" in table.column_names:
+        encoded = pc.dictionary_encode(table.column("trace_id").combine_chunks())
+        traces = encoded.dictionary.to_pylist() + [None]
+        code = encoded.indices.fill_null(len(traces) - 1).to_numpy(zero_copy_only=False).astype(np.int64)
+    else:  # one trace: its name is not sent (a string per row costs as much as the longs)
+        traces = [ONE_TRACE, None]
+        code = np.zeros(table.num_rows, np.int64)
+    groups = len(traces)
+    seq_col, time_col = table.column("seq").combine_chunks(), table.column("time").combine_chunks()
+    has_seq = seq_col.is_valid().to_numpy(zero_copy_only=False)
+    has_time = time_col.is_valid().to_numpy(zero_copy_only=False)
+    seq = seq_col.fill_null(0).to_numpy(zero_copy_only=False)
+    time = time_col.fill_null(0).to_numpy(zero_copy_only=False)
+    out = {name: np.zeros(groups, np.int64) for name in _RUN_LONGS}
+    known = {name: np.zeros(groups, bool) for name in _RUN_LONGS}
+
+    def put(name, at, values):
+        out[name][at], known[name][at] = values, True
+
+    put("n", slice(None), np.bincount(code, minlength=groups))
+    put("n_seq", slice(None), np.bincount(code[has_seq], minlength=groups))
+    put("n_time", slice(None), np.bincount(code[has_time], minlength=groups))
+    # rows with a seq, sorted by (trace, seq); a partition written in order needs no sort
+    c, s, t, timed = code, seq, time, has_time
+    if not has_seq.all():
+        c, s, t, timed = c[has_seq], s[has_seq], t[has_seq], timed[has_seq]
+    if not _ascending(c, s):
+        order = np.lexsort((s, c))
+        c, s, t, timed = c[order], s[order], t[order], timed[order]
+    if len(c):
+        starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+        put("lo", c[starts], s[starts])
+    untimed = np.flatnonzero(~timed)
+    if len(untimed):
+        which, first = np.unique(c[untimed], return_index=True)
+        put("null_time_at", which, s[untimed[first]])
+    # rows with a trace, a seq and a time
+    keep = timed & (c < groups - 1)
+    if not keep.all():
+        c, s, t = c[keep], s[keep], t[keep]
+    if len(c):
+        starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+        ends = np.r_[starts[1:] - 1, len(c) - 1]
+        which = c[starts]
+        put("first_seq", which, s[starts])
+        put("first_time", which, t[starts])
+        put("last_seq", which, s[ends])
+        put("last_time", which, t[ends])
+        put("latest", which, np.maximum.reduceat(t, starts))
+        bad = np.flatnonzero((c[1:] == c[:-1]) & ((s[1:] == s[:-1]) | (t[1:] < t[:-1]))) + 1
+        if len(bad):
+            which, first = np.unique(c[bad], return_index=True)
+            at = bad[first]
+            put("bad_seq", which, s[at])
+            put("bad_prev_seq", which, s[at - 1])
+            put("bad_time", which, t[at])
+            put("bad_prev_time", which, t[at - 1])
+    present = np.flatnonzero(out["n"] > 0)
+    columns = {"trace_id": pa.array([traces[i] for i in present], pa.string())}
+    for name in _RUN_LONGS:
+        columns[name] = pa.array(out[name][present], pa.int64(), mask=~known[name][present])
+    yield pa.RecordBatch.from_pydict(columns)
+
+
+def _ascending(codes, seqs) -> bool:
+    """Whether rows are sorted by (trace code, seq)."""
+    import numpy as np
+
+    if len(codes) < 2:
+        return True
+    step = np.diff(codes)
+    return bool((step >= 0).all() and (np.diff(seqs)[step == 0] >= 0).all())
+
+
+_RUN_LONGS = tuple(c.split()[0] for c in _RUN.split(", ")[1:])
+
+
+def _describe(problem, order_col: str, time_col: str, trace_col: str | None, until: int | None) -> str:
+    in_trace = f" in trace {problem.trace_id!r}" if trace_col else ""
+    rows = "row" if problem.n == 1 else "rows"
+    if problem.rank == _NULL_TRACE:
+        return f"trace_col {trace_col!r} is null in {problem.n} {rows}"
+    if problem.rank == _NULL_ORDER:
+        return f"order_col {order_col!r} is null in {problem.n} {rows}{in_trace}"
+    if problem.rank == _NEGATIVE:
+        return f"order_col {order_col!r} is negative{in_trace}: {problem.seq} (positions start at 0)"
+    if problem.rank == _NULL_TIME:
+        return f"time_col {time_col!r} is null at {order_col}={problem.seq}{in_trace} ({problem.n} {rows} in all)"
+    if problem.rank == _LATE:
+        whose = f"trace {problem.trace_id!r}" if trace_col else "the table"
+        return f"until={until} ms is before the last event of {whose}, at {problem.time} ms"
+    if problem.prev_seq == problem.seq:
+        return (f"order_col {order_col!r} has the value {problem.seq} more than once{in_trace} "
+                "(an event's position is unique)")
+    return (f"time_col {time_col!r} goes back along order_col {order_col!r}{in_trace}: "
+            f"{problem.time} ms at {order_col}={problem.seq}, after {problem.prev_time} ms at {order_col}={problem.prev_seq}")
