@@ -46,10 +46,11 @@ import oracle
 from difftest.compare import Difference, compare
 from difftest.shrink import shrink
 from difftest.known import KNOWN_DIFFERENCES, KnownDifference, known_difference
-from difftest.strategies import implemented_kinds, key_properties, seeded_traces, windows
+from difftest.strategies import implemented_kinds, seeded_traces, windows
+from oracle.dialects import window_name
 from oracle.cases import Case, dump_case
 from oracle.errors import UnsupportedWindow, WindowOracleError
-from oracle.model import Arrive, Trace, Update, WindowSpec, spec_kind
+from oracle.model import Arrive, Trace, Update, WindowSpec, spec_keys, spec_kind
 from oracle.windows import make_window
 
 DEFAULT_IMPL = "spark_impl:apply_window"
@@ -257,10 +258,11 @@ class KindStats:
 
 
 def save_found(result: TraceResult, batch: BatchResult, folder: Path, impl_name: str, note: str = "") -> Path:
-    """Write a minimal disagreeing case to `folder/<kind>-<hash>.json` (the hash of
+    """Write a minimal disagreeing case to `folder/<dialect>-<window>-<hash>.json`
+    (the window named in its dialect's words, `dialects.window_name`; the hash of
     its trace and expectation; `-2`, `-3`, ... where another finding of another
     run holds that name), the oracle's output as `expected`."""
-    kind = spec_kind(batch.spec).replace("/", "-")
+    kind = f"{batch.dialect}-{window_name(batch.spec, batch.dialect)}"
     case = Case(name="", dialect=batch.dialect, window=batch.window, trace=result.trace, expected=result.expected)
     body = dump_case(case)
     digest = hashlib.sha1(body.encode()).hexdigest()[:10]
@@ -374,7 +376,7 @@ class Runner:
             if failed is not None or spent or drawn >= examples:
                 return  # a mismatch found, or the budget or examples spent: let Hypothesis finish
             count = min(count, examples - drawn)
-            batch = label(seeded_traces(seed, count, key_properties(spec), self.max_items))
+            batch = label(seeded_traces(seed, count, spec_keys(spec), self.max_items))
             drawn += count
             window = oracle.render(spec, self.dialect)
             expected = expected_updates(spec, batch)

@@ -72,11 +72,14 @@ from oracle.model import (
     LengthBatch,
     RetainUnion,
     Time,
+    TimeAccum,
     TimeBatch,
+    TimeOrder,
     Trace,
     TraceItem,
     Unique,
     WindowSpec,
+    spec_keys,
 )
 from oracle.windows import make_window
 
@@ -108,22 +111,24 @@ references = st.one_of(
 key_names = st.lists(st.sampled_from(KEY_PROPERTIES), min_size=1, max_size=2, unique=True).map(tuple)
 flow_control = st.sampled_from([(False, False), (True, False), (True, True)])
 
-DATA_WINDOW_SPECS: dict[str, st.SearchStrategy] = {
-    "length": st.builds(Length, sizes),
-    "length_batch": st.builds(LengthBatch, sizes),
-    "time": st.builds(Time, spans),
-    "ext_timed": st.builds(ExtTimed, st.just(TIMESTAMP), spans),
-    "time_batch": st.builds(lambda span, ref, flags: TimeBatch(span, ref, *flags), spans, st.none() | references, flow_control),
-    "ext_timed_batch": st.builds(ExtTimedBatch, st.just(TIMESTAMP), spans, st.none() | references),
-    "keepall": st.just(KeepAll()),
-    "firstlength": st.builds(FirstLength, sizes),
-    "firsttime": st.builds(FirstTime, spans),
-    "firstevent": st.just(FirstEvent()),
-    "lastevent": st.just(LastEvent()),
-    "unique": st.builds(Unique, key_names),
-    "firstunique": st.builds(FirstUnique, key_names),
+DATA_WINDOW_SPECS: dict[type, st.SearchStrategy] = {
+    Length: st.builds(Length, sizes),
+    LengthBatch: st.builds(LengthBatch, sizes),
+    Time: st.builds(Time, spans),
+    ExtTimed: st.builds(ExtTimed, st.just(TIMESTAMP), spans),
+    TimeBatch: st.builds(lambda span, ref, flags: TimeBatch(span, ref, *flags), spans, st.none() | references, flow_control),
+    ExtTimedBatch: st.builds(ExtTimedBatch, st.just(TIMESTAMP), spans, st.none() | references),
+    TimeAccum: st.builds(TimeAccum, spans),
+    TimeOrder: st.builds(TimeOrder, st.just(TIMESTAMP), st.just(0) | spans),
+    KeepAll: st.just(KeepAll()),
+    FirstLength: st.builds(FirstLength, sizes),
+    FirstTime: st.builds(FirstTime, spans),
+    FirstEvent: st.just(FirstEvent()),
+    LastEvent: st.just(LastEvent()),
+    Unique: st.builds(Unique, key_names),
+    FirstUnique: st.builds(FirstUnique, key_names),
 }
-"""One strategy per data-window kind."""
+"""One strategy per data-window spec class."""
 
 _any_data_window = st.one_of(*DATA_WINDOW_SPECS.values())
 
@@ -132,28 +137,36 @@ def _at_most_one_batch(members: list) -> bool:
     return sum(isinstance(m, BATCH_WINDOWS) for m in members) <= 1
 
 
-UNGROUPED_SPECS: dict[str, st.SearchStrategy] = {
+UNGROUPED_SPECS: dict[type, st.SearchStrategy] = {
     **DATA_WINDOW_SPECS,
     # Esper rejects two batch windows in an intersection (esper.md §6)
-    "intersection": st.lists(_any_data_window, min_size=2, max_size=3).filter(_at_most_one_batch).map(Intersection),
-    "retain_union": st.lists(_any_data_window, min_size=2, max_size=3).map(RetainUnion),
+    Intersection: st.lists(_any_data_window, min_size=2, max_size=3).filter(_at_most_one_batch).map(Intersection),
+    RetainUnion: st.lists(_any_data_window, min_size=2, max_size=3).map(RetainUnion),
+}
+
+#: spec class -> its strategy: every kind of the model (the completeness test checks it)
+STRATEGIES: dict[type, st.SearchStrategy] = {
+    **UNGROUPED_SPECS,
+    GroupWin: st.builds(GroupWin, key_names, st.one_of(*UNGROUPED_SPECS.values())),
 }
 
 SPECS: dict[str, st.SearchStrategy] = {
-    **UNGROUPED_SPECS,
-    **{f"groupwin/{kind}": st.builds(GroupWin, key_names, inner) for kind, inner in UNGROUPED_SPECS.items()},
+    **{cls.KIND: strategy for cls, strategy in UNGROUPED_SPECS.items()},
+    **{f"groupwin/{cls.KIND}": st.builds(GroupWin, key_names, inner) for cls, inner in UNGROUPED_SPECS.items()},
 }
 """One strategy per kind, keyed by `spec_kind` name."""
 
 KINDS: tuple[str, ...] = tuple(SPECS)
 
-# The simplest spec of each kind, to ask the oracle whether it runs the kind.
-_EXAMPLES: dict[str, WindowSpec] = {
-    "length": Length(1), "length_batch": LengthBatch(1), "time": Time(GRID), "ext_timed": ExtTimed(TIMESTAMP, GRID),
-    "time_batch": TimeBatch(GRID), "ext_timed_batch": ExtTimedBatch(TIMESTAMP, GRID), "keepall": KeepAll(),
-    "firstlength": FirstLength(1), "firsttime": FirstTime(GRID), "firstevent": FirstEvent(), "lastevent": LastEvent(),
-    "unique": Unique(("symbol",)), "firstunique": FirstUnique(("symbol",)),
-    "intersection": Intersection((Length(1), KeepAll())), "retain_union": RetainUnion((Length(1), KeepAll())),
+#: the simplest spec of each class, to ask the oracle whether it runs the kind
+EXAMPLES: dict[type, WindowSpec] = {
+    Length: Length(1), LengthBatch: LengthBatch(1), Time: Time(GRID), ExtTimed: ExtTimed(TIMESTAMP, GRID),
+    TimeBatch: TimeBatch(GRID), ExtTimedBatch: ExtTimedBatch(TIMESTAMP, GRID), TimeAccum: TimeAccum(GRID), TimeOrder: TimeOrder(TIMESTAMP, GRID),
+    KeepAll: KeepAll(),
+    FirstLength: FirstLength(1), FirstTime: FirstTime(GRID), FirstEvent: FirstEvent(), LastEvent: LastEvent(),
+    Unique: Unique(("symbol",)), FirstUnique: FirstUnique(("symbol",)),
+    Intersection: Intersection((Length(1), KeepAll())), RetainUnion: RetainUnion((Length(1), KeepAll())),
+    GroupWin: GroupWin(("symbol",), Length(1)),
 }
 
 
@@ -168,9 +181,9 @@ def _runs(spec: WindowSpec) -> bool:
 def implemented_kinds() -> tuple[str, ...]:
     """The kinds the oracle runs now: a grouped kind when the oracle has both
     groupwin and the grouped window's classes."""
-    ungrouped = [kind for kind in UNGROUPED_SPECS if _runs(_EXAMPLES[kind])]
-    grouped = [f"groupwin/{kind}" for kind in ungrouped if _runs(GroupWin(("symbol",), _EXAMPLES[kind]))]
-    return tuple(ungrouped + grouped)
+    ungrouped = [cls for cls in UNGROUPED_SPECS if _runs(EXAMPLES[cls])]
+    grouped = [f"groupwin/{cls.KIND}" for cls in ungrouped if _runs(GroupWin(("symbol",), EXAMPLES[cls]))]
+    return tuple([cls.KIND for cls in ungrouped] + grouped)
 
 
 def _kinds(kinds: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -198,19 +211,6 @@ def windows(dialect: str = "esper", kinds: str | Iterable[str] | None = None) ->
         return parsed
 
     return st.one_of(*(SPECS[kind] for kind in _kinds(kinds))).map(through_text)
-
-
-def key_properties(spec: WindowSpec) -> tuple[str, ...]:
-    """The properties `spec` keys events by (unique, firstunique, groupwin), in order."""
-    names: list[str] = []
-    if isinstance(spec, GroupWin):
-        names += spec.keys
-        spec = spec.window
-    members = spec.members if isinstance(spec, (Intersection, RetainUnion)) else (spec,)
-    for member in members:
-        if isinstance(member, (Unique, FirstUnique)):
-            names += member.keys
-    return tuple(dict.fromkeys(names))
 
 
 # --------------------------------------------------------------------------- traces
@@ -346,5 +346,5 @@ def cases(draw, dialect: str = "esper", kinds: str | Iterable[str] | None = None
     """A window of `kinds` (see `windows`) and a trace whose events carry the
     properties the window keys by."""
     spec = draw(windows(dialect, kinds))
-    trace = draw(traces(properties=key_properties(spec), max_items=max_items))
+    trace = draw(traces(properties=spec_keys(spec), max_items=max_items))
     return GeneratedCase(dialect, spec, render(spec, dialect), trace)

@@ -6,25 +6,41 @@
 * `Jump(T)` sets the clock to T, then fires every timer due by T once, seeing T;
   timers scheduled during the jump wait for the next advance or jump.
 * `Arrive(event, time=T)` walks to T first, then the event arrives.
-* One unit of work (an event, one stop of a walk, one jump) gives at most one
-  `Update`: the inserted rows of all its posts in posting order, then the removed
-  rows. No post, no update; an empty post gives an empty update.
+* One unit of work (an event, one stop of a walk, one jump, a set item) gives
+  updates by the window's `delivery` rule: Esper's, at most one `Update`, the
+  inserted rows of all its posts in posting order, then the removed rows; or
+  one update per post. No post, no update; an empty post gives an empty update.
+* An item the window cannot take (`oracle.model.item_problem`) makes the trace
+  invalid, or, where the spec rejects bad items, is one update with its
+  `error`; the window does not see it.
 * End of trace flushes nothing.
 """
 
 from __future__ import annotations
 
 from oracle.errors import InvalidTrace
-from oracle.model import Advance, Arrive, Jump, SetVariables, Trace, Update, WindowSpec, check_trace
+from oracle.model import (
+    Advance,
+    Arrive,
+    DerivedValues,
+    Jump,
+    SetVariables,
+    Trace,
+    Update,
+    WindowSpec,
+    check_trace,
+    item_problem,
+    rejects_bad_items,
+)
 from oracle.windows import make_window
-from oracle.windows.base import EventError, Post, Window
+from oracle.windows.base import Delivery, EventError, Post, Window
 
 
 def run(spec: WindowSpec, trace: Trace) -> tuple[Update, ...]:
     """Every update `spec` posts over `trace`, in order."""
     check_trace(trace)
     window = make_window(spec, trace.start_time)
-    return tuple(Driver(window, trace.start_time).feed(trace))
+    return tuple(Driver(window, trace.start_time, spec).feed(trace))
 
 
 class Driver:
@@ -34,10 +50,13 @@ class Driver:
     Kept lean, as it runs once per event: events are tested first, being the
     commonest item, and a unit of one post reuses that post's tuples."""
 
-    def __init__(self, window: Window, start_time: int):
+    def __init__(self, window: Window, start_time: int, spec: WindowSpec | None = None):
         self.window = window
         self.clock = start_time
         self.updates: list[Update] = []
+        self.spec = spec  # None: every item is taken (a bare window under test)
+        self.rejects = spec is not None and rejects_bad_items(spec)
+        self.one_per_unit = window.delivery is Delivery.ONE_UPDATE_PER_UNIT
 
     def feed(self, trace: Trace) -> list[Update]:
         """Every item of `trace` in turn; the updates posted so far."""
@@ -56,8 +75,14 @@ class Driver:
 
     def apply(self, index: int, item) -> None:
         if isinstance(item, Arrive):
-            if item.op is not None and item.op != "insert" and not getattr(self.window, "accepts_opcodes", False):
-                raise InvalidTrace(f"operation code {item.op!r} is not supported by this window", index)
+            problem = item_problem(self.spec, item) if item.op is not None and self.spec is not None else None
+            if problem is not None:
+                if not self.rejects:
+                    raise InvalidTrace(problem, index)
+                if item.time is not None:
+                    self.walk(index, item.time)
+                self.unit(index, self.clock, [Post(error=problem)])
+                return
             if item.time is not None:
                 self.walk(index, item.time)
             self.unit(index, self.clock, self.window.on_event(item.event, self.clock))
@@ -69,9 +94,7 @@ class Driver:
             if due is not None and due <= item.time:
                 self.unit(index, item.time, self.window.on_timer(item.time))
         elif isinstance(item, SetVariables):
-            on_set = getattr(self.window, "on_set", None)
-            if on_set is not None:
-                self.unit(index, self.clock, on_set(dict(item.values), self.clock))
+            self.unit(index, self.clock, self.window.on_set(dict(item.values), self.clock))
         else:
             raise InvalidTrace(f"unknown trace item {item!r}", index)
 
@@ -88,12 +111,28 @@ class Driver:
         self.clock = target
 
     def unit(self, index: int, time: int, posts: list[Post]) -> None:
-        """One unit of work's posts, flattened into at most one update."""
+        """One unit of work's posts, as updates by the window's delivery rule."""
         if not posts:
             return
-        if len(posts) == 1:
-            inserted, removed = posts[0].insert, posts[0].remove
+        if len(posts) == 1 or not self.one_per_unit:
+            for post in posts:
+                if post.update or post.values is not None or post.error is not None:
+                    self.updates.append(_update(index, time, [post]))
+                else:  # the fast path: an update of events only, the post's own tuples
+                    self.updates.append(Update.posted(index, time, post.insert, post.remove))
         else:
-            inserted = tuple(e for post in posts for e in post.insert)
-            removed = tuple(e for post in posts for e in post.remove)
-        self.updates.append(Update.posted(index, time, inserted, removed))
+            self.updates.append(_update(index, time, posts))
+
+
+def _update(index: int, time: int, posts: list[Post]) -> Update:
+    """Posts flattened into one update: each field's rows in posting order."""
+    values = [post.values for post in posts if post.values is not None]
+    errors = [post.error for post in posts if post.error is not None]
+    return Update(
+        index, time,
+        insert=tuple(e for post in posts for e in post.insert),
+        remove=tuple(e for post in posts for e in post.remove),
+        update=tuple(e for post in posts for e in post.update),
+        values=DerivedValues([r for v in values for r in v.insert], [r for v in values for r in v.remove]) if values else None,
+        error="; ".join(errors) if errors else None,
+    )

@@ -253,6 +253,11 @@ def _positive(inst, attribute, value):
         raise InvalidSpec(f"{type(inst).KIND}: {attribute.name} must be {what} above 0, got {value!r}")
 
 
+def _not_negative(inst, attribute, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidSpec(f"{type(inst).KIND}: {attribute.name} must be a time period of 0 or more, got {value!r}")
+
+
 def _optional_int(inst, attribute, value):
     if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
         raise InvalidSpec(f"{type(inst).KIND}: {attribute.name} must be whole milliseconds, got {value!r}")
@@ -294,33 +299,59 @@ def _property_names(inst, attribute, value):
         raise InvalidSpec(f"{type(inst).KIND}: a property is named twice in {list(value)}")
 
 
+class Spec:
+    """What every window spec declares besides its fields (class attributes,
+    read once for both engines through `item_problem`):
+
+    * `KIND`: the model's name of the kind (no engine's syntax: each dialect
+      names and writes a kind its own way).
+    * `OPCODES`: the operation codes an arriving event may carry (CCL's
+      `update`, `delete`, ...); no code means `insert`.
+    * `REJECTS_BAD_ITEMS`: what an item the window cannot take does. False (an
+      Esper window): the trace is invalid, `InvalidTrace` naming the item. True
+      (a CCL window): the item is rejected, an update with its `error`, the
+      window unchanged, and the trace goes on.
+
+    A field holding a property name carries its role in its metadata
+    (`role="key"` or `role="timestamp"`); `spec_keys` and `spec_timestamps`
+    find them in any spec, nested ones included."""
+
+    KIND: ClassVar[str]
+    OPCODES: ClassVar[frozenset[str]] = frozenset({"insert"})
+    REJECTS_BAD_ITEMS: ClassVar[bool] = False
+
+
+def _role(role: str) -> dict:
+    return {"role": role}
+
+
 @frozen
-class Length:
+class Length(Spec):
     KIND: ClassVar[str] = "length"
     size: int = field(validator=_positive)
 
 
 @frozen
-class LengthBatch:
+class LengthBatch(Spec):
     KIND: ClassVar[str] = "length_batch"
     size: int = field(validator=_positive)
 
 
 @frozen
-class Time:
+class Time(Spec):
     KIND: ClassVar[str] = "time"
     span: int = field(validator=_positive)
 
 
 @frozen
-class ExtTimed:
+class ExtTimed(Spec):
     KIND: ClassVar[str] = "ext_timed"
-    timestamp: str = field(validator=_property_name)
+    timestamp: str = field(validator=_property_name, metadata=_role("timestamp"))
     span: int = field(validator=_positive)
 
 
 @frozen
-class TimeBatch:
+class TimeBatch(Spec):
     """`reference`: the batch grid's reference point (None: the first arrival's
     time). `start_eager` implies `force_update` (Esper's TimeBatchFlags)."""
 
@@ -336,54 +367,74 @@ class TimeBatch:
 
 
 @frozen
-class ExtTimedBatch:
+class ExtTimedBatch(Spec):
     KIND: ClassVar[str] = "ext_timed_batch"
-    timestamp: str = field(validator=_property_name)
+    timestamp: str = field(validator=_property_name, metadata=_role("timestamp"))
     span: int = field(validator=_positive)
     reference: int | None = field(default=None, validator=_optional_int)
 
 
 @frozen
-class KeepAll:
+class TimeAccum(Spec):
+    """Events accumulate while they keep arriving; `span` after the last arrival
+    they all leave at once."""
+
+    KIND: ClassVar[str] = "time_accum"
+    span: int = field(validator=_positive)
+
+
+@frozen
+class TimeOrder(Spec):
+    """Events held until the clock passes their timestamp property plus `span`,
+    released in timestamp order; `span` 0 holds each event until the clock
+    reaches its timestamp (Esper's `#timetolive`, which is `#time_order(ts, 0)`)."""
+
+    KIND: ClassVar[str] = "time_order"
+    timestamp: str = field(validator=_property_name, metadata=_role("timestamp"))
+    span: int = field(validator=_not_negative)
+
+
+@frozen
+class KeepAll(Spec):
     KIND: ClassVar[str] = "keepall"
 
 
 @frozen
-class FirstLength:
+class FirstLength(Spec):
     KIND: ClassVar[str] = "firstlength"
     size: int = field(validator=_positive)
 
 
 @frozen
-class FirstTime:
+class FirstTime(Spec):
     KIND: ClassVar[str] = "firsttime"
     span: int = field(validator=_positive)
 
 
 @frozen
-class FirstEvent:
+class FirstEvent(Spec):
     KIND: ClassVar[str] = "firstevent"
 
 
 @frozen
-class LastEvent:
+class LastEvent(Spec):
     KIND: ClassVar[str] = "lastevent"
 
 
 @frozen
-class Unique:
+class Unique(Spec):
     KIND: ClassVar[str] = "unique"
-    keys: tuple[str, ...] = field(converter=tuple, validator=_property_names)
+    keys: tuple[str, ...] = field(converter=tuple, validator=_property_names, metadata=_role("key"))
 
 
 @frozen
-class FirstUnique:
+class FirstUnique(Spec):
     KIND: ClassVar[str] = "firstunique"
-    keys: tuple[str, ...] = field(converter=tuple, validator=_property_names)
+    keys: tuple[str, ...] = field(converter=tuple, validator=_property_names, metadata=_role("key"))
 
 
 DataWindow = Union[
-    Length, LengthBatch, Time, ExtTimed, TimeBatch, ExtTimedBatch, KeepAll,
+    Length, LengthBatch, Time, ExtTimed, TimeBatch, ExtTimedBatch, TimeAccum, TimeOrder, KeepAll,
     FirstLength, FirstTime, FirstEvent, LastEvent, Unique, FirstUnique,
 ]
 DATA_WINDOWS: tuple[type, ...] = DataWindow.__args__  # type: ignore[attr-defined]
@@ -399,7 +450,7 @@ def _members(inst, attribute, value):
 
 
 @frozen
-class Intersection:
+class Intersection(Spec):
     """Several data windows on one stream, an event held while every member holds it."""
 
     KIND: ClassVar[str] = "intersection"
@@ -407,7 +458,7 @@ class Intersection:
 
 
 @frozen
-class RetainUnion:
+class RetainUnion(Spec):
     """Several data windows on one stream, an event held while any member holds it."""
 
     KIND: ClassVar[str] = "retain_union"
@@ -420,12 +471,12 @@ def _grouped(inst, attribute, value):
 
 
 @frozen
-class GroupWin:
+class GroupWin(Spec):
     """A complete copy of `window` per distinct value of `keys`, created on the
     key's first event (Esper `#groupwin`)."""
 
     KIND: ClassVar[str] = "groupwin"
-    keys: tuple[str, ...] = field(converter=tuple, validator=_property_names)
+    keys: tuple[str, ...] = field(converter=tuple, validator=_property_names, metadata=_role("key"))
     window: DataWindow | Intersection | RetainUnion = field(validator=_grouped)
 
 
@@ -438,6 +489,56 @@ def spec_kind(spec: WindowSpec) -> str:
     if isinstance(spec, GroupWin):
         return f"groupwin/{spec_kind(spec.window)}"
     return spec.KIND
+
+
+def nested_specs(spec: WindowSpec) -> tuple[WindowSpec, ...]:
+    """`spec` and every spec inside it (a grouped window, members), outermost first."""
+    found = [spec]
+    for value in attrs.astuple(spec, recurse=False):
+        for inner in value if isinstance(value, tuple) else (value,):
+            if isinstance(inner, Spec):
+                found += nested_specs(inner)
+    return tuple(found)
+
+
+def _with_role(spec: WindowSpec, role: str) -> tuple[str, ...]:
+    names: list[str] = []
+    for inner in nested_specs(spec):
+        for attribute in attrs.fields(type(inner)):
+            if attribute.metadata.get("role") == role:
+                value = getattr(inner, attribute.name)
+                names += value if isinstance(value, tuple) else (value,)
+    return tuple(dict.fromkeys(names))
+
+
+def spec_keys(spec: WindowSpec) -> tuple[str, ...]:
+    """The properties `spec` keys events by (a grouping, a unique window's
+    keys), outermost first, each once."""
+    return _with_role(spec, "key")
+
+
+def spec_timestamps(spec: WindowSpec) -> tuple[str, ...]:
+    """The properties `spec` reads as event timestamps, each once."""
+    return _with_role(spec, "timestamp")
+
+
+def accepted_opcodes(spec: WindowSpec) -> frozenset[str]:
+    """The operation codes every window inside `spec` takes."""
+    return frozenset.intersection(*(type(inner).OPCODES for inner in nested_specs(spec)))
+
+
+def rejects_bad_items(spec: WindowSpec) -> bool:
+    """Whether an item `spec` cannot take is rejected (an error update, the trace
+    goes on) rather than making the trace invalid (`Spec.REJECTS_BAD_ITEMS`)."""
+    return any(type(inner).REJECTS_BAD_ITEMS for inner in nested_specs(spec))
+
+
+def item_problem(spec: WindowSpec, item: TraceItem) -> str | None:
+    """Why `spec` cannot take `item` (an operation code it does not accept), or
+    None. What follows is the spec's rule (`Spec.REJECTS_BAD_ITEMS`)."""
+    if type(item) is Arrive and item.op is not None and item.op not in accepted_opcodes(spec):
+        return f"operation code {item.op!r} is not supported by this window"
+    return None
 
 
 def is_float_equal(a: Any, b: Any) -> bool:

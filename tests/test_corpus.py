@@ -12,25 +12,11 @@ from difftest.compare import compare
 from oracle import parse, run
 from oracle.cases import case_files, load_case
 from oracle.errors import UnsupportedWindow
-from oracle.model import GroupWin
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = case_files([ROOT / "corpus"])
 OBSERVED_DIR = ROOT.parent / "shared" / "esper-observed"
 OBSERVED = case_files([OBSERVED_DIR]) if OBSERVED_DIR.is_dir() else []
-
-
-def test_the_corpus_has_three_cases_per_window():
-    per_window: dict[str, int] = {}
-    for path in CORPUS:
-        spec = parse(load_case(path).window)
-        kinds = [spec.KIND, spec.window.KIND] if isinstance(spec, GroupWin) else [spec.KIND]
-        for kind in kinds:
-            per_window[kind] = per_window.get(kind, 0) + 1
-    expected = {"groupwin", "length", "length_batch", "time", "ext_timed", "time_batch", "ext_timed_batch", "keepall",
-                "firstlength", "firsttime", "firstevent", "lastevent", "unique", "firstunique"}
-    assert {k: n for k, n in per_window.items() if n < 3} == {}
-    assert expected <= set(per_window)
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: str(p.relative_to(ROOT / "corpus")))

@@ -32,7 +32,9 @@ from oracle.model import (
     LengthBatch,
     RetainUnion,
     Time,
+    TimeAccum,
     TimeBatch,
+    TimeOrder,
     Unique,
 )
 
@@ -112,6 +114,13 @@ PARSE_ROWS = [
     ('#time_batch(10 sec, "")', TimeBatch(10_000)),
     ('#time_batch(10 sec, 3000L, "FORCE_UPDATE, START_EAGER")', TimeBatch(10_000, 3000, True, True)),
     ('#time_batch(1, 500, "force_update")', TimeBatch(1000, 500, True, False)),
+    # time_accum; time_order, and timetolive as its span-0 form
+    ("#time_accum(10 sec)", TimeAccum(10_000)),
+    ("#win:time_accum(1.5)", TimeAccum(1500)),
+    ("#time_order(ts, 2 sec)", TimeOrder("ts", 2000)),
+    ("#ext:time_order(arrival_time, 10)", TimeOrder("arrival_time", 10_000)),
+    ("#timetolive(ts)", TimeOrder("ts", 0)),
+    (".ext:timetolive(ts)", TimeOrder("ts", 0)),
     # property names: identifiers and backquoted names
     ("#unique(symbol, feed)", Unique(("symbol", "feed"))),
     ("#unique(`order`)", Unique(("order",))),
@@ -251,9 +260,11 @@ ERROR_ROWS = [
     # windows Esper has that the oracle does not model
     ("#sort(10, price desc)", UnsupportedWindow, ["sort"]),
     ("#rank(symbol, 10, price)", UnsupportedWindow, ["rank"]),
-    ("#time_order(ts, 10 sec)", UnsupportedWindow, ["time_order"]),
-    ("#timetolive(ts)", UnsupportedWindow, ["timetolive"]),
-    ("#time_accum(10 sec)", UnsupportedWindow, ["time_accum"]),
+    ("#time_order(ts, 0)", InvalidSpec, ["time_order: parameter 2", "above 0"]),
+    ("#time_order(ts)", InvalidSpec, ["time_order", "2 parameters"]),
+    ("#timetolive(ts, 1 sec)", InvalidSpec, ["timetolive", "1 parameter"]),
+    ("#timetolive(1 sec)", InvalidSpec, ["timetolive: parameter 1", "property name"]),
+    ("#time_accum(0)", InvalidSpec, ["time_accum: parameter 1", "above 0"]),
     ("#time_length_batch(10 sec, 5)", UnsupportedWindow, ["time_length_batch"]),
     ("#expr(current_count <= 2)", UnsupportedWindow, ["expr"]),
     ("#expr(oldest_timestamp > newest_timestamp - 2000)", UnsupportedWindow, ["expr"]),
@@ -424,12 +435,14 @@ def _flags(draw, force: bool, eager: bool) -> str:
 
 
 def _spell_window(draw, spec, dotted: bool) -> str:
-    kind = spec.KIND
+    kind = esper.name(spec)  # Esper's name: TimeOrder with span 0 is timetolive
     head = f".{NAMESPACE[kind]}:{kind}" if dotted else "#" + draw(st.sampled_from(["", f"{NAMESPACE[kind]}:"])) + kind
     if isinstance(spec, (Length, LengthBatch, FirstLength)):
         params = [_whole(draw, spec.size)]
-    elif isinstance(spec, (Time, FirstTime)):
+    elif isinstance(spec, (Time, FirstTime, TimeAccum)):
         params = [_period(draw, spec.span)]
+    elif isinstance(spec, TimeOrder):
+        params = [spec.timestamp] + ([_period(draw, spec.span)] if spec.span else [])
     elif isinstance(spec, ExtTimed):
         params = [spec.timestamp, _period(draw, spec.span)]
     elif isinstance(spec, ExtTimedBatch):

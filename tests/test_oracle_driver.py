@@ -7,7 +7,10 @@ jump target.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
+from attrs import frozen
 
 from oracle import run
 from oracle.cases import case_from_json
@@ -15,6 +18,7 @@ from oracle.errors import InvalidTrace
 from oracle.model import (
     Advance,
     Arrive,
+    DerivedValues,
     Event,
     ExtTimed,
     ExtTimedBatch,
@@ -24,8 +28,15 @@ from oracle.model import (
     Length,
     Time,
     TimeBatch,
+    SetVariables,
     Trace,
+    Update,
+    accepted_opcodes,
+    rejects_bad_items,
 )
+from oracle.driver import Driver
+from oracle.windows import WINDOW_CLASSES
+from oracle.windows.base import Delivery, Post, WindowBase
 
 
 def ev(event_id, time=None, op=None, **props):
@@ -171,3 +182,62 @@ def test_time_going_backwards_is_an_invalid_trace():
     with pytest.raises(InvalidTrace) as info:
         run(Length(2), Trace([Advance(1000), ev("E1", time=500)]))
     assert info.value.index == 1
+
+
+# --------------------------------------------------------------------------- the rules a window declares
+
+
+class _TwoPosts(WindowBase):
+    """A test window: each arrival posts twice (itself, then a copy as removed),
+    and a `set` item posts derived rows."""
+
+    def __init__(self, delivery: Delivery):
+        self.delivery = delivery
+
+    def on_event(self, event, now):
+        return [Post((event,)), Post((), (event,))]
+
+    def on_set(self, values, now):
+        return [Post(values=DerivedValues([dict(values)], []))]
+
+    def contents(self):
+        return []
+
+
+@pytest.mark.parametrize("delivery, expected", [
+    (Delivery.ONE_UPDATE_PER_UNIT, [(0, 0, ("E1",), ("E1",))]),
+    (Delivery.UPDATE_PER_POST, [(0, 0, ("E1",), ()), (0, 0, (), ("E1",))]),
+])
+def test_a_units_posts_become_updates_by_the_windows_delivery_rule(delivery, expected):
+    found = Driver(_TwoPosts(delivery), 0).feed(Trace([ev("E1")]))
+    assert [(u.after, u.time, tuple(e.id for e in u.insert), tuple(e.id for e in u.remove)) for u in found] == expected
+
+
+def test_a_set_item_reaches_the_window_and_derived_rows_become_the_updates_values():
+    found = Driver(_TwoPosts(Delivery.ONE_UPDATE_PER_UNIT), 0).feed(Trace([Advance(700), SetVariables({"SIZE": 3})]))
+    assert found == [Update(1, 700, values=DerivedValues([{"SIZE": 3}], []))]
+
+
+@frozen
+class _RejectingKeepAll(KeepAll):
+    """KeepAll under a rule that rejects bad items (as a CCL window will)."""
+
+    REJECTS_BAD_ITEMS: ClassVar[bool] = True
+
+
+def test_a_spec_that_rejects_bad_items_posts_an_error_and_goes_on():
+    spec = _RejectingKeepAll()
+    window = WINDOW_CLASSES[KeepAll](spec, 0)
+    found = Driver(window, 0, spec).feed(Trace([ev("E1"), ev("E2", time=500, op="delete"), ev("E3")]))
+    assert found == [
+        Update(0, 0, [Event("E1")]),
+        Update(1, 500, error="operation code 'delete' is not supported by this window"),
+        Update(2, 500, [Event("E3")]),
+    ]
+    assert window.contents() == [Event("E1"), Event("E3")]  # the rejected item changed nothing
+
+
+def test_the_item_rules_of_a_nested_spec_are_its_members():
+    assert accepted_opcodes(GroupWin(("k",), KeepAll())) == frozenset({"insert"})
+    assert not rejects_bad_items(GroupWin(("k",), Length(1)))
+    assert rejects_bad_items(GroupWin(("k",), _RejectingKeepAll()))

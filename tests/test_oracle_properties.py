@@ -27,8 +27,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from difftest.strategies import KINDS, GeneratedCase, cases, implemented_kinds, key_properties, seeded_traces, windows
-from oracle.model import Trace, Update
+from difftest.strategies import KINDS, GeneratedCase, cases, implemented_kinds, seeded_traces, windows
+from oracle.model import Trace, Update, spec_keys
 from oracle.driver import Driver
 from oracle.windows import make_window
 
@@ -125,7 +125,7 @@ SEEDED_PER_EXAMPLE = 50
 def test_the_update_stream_invariants_hold_over_many_seeded_traces(kind, data):
     spec = data.draw(windows(kinds=_kind(kind)), label="spec")
     seed = data.draw(st.integers(0, 2**64 - 1), label="seed")
-    for n, trace in enumerate(seeded_traces(seed, SEEDED_PER_EXAMPLE, key_properties(spec))):
+    for n, trace in enumerate(seeded_traces(seed, SEEDED_PER_EXAMPLE, spec_keys(spec))):
         where = f"{spec!r}, seeded_traces({seed}, ...)[{n}]"
         driver = Driver(make_window(spec, trace.start_time), trace.start_time)
         inserted, removed, held = Counter(), Counter(), Counter()

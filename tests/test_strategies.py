@@ -7,10 +7,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from difftest.strategies import (
-    GRID, KEY_VALUES, KINDS, SYMBOLS, cases, implemented_kinds, key_properties, seeded_traces, traces, windows,
+    GRID, KEY_VALUES, KINDS, SYMBOLS, cases, implemented_kinds, seeded_traces, traces, windows,
 )
 from oracle.dialects import parse
-from oracle.model import Arrive, GroupWin, Intersection, Length, Time, Unique, check_trace, clock_times, spec_kind
+from oracle.model import Arrive, GroupWin, Intersection, Length, Time, Unique, check_trace, clock_times, spec_keys, spec_kind
 
 
 @given(st.data())
@@ -74,12 +74,12 @@ def test_seeded_traces_reach_the_hard_cases():
 @given(cases(kinds=["groupwin/unique", "ext_timed_batch"]))
 def test_cases_carry_the_text_of_their_window(case):
     assert parse(case.window, case.dialect) == case.spec
-    keys = key_properties(case.spec)
+    keys = spec_keys(case.spec)
     assert all(isinstance(item.event.get("ts"), int) for item in case.trace.items if isinstance(item, Arrive))
     assert set(keys) <= {"symbol", "feed"}
 
 
-def test_key_properties():
+def test_spec_keys():
     spec = GroupWin(("symbol",), Intersection((Unique(("feed", "symbol")), Length(2), Time(GRID))))
-    assert key_properties(spec) == ("symbol", "feed")
-    assert key_properties(Length(1)) == ()
+    assert spec_keys(spec) == ("symbol", "feed")
+    assert spec_keys(Length(1)) == ()

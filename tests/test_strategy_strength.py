@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from difftest.strategies import GRID, TIMESTAMP, key_properties, seeded_traces
+from difftest.strategies import GRID, TIMESTAMP, seeded_traces
 from oracle import run
 from oracle.model import (
     Advance,
@@ -30,9 +30,12 @@ from oracle.model import (
     Length,
     LengthBatch,
     Time,
+    TimeAccum,
     TimeBatch,
+    TimeOrder,
     Trace,
     Unique,
+    spec_keys,
 )
 
 DRAWS = 300
@@ -44,6 +47,11 @@ OPTION_ROWS = [
     ("time span", Time(GRID), Time(2 * GRID)),
     ("ext_timed span", ExtTimed(TIMESTAMP, GRID), ExtTimed(TIMESTAMP, 2 * GRID)),
     ("firsttime span", FirstTime(GRID), FirstTime(3 * GRID)),
+    ("time_accum span", TimeAccum(GRID), TimeAccum(2 * GRID)),
+    ("groupwin around time_accum", GroupWin(("symbol",), TimeAccum(2 * GRID)), TimeAccum(2 * GRID)),
+    ("time_order span", TimeOrder(TIMESTAMP, GRID), TimeOrder(TIMESTAMP, 3 * GRID)),
+    ("time_order or timetolive", TimeOrder(TIMESTAMP, 0), TimeOrder(TIMESTAMP, GRID)),
+    ("groupwin around time_order", GroupWin(("symbol",), TimeOrder(TIMESTAMP, GRID)), TimeOrder(TIMESTAMP, GRID)),
     ("time_batch span", TimeBatch(GRID), TimeBatch(2 * GRID)),
     ("time_batch reference on the grid", TimeBatch(2 * GRID), TimeBatch(2 * GRID, 0)),
     ("time_batch reference off the grid", TimeBatch(GRID, 0), TimeBatch(GRID, 250)),
@@ -61,7 +69,7 @@ OPTION_ROWS = [
 
 
 def draws(*specs):
-    properties = tuple(dict.fromkeys(p for spec in specs for p in key_properties(spec)))
+    properties = tuple(dict.fromkeys(p for spec in specs for p in spec_keys(spec)))
     return seeded_traces(2026, DRAWS, properties)
 
 

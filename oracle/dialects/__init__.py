@@ -27,3 +27,9 @@ def parse(text: str, dialect: str = "esper") -> WindowSpec:
 def render(spec: WindowSpec, dialect: str = "esper") -> str:
     """`spec` written in `dialect`'s syntax; `parse(render(s)) == s`."""
     return _module(dialect).render(spec)
+
+
+def window_name(spec: WindowSpec, dialect: str = "esper") -> str:
+    """A short, file-safe name of `spec`'s window in `dialect`'s words
+    (`groupwin-time_batch`), for reports and the names of saved cases."""
+    return _module(dialect).name(spec)

@@ -51,7 +51,10 @@ Decided and documented:
 * `#groupwin(keys)` must come first, once, and be followed by at least one data
   window (`ViewFactoryForgeUtil.verifyGroups`, `addMergeViews`; esper.md §5). The
   windows after it are grouped: one window, or their intersection / union.
-* Windows Esper has but the oracle does not model (sort, rank, time_order, ...,
+* `#timetolive(ts)` is `#time_order(ts, 0)` (esper.md §2; `TimeOrder` with span
+  0, written back as `#timetolive`); `#time_order` itself takes a period above
+  0, as every window does here.
+* Windows Esper has but the oracle does not model (sort, rank, expr, ...,
   merge, the derived-value windows) raise `UnsupportedWindow` naming the window,
   whatever their parameters: a clause that GRAMMAR rejects is read again with
   LOOSE_GRAMMAR (any parameters in balanced parentheses) to name its windows, so
@@ -70,6 +73,7 @@ union. `parse(render(s)) == s` for every valid spec.
 from __future__ import annotations
 
 from decimal import Decimal
+from collections.abc import Callable
 from typing import Any
 
 from attrs import frozen
@@ -94,7 +98,9 @@ from oracle.model import (
     LengthBatch,
     RetainUnion,
     Time,
+    TimeAccum,
     TimeBatch,
+    TimeOrder,
     Unique,
     WindowSpec,
 )
@@ -163,8 +169,8 @@ NAMESPACES = {
     "uni": "stat", "linest": "stat", "correl": "stat", "weighted_avg": "stat",
 }
 UNSUPPORTED = (
-    "time_length_batch", "time_accum", "expr", "expr_batch", "merge", "size", "sort", "rank",
-    "time_order", "timetolive", "uni", "linest", "correl", "weighted_avg",
+    "time_length_batch", "expr", "expr_batch", "merge", "size", "sort", "rank",
+    "uni", "linest", "correl", "weighted_avg",
 )
 
 # --------------------------------------------------------------------------- time units
@@ -461,6 +467,16 @@ def _ext_timed_batch(view: View) -> ExtTimedBatch:
     return ExtTimedBatch(_property(view, 0, "the timestamp"), _period(view, 1), reference)
 
 
+def _time_order(view: View) -> TimeOrder:
+    _arity(view, 2, 2, "2 parameters (timestamp property, time period)")
+    return TimeOrder(_property(view, 0, "the timestamp"), _period(view, 1))
+
+
+def _time_to_live(view: View) -> TimeOrder:
+    _arity(view, 1, 1, "1 parameter (timestamp property)")
+    return TimeOrder(_property(view, 0, "the timestamp"), 0)
+
+
 def _time_batch(view: View) -> TimeBatch:
     """(period), (period, ref), (period, "flags"), (period, ref, "flags"):
     a second parameter that is a string is the flow control (`TimeBatchViewForge`)."""
@@ -474,21 +490,90 @@ def _time_batch(view: View) -> TimeBatch:
     return TimeBatch(span, reference, force, eager)
 
 
-_BUILDERS = {
-    "length": _length_like(Length),
-    "length_batch": _length_like(LengthBatch),
-    "firstlength": _length_like(FirstLength),
-    "time": _time_like(Time),
-    "firsttime": _time_like(FirstTime),
-    "ext_timed": _ext_timed,
-    "time_batch": _time_batch,
-    "ext_timed_batch": _ext_timed_batch,
-    "keepall": _no_params(KeepAll),
-    "firstevent": _no_params(FirstEvent),
-    "lastevent": _no_params(LastEvent),
-    "unique": _unique_like(Unique),
-    "firstunique": _unique_like(FirstUnique),
+def _size_param(spec) -> list[str]:
+    return [str(spec.size)]
+
+
+def _period_param(spec) -> list[str]:
+    return [_render_period(spec.span)]
+
+
+def _key_params(spec) -> list[str]:
+    return list(spec.keys)
+
+
+def _ext_timed_params(spec) -> list[str]:
+    return [spec.timestamp, _render_period(spec.span)]
+
+
+def _ext_timed_batch_params(spec) -> list[str]:
+    reference = [] if spec.reference is None else [f"{spec.reference}L"]
+    return [spec.timestamp, _render_period(spec.span), *reference]
+
+
+def _time_batch_params(spec) -> list[str]:
+    params = [_render_period(spec.span)]
+    if spec.reference is not None:
+        params.append(f"{spec.reference}L")
+    if spec.force_update:
+        params.append('"FORCE_UPDATE, START_EAGER"' if spec.start_eager else '"FORCE_UPDATE"')
+    return params
+
+
+def _no_param(spec) -> list[str]:
+    return []
+
+
+@frozen
+class Syntax:
+    """How Esper writes one kind of data window: the builder of a spec from a
+    parsed view, under each name the kind is written with, and the writer of
+    the canonical text."""
+
+    builds: dict[str, Callable[[View], Any]]
+    write: Callable[[Any], str]
+
+
+def _writer(name: str, params: Callable[[Any], list[str]]) -> Callable[[Any], str]:
+    def write(spec) -> str:
+        written = params(spec)
+        return f"#{name}({', '.join(written)})" if written else f"#{name}"
+    return write
+
+
+def _syntax(name: str, build: Callable[[View], Any], params: Callable[[Any], list[str]]) -> Syntax:
+    return Syntax({name: build}, _writer(name, params))
+
+
+def _write_time_order(spec: TimeOrder) -> str:
+    if spec.span == 0:
+        return f"#timetolive({spec.timestamp})"
+    return f"#time_order({spec.timestamp}, {_render_period(spec.span)})"
+
+
+#: spec class -> its Esper syntax (the data windows; groupwin, intersection and
+#: union are the chain's, below)
+SYNTAX: dict[type, Syntax] = {
+    Length: _syntax("length", _length_like(Length), _size_param),
+    LengthBatch: _syntax("length_batch", _length_like(LengthBatch), _size_param),
+    FirstLength: _syntax("firstlength", _length_like(FirstLength), _size_param),
+    Time: _syntax("time", _time_like(Time), _period_param),
+    FirstTime: _syntax("firsttime", _time_like(FirstTime), _period_param),
+    ExtTimed: _syntax("ext_timed", _ext_timed, _ext_timed_params),
+    TimeBatch: _syntax("time_batch", _time_batch, _time_batch_params),
+    ExtTimedBatch: _syntax("ext_timed_batch", _ext_timed_batch, _ext_timed_batch_params),
+    TimeAccum: _syntax("time_accum", _time_like(TimeAccum), _period_param),
+    TimeOrder: Syntax({"time_order": _time_order, "timetolive": _time_to_live}, _write_time_order),
+    KeepAll: _syntax("keepall", _no_params(KeepAll), _no_param),
+    FirstEvent: _syntax("firstevent", _no_params(FirstEvent), _no_param),
+    LastEvent: _syntax("lastevent", _no_params(LastEvent), _no_param),
+    Unique: _syntax("unique", _unique_like(Unique), _key_params),
+    FirstUnique: _syntax("firstunique", _unique_like(FirstUnique), _key_params),
 }
+_BY_NAME = {name: build for syntax in SYNTAX.values() for name, build in syntax.builds.items()}
+#: the spec classes of the chain, written by `render` itself
+CHAIN = (GroupWin, Intersection, RetainUnion)
+assert not set(_BY_NAME) & set(UNSUPPORTED), "a window both built and unsupported"
 
 
 def _resolve(view: View) -> None:
@@ -541,7 +626,7 @@ def parse(text: str) -> WindowSpec:
     if groups and views[0] is not groups[0]:
         raise InvalidSpec(f"groupwin (column {groups[0].column}) must come first, before the data windows")
     data_views = views[1:] if groups else views
-    windows = [_BUILDERS[v.name](v) for v in data_views]
+    windows = [_BY_NAME[v.name](v) for v in data_views]
     window = _combine(windows, retain, data_views)
     if groups:
         return GroupWin(_properties(groups[0], "the group key"), window)
@@ -556,27 +641,10 @@ def _render_period(ms: int) -> str:
 
 
 def _render_window(spec) -> str:
-    if isinstance(spec, (Length, LengthBatch, FirstLength)):
-        return f"#{spec.KIND}({spec.size})"
-    if isinstance(spec, (Time, FirstTime)):
-        return f"#{spec.KIND}({_render_period(spec.span)})"
-    if isinstance(spec, ExtTimed):
-        return f"#ext_timed({spec.timestamp}, {_render_period(spec.span)})"
-    if isinstance(spec, ExtTimedBatch):
-        reference = "" if spec.reference is None else f", {spec.reference}L"
-        return f"#ext_timed_batch({spec.timestamp}, {_render_period(spec.span)}{reference})"
-    if isinstance(spec, TimeBatch):
-        params = [_render_period(spec.span)]
-        if spec.reference is not None:
-            params.append(f"{spec.reference}L")
-        if spec.force_update:
-            params.append('"FORCE_UPDATE, START_EAGER"' if spec.start_eager else '"FORCE_UPDATE"')
-        return f"#time_batch({', '.join(params)})"
-    if isinstance(spec, (KeepAll, FirstEvent, LastEvent)):
-        return f"#{spec.KIND}"
-    if isinstance(spec, (Unique, FirstUnique)):
-        return f"#{spec.KIND}({', '.join(spec.keys)})"
-    raise UnsupportedWindow(f"the esper dialect cannot write {spec!r}")
+    syntax = SYNTAX.get(type(spec))
+    if syntax is None:
+        raise UnsupportedWindow(f"the esper dialect cannot write {spec!r}")
+    return syntax.write(spec)
 
 
 def _render_chain(spec) -> str:
@@ -592,3 +660,14 @@ def render(spec: WindowSpec) -> str:
     if isinstance(spec, GroupWin):
         return f"#groupwin({', '.join(spec.keys)})" + _render_chain(spec.window)
     return _render_chain(spec)
+
+
+def name(spec: WindowSpec) -> str:
+    """A short name of `spec`'s window in Esper's words, for file names:
+    `length`, `groupwin-time_batch`, `unique-time`, `unique-time-retain_union`."""
+    if isinstance(spec, GroupWin):
+        return "groupwin-" + name(spec.window)
+    if isinstance(spec, (Intersection, RetainUnion)):
+        members = "-".join(name(m) for m in spec.members)
+        return members + ("-retain_union" if isinstance(spec, RetainUnion) else "")
+    return _render_window(spec)[1:].split("(")[0]

@@ -3,35 +3,57 @@
 from __future__ import annotations
 
 from oracle.errors import UnsupportedWindow
-from oracle.model import WindowSpec, spec_kind
-from oracle.windows.base import Post, Window
+from oracle.model import (
+    ExtTimed,
+    ExtTimedBatch,
+    FirstEvent,
+    FirstLength,
+    FirstTime,
+    FirstUnique,
+    GroupWin,
+    KeepAll,
+    LastEvent,
+    Length,
+    LengthBatch,
+    Time,
+    TimeAccum,
+    TimeBatch,
+    TimeOrder,
+    Unique,
+    WindowSpec,
+    spec_kind,
+)
+from oracle.windows import groupwin, keep, length, time, time_batch, time_order, unique
+from oracle.windows.base import Delivery, Post, Window, WindowBase
 
-# spec class -> window class; each window class is built as cls(spec, now), `now` the
-# clock when the window is created. Filled by the family modules' REGISTRY dicts.
-WINDOW_CLASSES: dict[type, type] = {}
-
-
-def _register() -> None:
-    import importlib
-
-    for family in ("length", "time", "time_batch", "keep", "unique", "groupwin"):
-        try:
-            module = importlib.import_module(f"oracle.windows.{family}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"oracle.windows.{family}":
-                raise
-            continue
-        WINDOW_CLASSES.update(module.REGISTRY)
+#: spec class -> window class, built as cls(spec, now), `now` the clock when the
+#: window is created
+WINDOW_CLASSES: dict[type, type] = {
+    Length: length.LengthWindow,
+    LengthBatch: length.LengthBatchWindow,
+    FirstLength: length.FirstLengthWindow,
+    KeepAll: keep.KeepAllWindow,
+    FirstEvent: keep.FirstEventWindow,
+    LastEvent: keep.LastEventWindow,
+    Unique: unique.UniqueWindow,
+    FirstUnique: unique.FirstUniqueWindow,
+    Time: time.TimeWindow,
+    ExtTimed: time.ExtTimedWindow,
+    FirstTime: time.FirstTimeWindow,
+    TimeAccum: time.TimeAccumWindow,
+    TimeOrder: time_order.TimeOrderWindow,
+    TimeBatch: time_batch.TimeBatchWindow,
+    ExtTimedBatch: time_batch.ExtTimedBatchWindow,
+    GroupWin: groupwin.GroupWinWindow,
+}
 
 
 def make_window(spec: WindowSpec, now: int) -> Window:
     """A fresh window for `spec`, created with the clock at `now`."""
-    if not WINDOW_CLASSES:
-        _register()
     cls = WINDOW_CLASSES.get(type(spec))
     if cls is None:
         raise UnsupportedWindow(f"the oracle does not implement the {spec_kind(spec)} window")
     return cls(spec, now)
 
 
-__all__ = ["Post", "Window", "make_window", "WINDOW_CLASSES"]
+__all__ = ["Delivery", "Post", "Window", "WindowBase", "make_window", "WINDOW_CLASSES"]

@@ -6,43 +6,69 @@
   timer of the window due at or before `now`, once each, in (due time, slot) order.
 * `next_timer()`: the earliest due time, or None; always later than the clock at
   which the timer was scheduled.
+* `on_set(values, now)`: variables the window's expressions read changed (a
+  `set` item); a window that reads none ignores it.
 * `contents()`: the events held now, in the window's own order.
+* `delivery`: how the driver turns one unit of work's posts into updates.
 
 Each call returns the posts made, in posting order: a `Post` is one
-`View.update(newData, oldData)` call. `[]` means nothing was posted; `[Post((), ())]`
+`View.update(newData, oldData)` call. `[]` means nothing was posted; `[Post()]`
 is an empty post (Esper FORCE_UPDATE).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
-
+import enum
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from oracle.errors import WindowOracleError
-from oracle.model import Event
+from oracle.model import DerivedValues, Event
 
 
 class Post:
-    """One view post: events as inserted (new data) and as removed (old data).
+    """One view post: events as inserted (new data) and as removed (old data);
+    `update`, rows posted with CCL's update code; `values`, the rows a
+    derived-value window posts instead of events; `error`, the message of an
+    item the window rejected (then nothing else).
 
     A plain slotted value class rather than an attrs one: windows make one per
     event, and this is the oracle's hottest allocation."""
 
-    __slots__ = ("insert", "remove")
+    __slots__ = ("insert", "remove", "update", "values", "error")
 
-    def __init__(self, insert: Sequence[Event] = (), remove: Sequence[Event] = ()):
+    def __init__(self, insert: Sequence[Event] = (), remove: Sequence[Event] = (), update: Sequence[Event] = (),
+                 values: DerivedValues | None = None, error: str | None = None):
         self.insert: tuple[Event, ...] = insert if type(insert) is tuple else tuple(insert)
         self.remove: tuple[Event, ...] = remove if type(remove) is tuple else tuple(remove)
+        self.update: tuple[Event, ...] = update if type(update) is tuple else tuple(update)
+        self.values = values
+        self.error = error
+
+    def _fields(self) -> tuple:
+        return self.insert, self.remove, self.update, self.values, self.error
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Post) and (self.insert, self.remove) == (other.insert, other.remove)
+        return isinstance(other, Post) and self._fields() == other._fields()
 
     def __hash__(self) -> int:
-        return hash((self.insert, self.remove))
+        return hash((self.insert, self.remove, self.update, self.error))
 
     def __repr__(self) -> str:
-        return f"Post(insert={self.insert!r}, remove={self.remove!r})"
+        extra = "".join(f", {name}={value!r}" for name, value in
+                        (("update", self.update), ("values", self.values), ("error", self.error)) if value)
+        return f"Post(insert={self.insert!r}, remove={self.remove!r}{extra})"
+
+
+class Delivery(enum.Enum):
+    """How one unit of work's posts reach a subscriber."""
+
+    #: one update: the inserted rows of every post in posting order, then the
+    #: removed rows (Esper's listener dispatch, esper.md §0.1); nothing posted,
+    #: no update
+    ONE_UPDATE_PER_UNIT = "one update per unit of work"
+    #: each post its own update, in posting order (an eKuiper pane)
+    UPDATE_PER_POST = "one update per post"
 
 
 class EventError(WindowOracleError):
@@ -51,20 +77,30 @@ class EventError(WindowOracleError):
 
 
 class Window(Protocol):
+    delivery: Delivery
+
     def on_event(self, event: Event, now: int) -> list[Post]: ...
 
     def on_timer(self, now: int) -> list[Post]: ...
 
     def next_timer(self) -> int | None: ...
 
+    def on_set(self, values: Mapping[str, Any], now: int) -> list[Post]: ...
+
     def contents(self) -> list[Event]: ...
 
 
-class UntimedWindow:
-    """Base of windows with no timers: `on_timer` is never due."""
+class WindowBase:
+    """The contract's defaults: one update per unit of work, no timer, no
+    variables read."""
+
+    delivery = Delivery.ONE_UPDATE_PER_UNIT
 
     def next_timer(self) -> int | None:
         return None
 
     def on_timer(self, now: int) -> list[Post]:
+        return []
+
+    def on_set(self, values: Mapping[str, Any], now: int) -> list[Post]:
         return []

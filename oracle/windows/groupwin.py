@@ -6,12 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from oracle.model import Event, GroupWin
-from oracle.windows import make_window
-from oracle.windows.base import Post, Window
+from oracle.windows.base import Post, Window, WindowBase
 from oracle.windows.keys import key_of
 
 
-class GroupWinWindow:
+class GroupWinWindow(WindowBase):
     """`#groupwin(keys)` around any window: one complete copy of the grouped
     window per distinct key, each with its own state, timers and reference points.
 
@@ -28,6 +27,7 @@ class GroupWinWindow:
       the earliest due time over the groups.
     * `contents()`: the groups' contents, group by group in first-seen order.
       Decided: that order (Esper iterates groups in hash order).
+    * A `set` item reaches every group, in first-seen order.
     * Groups are never reclaimed (no `reclaim_group_aged` hint).
 
     Decided: a grouped window the oracle does not implement raises
@@ -36,14 +36,15 @@ class GroupWinWindow:
 
     def __init__(self, spec: GroupWin, now: int):
         self.spec = spec
-        make_window(spec.window, now)  # an unsupported grouped window fails now, not at its first event
+        # an unsupported grouped window fails now, not at its first event
+        self.delivery = _make(spec.window, now).delivery
         self.groups: dict[tuple[Any, ...], Window] = {}
 
     def on_event(self, event: Event, now: int) -> list[Post]:
         key = key_of(event, self.spec.keys)
         group = self.groups.get(key)
         if group is None:
-            group = self.groups[key] = make_window(self.spec.window, now)
+            group = self.groups[key] = _make(self.spec.window, now)
         return group.on_event(event, now)
 
     def on_timer(self, now: int) -> list[Post]:
@@ -58,6 +59,9 @@ class GroupWinWindow:
             posts += group.on_timer(now)
         return posts
 
+    def on_set(self, values, now: int) -> list[Post]:
+        return [post for group in self.groups.values() for post in group.on_set(values, now)]
+
     def next_timer(self) -> int | None:
         return min((at for group in self.groups.values() if (at := group.next_timer()) is not None), default=None)
 
@@ -65,4 +69,7 @@ class GroupWinWindow:
         return [event for group in self.groups.values() for event in group.contents()]
 
 
-REGISTRY = {GroupWin: GroupWinWindow}
+def _make(spec, now: int) -> Window:
+    from oracle.windows import make_window  # the table of window classes holds this module's class
+
+    return make_window(spec, now)

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 from oracle.model import Event, FirstEvent, KeepAll, LastEvent
-from oracle.windows.base import Post, UntimedWindow
+from oracle.windows.base import Post, WindowBase
 
 
-class KeepAllWindow(UntimedWindow):
+class KeepAllWindow(WindowBase):
     """`#keepall`: every event, kept for ever (seed 14.3.9; esper.md §1 `#keepall`).
 
     * Arrival: kept and posted as new, with no old data. Nothing ever leaves.
@@ -24,7 +24,7 @@ class KeepAllWindow(UntimedWindow):
         return list(self.events)
 
 
-class FirstEventWindow(UntimedWindow):
+class FirstEventWindow(WindowBase):
     """`#firstevent`: the very first event, kept for ever (seed 14.3.17;
     esper.md §1 `#firstevent`).
 
@@ -45,7 +45,7 @@ class FirstEventWindow(UntimedWindow):
         return [self.first] if self.first is not None else []
 
 
-class LastEventWindow(UntimedWindow):
+class LastEventWindow(WindowBase):
     """`#lastevent`: the last event, a length window of size 1 (seed 14.3.16;
     esper.md §1 `#lastevent`).
 
@@ -64,5 +64,3 @@ class LastEventWindow(UntimedWindow):
     def contents(self) -> list[Event]:
         return [self.last] if self.last is not None else []
 
-
-REGISTRY = {KeepAll: KeepAllWindow, FirstEvent: FirstEventWindow, LastEvent: LastEventWindow}

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections import deque
 
 from oracle.model import Event, FirstLength, Length, LengthBatch
-from oracle.windows.base import Post, UntimedWindow
+from oracle.windows.base import Post, WindowBase
 
 
-class LengthWindow(UntimedWindow):
+class LengthWindow(WindowBase):
     """`#length(n)`: a sliding window of the last n events (seed 14.3.1;
     esper.md §1 `#length(n)`).
 
@@ -35,7 +35,7 @@ class LengthWindow(UntimedWindow):
         return list(self.events)
 
 
-class LengthBatchWindow(UntimedWindow):
+class LengthBatchWindow(WindowBase):
     """`#length_batch(n)`: a tumbling window of n events (seed 14.3.2;
     esper.md §1 `#length_batch(n)`).
 
@@ -65,7 +65,7 @@ class LengthBatchWindow(UntimedWindow):
         return list(self.previous)
 
 
-class FirstLengthWindow(UntimedWindow):
+class FirstLengthWindow(WindowBase):
     """`#firstlength(n)`: the first n events, kept for ever (seed 14.3.10;
     esper.md §1 `#firstlength(n)`).
 
@@ -87,5 +87,3 @@ class FirstLengthWindow(UntimedWindow):
     def contents(self) -> list[Event]:
         return list(self.events)
 
-
-REGISTRY = {Length: LengthWindow, LengthBatch: LengthBatchWindow, FirstLength: FirstLengthWindow}

@@ -1,15 +1,15 @@
-"""Time-based sliding windows: `#time(t)`, `#ext_timed(ts, t)`, `#firsttime(t)`."""
+"""Time-based sliding windows: `#time(t)`, `#ext_timed(ts, t)`, `#firsttime(t)`, `#time_accum(t)`."""
 
 from __future__ import annotations
 
 from collections import deque
 
-from oracle.model import Event, ExtTimed, FirstTime, Time
-from oracle.windows.base import Post, UntimedWindow
+from oracle.model import Event, ExtTimed, FirstTime, Time, TimeAccum
+from oracle.windows.base import Post, WindowBase
 from oracle.windows.keys import timestamp_of
 
 
-class TimeWindow:
+class TimeWindow(WindowBase):
     """`#time(t)`: the events of the last t ms of runtime time (seed 14.3.3;
     esper.md §2 `#time(t)`).
 
@@ -48,7 +48,7 @@ class TimeWindow:
         return [event for _, event in self.stamped]
 
 
-class ExtTimedWindow(UntimedWindow):
+class ExtTimedWindow(WindowBase):
     """`#ext_timed(ts, t)`: a sliding window over the events' own timestamps
     (seed 14.3.4; esper.md §2 `#ext_timed(tsExpr, t)`).
 
@@ -83,7 +83,7 @@ class ExtTimedWindow(UntimedWindow):
         return [event for _, event in self.stamped]
 
 
-class FirstTimeWindow:
+class FirstTimeWindow(WindowBase):
     """`#firsttime(t)`: the events that arrive within t ms of the window's
     creation, kept for ever (seed 14.3.11; esper.md §2 `#firsttime(t)`).
 
@@ -115,4 +115,38 @@ class FirstTimeWindow:
         return list(self.events)
 
 
-REGISTRY = {Time: TimeWindow, ExtTimed: ExtTimedWindow, FirstTime: FirstTimeWindow}
+class TimeAccumWindow(WindowBase):
+    """`#time_accum(t)`: events accumulate until none has arrived for `t`
+    (seed 14.3 table: "accumulates events until no more events arrive within a
+    given time interval"; esper.md §2 `#time_accum`).
+
+    * Arrival: kept and posted as new at once; the window's one timer is
+      (re)armed at `now + t`.
+    * Timer: every kept event is posted as old, in arrival order, in one post;
+      the window is empty and no timer is armed. A jump past the due time posts
+      them once, at the jump's target.
+    * A timer due at an arrival's instant fires before the event arrives (the
+      clock rule), so an event arriving exactly `t` after the last one starts a
+      new accumulation.
+    """
+
+    def __init__(self, spec: TimeAccum, now: int):
+        self.span = spec.span
+        self.events: list[Event] = []
+        self.due: int | None = None
+
+    def on_event(self, event: Event, now: int) -> list[Post]:
+        self.events.append(event)
+        self.due = now + self.span
+        return [Post((event,))]
+
+    def next_timer(self) -> int | None:
+        return self.due
+
+    def on_timer(self, now: int) -> list[Post]:
+        gone, self.events, self.due = tuple(self.events), [], None
+        return [Post((), gone)] if gone else []
+
+    def contents(self) -> list[Event]:
+        return list(self.events)
+

@@ -9,7 +9,7 @@ or `c + t` where that distance is 0.
 from __future__ import annotations
 
 from oracle.model import Event, ExtTimedBatch, TimeBatch
-from oracle.windows.base import Post, UntimedWindow
+from oracle.windows.base import Post, WindowBase
 from oracle.windows.keys import timestamp_of
 
 
@@ -18,7 +18,7 @@ def next_grid_point(current: int, reference: int, span: int) -> int:
     return current + ((reference - current) % span or span)
 
 
-class TimeBatchWindow:
+class TimeBatchWindow(WindowBase):
     """`#time_batch(t[, ref][, "FORCE_UPDATE, START_EAGER"])`: batches released
     every t ms of runtime time (seed 14.3.5; esper.md §2 `#time_batch`).
 
@@ -72,7 +72,7 @@ class TimeBatchWindow:
         return list(self.previous)
 
 
-class ExtTimedBatchWindow(UntimedWindow):
+class ExtTimedBatchWindow(WindowBase):
     """`#ext_timed_batch(ts, t[, ref])`: batches cut by the events' own timestamps
     (seed 14.3.6; esper.md §2 `#ext_timed_batch`).
 
@@ -118,5 +118,3 @@ class ExtTimedBatchWindow(UntimedWindow):
     def contents(self) -> list[Event]:
         return list(self.previous)
 
-
-REGISTRY = {TimeBatch: TimeBatchWindow, ExtTimedBatch: ExtTimedBatchWindow}

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from oracle.model import Event, FirstUnique, Unique
-from oracle.windows.base import Post, UntimedWindow
+from oracle.windows.base import Post, WindowBase
 from oracle.windows.keys import key_of
 
 
-class UniqueWindow(UntimedWindow):
+class UniqueWindow(WindowBase):
     """`#unique(keys)`: the most recent event per key, a length window of size 1
     per key (seed 14.3.14; esper.md §1 `#unique`).
 
@@ -39,7 +39,7 @@ class UniqueWindow(UntimedWindow):
         return list(self.held.values())
 
 
-class FirstUniqueWindow(UntimedWindow):
+class FirstUniqueWindow(WindowBase):
     """`#firstunique(keys)`: the first event per key, kept for ever (seed 14.3.18;
     esper.md §1 `#firstunique`).
 
@@ -61,5 +61,3 @@ class FirstUniqueWindow(UntimedWindow):
     def contents(self) -> list[Event]:
         return list(self.held.values())
 
-
-REGISTRY = {Unique: UniqueWindow, FirstUnique: FirstUniqueWindow}

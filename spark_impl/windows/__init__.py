@@ -1,8 +1,9 @@
 """The Spark windows, one module per window family (mirroring oracle/windows/).
 
 Contract between a family module and the shared pipeline (spark_impl/pipeline.py):
+a family module has a table `POSTS`, spec class -> a function
 
-    posts(items: DataFrame, spec, ctx: Context) -> DataFrame
+    (items: DataFrame, spec, ctx: Context) -> DataFrame
 
 `items` is the validated input (columns: spark_impl.frames). `ctx.partition`
 lists the partition columns of one sub-window: `trace_id`, then the group key
@@ -50,6 +51,7 @@ from oracle.model import (
     FirstEvent,
     FirstLength,
     FirstTime,
+    TimeAccum,
     FirstUnique,
     KeepAll,
     LastEvent,
@@ -57,6 +59,7 @@ from oracle.model import (
     LengthBatch,
     Time,
     TimeBatch,
+    TimeOrder,
     Unique,
     WindowSpec,
     spec_kind,
@@ -84,7 +87,7 @@ class Context:
     jumps: bool = True
 
 
-# spec class -> family module (spark_impl.windows.<module>) holding its `posts`.
+# spec class -> family module (spark_impl.windows.<module>) whose POSTS holds its function.
 FAMILIES: dict[type, str] = {
     Length: "length",
     LengthBatch: "length",
@@ -97,6 +100,8 @@ FAMILIES: dict[type, str] = {
     Time: "time",
     ExtTimed: "time",
     FirstTime: "time",
+    TimeAccum: "time",
+    TimeOrder: "time_order",
     TimeBatch: "time_batch",
     ExtTimedBatch: "time_batch",
 }
@@ -110,15 +115,10 @@ class Family:
 
 
 def family(spec: WindowSpec) -> Family:
-    """`spec`'s family, its module imported on first use; a spec without a family,
-    or whose family module is not there, is `UnsupportedWindow`."""
+    """`spec`'s family, its module imported on first use (a module named in
+    FAMILIES must exist: a missing one is an error, not an unsupported window);
+    a spec without a family is `UnsupportedWindow`."""
     name = FAMILIES.get(type(spec))
-    if name is not None:
-        try:
-            module = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-        else:
-            return Family(module.posts)
-    raise UnsupportedWindow(f"the Spark implementation does not implement the {spec_kind(spec)} window")
+    if name is None:
+        raise UnsupportedWindow(f"the Spark implementation does not implement the {spec_kind(spec)} window")
+    return Family(importlib.import_module(f"{__name__}.{name}").POSTS[type(spec)])

@@ -20,11 +20,16 @@ from spark_impl.windows.length import AT_ARRIVAL, pushed_out
 
 
 
-def posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
-    if isinstance(spec, KeepAll):
-        return arrival_posts(events(items), ctx, AT_ARRIVAL)
-    if isinstance(spec, FirstEvent):
-        return arrival_posts(events(items).selectExpr("*", f"{index(ctx)} AS _i").where("_i = 0"), ctx, AT_ARRIVAL)
-    if isinstance(spec, LastEvent):
-        return pushed_out(events(items), ctx, 1)
-    raise TypeError(f"not a keep window: {spec!r}")
+def keep_all(items: DataFrame, spec: KeepAll, ctx: Context) -> DataFrame:
+    return arrival_posts(events(items), ctx, AT_ARRIVAL)
+
+
+def first_event(items: DataFrame, spec: FirstEvent, ctx: Context) -> DataFrame:
+    return arrival_posts(events(items).selectExpr("*", f"{index(ctx)} AS _i").where("_i = 0"), ctx, AT_ARRIVAL)
+
+
+def last_event(items: DataFrame, spec: LastEvent, ctx: Context) -> DataFrame:
+    return pushed_out(events(items), ctx, 1)
+
+
+POSTS = {KeepAll: keep_all, FirstEvent: first_event, LastEvent: last_event}

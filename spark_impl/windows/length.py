@@ -31,15 +31,20 @@ from spark_impl.windows.base import Emit, arrival_posts, events, index, over
 AT_ARRIVAL = Emit("insert", "seq", "time")
 
 
-def posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
-    if isinstance(spec, Length):
-        return pushed_out(events(items), ctx, spec.size)
-    if isinstance(spec, LengthBatch):
-        return batches(events(items), ctx, spec.size)
-    if isinstance(spec, FirstLength):
-        kept = events(items).selectExpr("*", f"{index(ctx)} AS _i").where(f"_i < {spec.size}")
-        return arrival_posts(kept, ctx, AT_ARRIVAL)
-    raise TypeError(f"not a count-based window: {spec!r}")
+def sliding(items: DataFrame, spec: Length, ctx: Context) -> DataFrame:
+    return pushed_out(events(items), ctx, spec.size)
+
+
+def batched(items: DataFrame, spec: LengthBatch, ctx: Context) -> DataFrame:
+    return batches(events(items), ctx, spec.size)
+
+
+def first_length(items: DataFrame, spec: FirstLength, ctx: Context) -> DataFrame:
+    kept = events(items).selectExpr("*", f"{index(ctx)} AS _i").where(f"_i < {spec.size}")
+    return arrival_posts(kept, ctx, AT_ARRIVAL)
+
+
+POSTS = {Length: sliding, LengthBatch: batched, FirstLength: first_length}
 
 
 def pushed_out(rows: DataFrame, ctx: Context, size: int, *extra: str) -> DataFrame:

@@ -41,6 +41,15 @@ are in arrival order.
   `creation + t`, since an event arriving at a clock at or past it walked or
   jumped there first (its own walk fires the timer before it arrives). Nothing
   ever leaves and the timer posts nothing.
+* `#time_accum(t)`: each arrival re-arms the one timer at its clock + t, so
+  the timer fires (walk or jump) before the next arrival exactly when that
+  arrival comes t or more after the one before: its own walk, or an earlier
+  item, reaches the due time first, and no item before a closer arrival can.
+  Such gaps cut a sub-window's events into accumulations (a running count of
+  gaps, in seq order); an accumulation leaves in the unit of the first item
+  reaching its last arrival + t (`clock.hits`, one point per event carrying
+  that due time), in arrival order, ordered among groups by (due, slot) as
+  `#time`'s.
 """
 
 from __future__ import annotations
@@ -48,7 +57,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from oracle.model import ExtTimed, FirstTime, Time
+from oracle.model import ExtTimed, FirstTime, Time, TimeAccum
 from spark_impl import clock
 from spark_impl.windows import Context
 from spark_impl.windows.base import Emit, arrival_posts, events, over, quoted
@@ -58,14 +67,12 @@ SO_FAR = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
 BEFORE = "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
 
 
-def posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
-    if isinstance(spec, Time):
-        return sliding(items, ctx, spec.span)
-    if isinstance(spec, ExtTimed):
-        return externally_timed(items, ctx, spec.timestamp, spec.span)
-    if isinstance(spec, FirstTime):
-        return first_time(items, ctx, spec.span)
-    raise TypeError(f"not a time window: {spec!r}")
+POSTS = {
+    Time: lambda items, spec, ctx: sliding(items, ctx, spec.span),
+    ExtTimed: lambda items, spec, ctx: externally_timed(items, ctx, spec.timestamp, spec.span),
+    FirstTime: lambda items, spec, ctx: first_time(items, ctx, spec.span),
+    TimeAccum: lambda items, spec, ctx: accumulating(items, ctx, spec.span),
+}
 
 
 def carried(ctx: Context) -> list[str]:
@@ -98,10 +105,11 @@ def with_group(rows: DataFrame, table: DataFrame, ctx: Context) -> DataFrame:
 
 
 def timer_posts(rows: DataFrame, ctx: Context, side: str, seq: str, time: str, slot_due: str,
-                slot: str = "slot") -> DataFrame:
+                slot: str = "slot", n: str = "seq") -> DataFrame:
     """Post rows (the contract's columns, then the properties) posting each row's
     event on `side` in the timer stop (phase 0) of item `seq` at clock `time`
-    (SQL expressions), the timer being due at `slot_due`."""
+    (SQL expressions), the timer being due at `slot_due`, the row `n`-th in its
+    post (default: by arrival)."""
     return rows.selectExpr(
         "trace_id",
         f"CAST({seq} AS BIGINT) AS seq",
@@ -110,7 +118,7 @@ def timer_posts(rows: DataFrame, ctx: Context, side: str, seq: str, time: str, s
         f"CAST({slot_due} AS BIGINT) AS slot_due",
         f"CAST({slot} AS BIGINT) AS slot",
         f"'{side}' AS side",
-        "CAST(seq AS BIGINT) AS pos",
+        f"CAST({n} AS BIGINT) AS pos",
         "id",
         *(quoted(p) for p in ctx.properties),
     )
@@ -168,3 +176,24 @@ def first_time(items: DataFrame, ctx: Context, span: int) -> DataFrame:
         arrived = events(items).join(F.broadcast(clock.creation(items)), "trace_id")
     kept = arrived.where(f"time < {created} + {span}")
     return arrival_posts(kept, ctx, Emit("insert", "seq", "time", "seq"))
+
+
+def accumulating(items: DataFrame, ctx: Context, span: int) -> DataFrame:
+    own = carried(ctx)
+    gaps = events(items).selectExpr(*own, "time", f"lag(time) {over(ctx)} AS `#prev`")
+    numbered = gaps.selectExpr(
+        *own, "time",
+        f"sum(CASE WHEN time >= `#prev` + {span} THEN 1 ELSE 0 END) {over(ctx, frame=SO_FAR)} AS `#run`",
+    )
+    due = quoted(clock.DUE)
+    points = numbered.selectExpr(*own, f"max(time) OVER ({partition(ctx, '#run')}) + {span} AS {due}")
+    hit = quoted(clock.HIT)
+    found = clock.hits(items, points, jumps=ctx.jumps).where(f"{hit} IS NOT NULL")
+    fired_at = clock.fire_time(hit, due)
+    if ctx.group_keys:
+        found = with_group(found, group_table(items, ctx).drop("#first"), ctx)
+        removed = timer_posts(found, ctx, "remove", f"{hit}.seq", fired_at, due)
+    else:
+        removed = timer_posts(found, ctx, "remove", f"{hit}.seq", fired_at, due, slot="0")
+    return arrivals(items, ctx).unionByName(removed)
+

@@ -73,12 +73,10 @@ from spark_impl.windows.time import BEFORE, SO_FAR, TIMER, carried, group_table,
 CREATED = quoted(clock.CREATED)
 
 
-def posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
-    if isinstance(spec, TimeBatch):
-        return TimeBatches(spec, ctx).posts(items)
-    if isinstance(spec, ExtTimedBatch):
-        return external_batches(items, ctx, spec)
-    raise TypeError(f"not a time batch window: {spec!r}")
+POSTS = {
+    TimeBatch: lambda items, spec, ctx: TimeBatches(spec, ctx).posts(items),
+    ExtTimedBatch: lambda items, spec, ctx: external_batches(items, ctx, spec),
+}
 
 
 def next_grid(current: str, reference: str, span: int) -> str:

@@ -21,10 +21,13 @@ from spark_impl.windows.length import AT_ARRIVAL, pushed_out
 
 
 
-def posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
-    if isinstance(spec, Unique):
-        return pushed_out(events(items), ctx, 1, *spec.keys)
-    if isinstance(spec, FirstUnique):
-        firsts = events(items).selectExpr("*", f"{index(ctx, *spec.keys)} AS _i").where("_i = 0")
-        return arrival_posts(firsts, ctx, AT_ARRIVAL)
-    raise TypeError(f"not a unique window: {spec!r}")
+def unique(items: DataFrame, spec: Unique, ctx: Context) -> DataFrame:
+    return pushed_out(events(items), ctx, 1, *spec.keys)
+
+
+def first_unique(items: DataFrame, spec: FirstUnique, ctx: Context) -> DataFrame:
+    firsts = events(items).selectExpr("*", f"{index(ctx, *spec.keys)} AS _i").where("_i = 0")
+    return arrival_posts(firsts, ctx, AT_ARRIVAL)
+
+
+POSTS = {Unique: unique, FirstUnique: first_unique}

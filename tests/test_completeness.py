@@ -1,0 +1,74 @@
+"""Every spec kind of the model has everything a kind needs, each found in one
+table keyed by spec class: an oracle window (`oracle.windows.WINDOW_CLASSES`), a
+Spark family (`spark_impl.windows.FAMILIES`, its module imported, or the
+pipeline's grouping around one), a writer in every implemented dialect (render and parse back), a
+strategy (`difftest.strategies.STRATEGIES`) and at least three corpus cases.
+
+PENDING lists what is knowingly missing, kind by kind, until the issue that
+builds it closes: the test fails when a piece is missing that PENDING does not
+name, and when PENDING names a piece that is there (shrink it as work lands).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from difftest.strategies import EXAMPLES, STRATEGIES
+from oracle.cases import case_files, load_case
+from oracle.dialects import IMPLEMENTED, parse, render
+from oracle.errors import UnsupportedWindow, WindowOracleError
+from oracle.model import WINDOW_SPECS, Intersection, RetainUnion, nested_specs
+from oracle.windows import WINDOW_CLASSES
+
+ROOT = Path(__file__).resolve().parent.parent
+ASPECTS = ("oracle", "spark", "dialects", "strategies", "corpus")
+
+#: spec class -> the aspects still missing (issue 11 builds intersections and unions)
+PENDING: dict[type, set[str]] = {
+    Intersection: {"oracle", "spark", "corpus"},
+    RetainUnion: {"oracle", "spark", "corpus"},
+}
+
+
+def _corpus_counts() -> Counter:
+    counts: Counter = Counter()
+    for path in case_files([ROOT / "corpus"]):
+        case = load_case(path)
+        try:
+            spec = parse(case.window, case.dialect)
+        except WindowOracleError:
+            continue
+        counts.update({type(inner) for inner in nested_specs(spec)})
+    return counts
+
+
+def _has(aspect: str, cls: type, corpus: Counter) -> bool:
+    if aspect == "oracle":
+        return cls in WINDOW_CLASSES
+    if aspect == "spark":  # FAMILIES, or the pipeline's grouping around a family
+        from spark_impl.pipeline import family_of
+
+        try:
+            return callable(family_of(EXAMPLES[cls]).posts)
+        except UnsupportedWindow:
+            return False
+    if aspect == "dialects":
+        example = EXAMPLES[cls]
+        return all(parse(render(example, dialect), dialect) == example for dialect in IMPLEMENTED)
+    if aspect == "strategies":
+        return cls in STRATEGIES and cls in EXAMPLES
+    return corpus[cls] >= 3
+
+
+def test_every_spec_class_has_an_example():
+    assert set(EXAMPLES) == set(WINDOW_SPECS)
+
+
+@pytest.mark.parametrize("cls", WINDOW_SPECS, ids=lambda cls: cls.__name__)
+def test_every_kind_has_every_piece(cls):
+    corpus = _corpus_counts()
+    missing = {aspect for aspect in ASPECTS if not _has(aspect, cls, corpus)}
+    assert missing == PENDING.get(cls, set())
