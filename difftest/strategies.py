@@ -70,7 +70,10 @@ from oracle.model import (
     LastEvent,
     Length,
     LengthBatch,
+    Rank,
     RetainUnion,
+    Sort,
+    SortKey,
     Time,
     TimeAccum,
     TimeBatch,
@@ -110,6 +113,11 @@ references = st.one_of(
 )
 key_names = st.lists(st.sampled_from(KEY_PROPERTIES), min_size=1, max_size=2, unique=True).map(tuple)
 flow_control = st.sampled_from([(False, False), (True, False), (True, True)])
+#: sort criteria over the properties every generated event has (symbol sometimes null)
+criteria = st.lists(
+    st.builds(SortKey, st.sampled_from(("price", "symbol", TIMESTAMP)), st.booleans()),
+    min_size=1, max_size=2, unique_by=lambda c: c.property,
+).map(tuple)
 
 DATA_WINDOW_SPECS: dict[type, st.SearchStrategy] = {
     Length: st.builds(Length, sizes),
@@ -120,6 +128,8 @@ DATA_WINDOW_SPECS: dict[type, st.SearchStrategy] = {
     ExtTimedBatch: st.builds(ExtTimedBatch, st.just(TIMESTAMP), spans, st.none() | references),
     TimeAccum: st.builds(TimeAccum, spans),
     TimeOrder: st.builds(TimeOrder, st.just(TIMESTAMP), st.just(0) | spans),
+    Sort: st.builds(Sort, sizes, criteria),
+    Rank: st.builds(Rank, key_names, sizes, criteria),
     KeepAll: st.just(KeepAll()),
     FirstLength: st.builds(FirstLength, sizes),
     FirstTime: st.builds(FirstTime, spans),
@@ -162,6 +172,7 @@ KINDS: tuple[str, ...] = tuple(SPECS)
 EXAMPLES: dict[type, WindowSpec] = {
     Length: Length(1), LengthBatch: LengthBatch(1), Time: Time(GRID), ExtTimed: ExtTimed(TIMESTAMP, GRID),
     TimeBatch: TimeBatch(GRID), ExtTimedBatch: ExtTimedBatch(TIMESTAMP, GRID), TimeAccum: TimeAccum(GRID), TimeOrder: TimeOrder(TIMESTAMP, GRID),
+    Sort: Sort(1, (SortKey("price"),)), Rank: Rank(("symbol",), 1, (SortKey("price"),)),
     KeepAll: KeepAll(),
     FirstLength: FirstLength(1), FirstTime: FirstTime(GRID), FirstEvent: FirstEvent(), LastEvent: LastEvent(),
     Unique: Unique(("symbol",)), FirstUnique: FirstUnique(("symbol",)),

@@ -394,6 +394,51 @@ class TimeOrder(Spec):
     span: int = field(validator=_not_negative)
 
 
+def _criteria(inst, attribute, value):
+    if not value:
+        raise InvalidSpec(f"{type(inst).KIND}: needs at least one sort criterion")
+    for criterion in value:
+        if not isinstance(criterion, SortKey):
+            raise InvalidSpec(f"{type(inst).KIND}: {criterion!r} is not a sort criterion")
+
+
+@frozen
+class SortKey:
+    """One sort criterion: a property, ascending unless `descending`. Null sorts
+    before every value ascending (after every value descending)."""
+
+    property: str = field()
+    descending: bool = False
+
+    @property.validator
+    def _check(self, attribute, value):
+        if not isinstance(value, str) or not _NAME.match(value):
+            raise InvalidSpec(f"sort: {attribute.name} must be a property name, got {value!r}")
+        if reserved_name_error(value):
+            raise InvalidSpec(f"sort: {reserved_name_error(value)}")
+
+
+@frozen
+class Sort(Spec):
+    """The `size` best events by `criteria` (compared in order); among equal
+    criteria the newer is better."""
+
+    KIND: ClassVar[str] = "sort"
+    size: int = field(validator=_positive)
+    criteria: tuple[SortKey, ...] = field(converter=tuple, validator=_criteria, metadata=_role("sort"))
+
+
+@frozen
+class Rank(Spec):
+    """The latest event per unique `keys`, and of those the `size` best by
+    `criteria`."""
+
+    KIND: ClassVar[str] = "rank"
+    keys: tuple[str, ...] = field(converter=tuple, validator=_property_names, metadata=_role("key"))
+    size: int = field(validator=_positive)
+    criteria: tuple[SortKey, ...] = field(converter=tuple, validator=_criteria, metadata=_role("sort"))
+
+
 @frozen
 class KeepAll(Spec):
     KIND: ClassVar[str] = "keepall"
@@ -434,7 +479,7 @@ class FirstUnique(Spec):
 
 
 DataWindow = Union[
-    Length, LengthBatch, Time, ExtTimed, TimeBatch, ExtTimedBatch, TimeAccum, TimeOrder, KeepAll,
+    Length, LengthBatch, Time, ExtTimed, TimeBatch, ExtTimedBatch, TimeAccum, TimeOrder, Sort, Rank, KeepAll,
     FirstLength, FirstTime, FirstEvent, LastEvent, Unique, FirstUnique,
 ]
 DATA_WINDOWS: tuple[type, ...] = DataWindow.__args__  # type: ignore[attr-defined]
@@ -507,7 +552,8 @@ def _with_role(spec: WindowSpec, role: str) -> tuple[str, ...]:
         for attribute in attrs.fields(type(inner)):
             if attribute.metadata.get("role") == role:
                 value = getattr(inner, attribute.name)
-                names += value if isinstance(value, tuple) else (value,)
+                for item in value if isinstance(value, tuple) else (value,):
+                    names.append(item.property if isinstance(item, SortKey) else item)
     return tuple(dict.fromkeys(names))
 
 
@@ -520,6 +566,11 @@ def spec_keys(spec: WindowSpec) -> tuple[str, ...]:
 def spec_timestamps(spec: WindowSpec) -> tuple[str, ...]:
     """The properties `spec` reads as event timestamps, each once."""
     return _with_role(spec, "timestamp")
+
+
+def spec_sort_properties(spec: WindowSpec) -> tuple[str, ...]:
+    """The properties `spec` sorts events by, each once."""
+    return _with_role(spec, "sort")
 
 
 def accepted_opcodes(spec: WindowSpec) -> frozenset[str]:

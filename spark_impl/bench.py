@@ -3,7 +3,7 @@ the Spark implementation's throughput on local[2], beside the bare Spark plan on
 the same data, from Parquet as users' data arrives.
 
 Input: one trace of N events over K keys (default 10,000), one event per ms: an
-event table `(n long, t long, k long, id string)` written to Parquet once per
+event table `(n long, t long, k long, id string, price double)` written to Parquet once per
 size (in a temporary folder, untimed) and read back by every workload.
 
 * each window: `spark_impl.apply_window_to_events(events, window, order_col="n",
@@ -42,7 +42,8 @@ from attrs import asdict, frozen
 KEYS = 10_000
 TICK_MS = 1
 SIZES = (1_000_000, 10_000_000)
-WINDOWS = ("#groupwin(k)#length(10)", "#time(10 sec)", "#groupwin(k)#time_batch(10 sec)", "#groupwin(k)#time(10 sec)")
+WINDOWS = ("#groupwin(k)#length(10)", "#time(10 sec)", "#groupwin(k)#time_batch(10 sec)", "#groupwin(k)#time(10 sec)",
+           "#groupwin(k)#sort(5, price)")
 BARE = "bare: lag(id, 10) by key"
 CHECK = "table check alone (in each window)"
 TARGET_BARE, TARGET_SCALING = 1.3, 10.0
@@ -62,13 +63,15 @@ class Timing:
 
 
 def write_events(spark, n: int, keys: int, folder: Path) -> str:
-    """N events of one trace as Parquet: n = seq, t = n ms, k a key among `keys` by hash."""
+    """N events of one trace as Parquet: n = seq, t = n ms, k a key among `keys` by
+    hash, price one of 10,000 values by another hash (for `#sort`)."""
     from pyspark.sql import functions as F
 
     path = str(folder / f"events-{n}-{keys}")
     spark.range(n).select(
         F.col("id").alias("n"), (F.col("id") * TICK_MS).alias("t"),
         F.pmod(F.xxhash64("id"), F.lit(keys)).alias("k"), F.col("id").cast("string").alias("id"),
+        (F.pmod(F.xxhash64("id", F.lit(1)), F.lit(10_000)) / 100).alias("price"),
     ).write.mode("overwrite").parquet(path)
     return path
 

@@ -49,6 +49,7 @@ from oracle.model import (
     check_trace,
     item_problem,
     spec_keys,
+    spec_sort_properties,
     spec_timestamps,
 )
 
@@ -79,16 +80,18 @@ _NAMES = {"long": "an integer", "double": "a float", "string": "a string", "bool
 def spec_properties(spec: WindowSpec) -> tuple[str, ...]:
     """Every property `spec` reads, each a column of the input; `id` is the
     event's id (a base column), not a property column."""
-    return tuple(name for name in dict.fromkeys(spec_keys(spec) + spec_timestamps(spec)) if name != "id")
+    read = spec_keys(spec) + spec_timestamps(spec) + spec_sort_properties(spec)
+    return tuple(name for name in dict.fromkeys(read) if name != "id")
 
 
 def check_pair(spec: WindowSpec, trace: Trace) -> None:
     """Raise `InvalidTrace`, naming the item, where the oracle would refuse the trace
     for this window: `check_trace`'s rules, an operation code other than `insert`
     (Esper windows take none), a key property holding an object, a timestamp
-    property that is not an integer (esper.md §2, `oracle.windows.keys`' decisions)."""
+    property that is not an integer (esper.md §2, `oracle.windows.keys`' decisions),
+    a sort property holding a list or an object (`oracle.windows.sort`)."""
     check_trace(trace)
-    keys, stamps = spec_keys(spec), spec_timestamps(spec)
+    keys, stamps, sorts = spec_keys(spec), spec_timestamps(spec), spec_sort_properties(spec)
     for index, item in enumerate(trace.items):
         if not isinstance(item, Arrive):
             continue
@@ -99,6 +102,10 @@ def check_pair(spec: WindowSpec, trace: Trace) -> None:
         for name in keys:
             if isinstance(event.get(name), Mapping):
                 raise InvalidTrace(f"event {event.id!r}: property {name!r} is an object, which cannot be a key", index)
+        for name in sorts:
+            if isinstance(event.get(name), (Mapping, list)):
+                raise InvalidTrace(f"event {event.id!r}: sort property {name!r} holds a list or object, "
+                                   "which cannot be compared", index)
         for name in stamps:
             value = event.get(name)
             if isinstance(value, bool) or not isinstance(value, int):

@@ -32,6 +32,9 @@ from oracle.model import (
     LengthBatch,
     RetainUnion,
     Time,
+    Rank,
+    Sort,
+    SortKey,
     TimeAccum,
     TimeBatch,
     TimeOrder,
@@ -121,6 +124,13 @@ PARSE_ROWS = [
     ("#ext:time_order(arrival_time, 10)", TimeOrder("arrival_time", 10_000)),
     ("#timetolive(ts)", TimeOrder("ts", 0)),
     (".ext:timetolive(ts)", TimeOrder("ts", 0)),
+    # sort criteria: a property, then asc (the default) or desc, case-insensitive
+    ("#sort(4, price asc, symbol desc)", Sort(4, (SortKey("price"), SortKey("symbol", True)))),
+    ("#ext:sort(1, price DESC)", Sort(1, (SortKey("price", True),))),
+    ("#sort(2, `desc` desc)", Sort(2, (SortKey("desc", True),))),
+    # rank: unique properties, the size (the first number), criteria
+    ("#rank(symbol, 3, price desc)", Rank(("symbol",), 3, (SortKey("price", True),))),
+    ("#ext:rank(symbol, feed, 2, price, ts desc)", Rank(("symbol", "feed"), 2, (SortKey("price"), SortKey("ts", True)))),
     # property names: identifiers and backquoted names
     ("#unique(symbol, feed)", Unique(("symbol", "feed"))),
     ("#unique(`order`)", Unique(("order",))),
@@ -258,8 +268,16 @@ ERROR_ROWS = [
     (".win:unique(symbol)", InvalidSpec, ["unknown window 'win:unique'", "unique is std:unique"]),
     (".ext:length(1)", InvalidSpec, ["length is win:length"]),
     # windows Esper has that the oracle does not model
-    ("#sort(10, price desc)", UnsupportedWindow, ["sort"]),
-    ("#rank(symbol, 10, price)", UnsupportedWindow, ["rank"]),
+    ("#sort(2)", InvalidSpec, ["sort takes a size, then one or more sort criteria"]),
+    ("#sort(price, 2)", InvalidSpec, ["sort: parameter 1", "size"]),
+    ("#sort(2, 1 sec)", InvalidSpec, ["sort: parameter 2", "column 10", "sort criterion", "time period"]),
+    ("#sort(2, price up)", WindowSyntaxError, ["unexpected 'up'", "asc or desc", "column 16"]),
+    ("#sort(2, time)", InvalidSpec, ["sort: parameter 2", "reserved name"]),
+    ("#rank(3, price)", InvalidSpec, ["rank takes one or more unique properties, a size, then one or more sort criteria"]),
+    ("#rank(symbol, 3)", InvalidSpec, ["rank takes one or more unique properties"]),
+    ("#rank(symbol, symbol, 3, price)", InvalidSpec, ["rank: a unique property is named twice"]),
+    ("#rank(symbol, 0, price)", InvalidSpec, ["rank: parameter 2", "above 0"]),
+    ("#rank(symbol, 1 sec, 2, price)", InvalidSpec, ["rank: parameter 2", "unique key", "time period"]),
     ("#time_order(ts, 0)", InvalidSpec, ["time_order: parameter 2", "above 0"]),
     ("#time_order(ts)", InvalidSpec, ["time_order", "2 parameters"]),
     ("#timetolive(ts, 1 sec)", InvalidSpec, ["timetolive", "1 parameter"]),
@@ -268,7 +286,6 @@ ERROR_ROWS = [
     ("#time_length_batch(10 sec, 5)", UnsupportedWindow, ["time_length_batch"]),
     ("#expr(current_count <= 2)", UnsupportedWindow, ["expr"]),
     ("#expr(oldest_timestamp > newest_timestamp - 2000)", UnsupportedWindow, ["expr"]),
-    ("#sort(4, price asc, symbol desc)", UnsupportedWindow, ["sort"]),
     ("#length(3)#size(*)", UnsupportedWindow, ["size", "column 11"]),
     ("#foo(a b)", InvalidSpec, ["unknown window 'foo'"]),
     ("#expr_batch(x)", UnsupportedWindow, ["expr_batch"]),
@@ -441,6 +458,13 @@ def _spell_window(draw, spec, dotted: bool) -> str:
         params = [_whole(draw, spec.size)]
     elif isinstance(spec, (Time, FirstTime, TimeAccum)):
         params = [_period(draw, spec.span)]
+    elif isinstance(spec, Rank):
+        params = [*spec.keys, _whole(draw, spec.size)] + [
+            f"{c.property} {_case(draw, 'desc')}" if c.descending else c.property for c in spec.criteria]
+    elif isinstance(spec, Sort):
+        params = [_whole(draw, spec.size)] + [
+            f"{c.property} {_case(draw, 'desc')}" if c.descending else c.property + draw(st.sampled_from(["", " asc", " ASC"]))
+            for c in spec.criteria]
     elif isinstance(spec, TimeOrder):
         params = [spec.timestamp] + ([_period(draw, spec.span)] if spec.span else [])
     elif isinstance(spec, ExtTimed):

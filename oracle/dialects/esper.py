@@ -96,7 +96,10 @@ from oracle.model import (
     LastEvent,
     Length,
     LengthBatch,
+    Rank,
     RetainUnion,
+    Sort,
+    SortKey,
     Time,
     TimeAccum,
     TimeBatch,
@@ -119,6 +122,7 @@ STRING: /"[^"\\]*"/ | /'[^'\\]*'/
 NUMBER: /\d+[lL]|(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?[dDfF]?/
 UNIT: /(years?|months?|weeks?|days?|hours?|minutes?|min|milliseconds?|msec|microseconds?|usec|seconds?|sec)\b/i
 RETAIN: /retain-(union|intersection)\b/i
+ORDER: /(asc|desc)\b/i
 
 %import common.WS
 %ignore WS
@@ -131,7 +135,8 @@ hash_view: HASH (NAME COLON)? NAME params?
 dot_view: DOT NAME COLON NAME params?
 params: LPAR [param (COMMA param)*] RPAR
 
-?param: period | number | string | name
+?param: period | number | string | name | ordered
+ordered: name ORDER
 period: part+
 part: number UNIT
 number: SIGN? NUMBER
@@ -153,7 +158,8 @@ _DESCRIBE = {
     "HASH": "'#'", "DOT": "'.'", "COLON": "':'", "LPAR": "'('", "RPAR": "')'", "COMMA": "','",
     "SIGN": "a sign", "NAME": "a name", "TICKED": "a `backquoted` name", "STRING": "a quoted string",
     "NUMBER": "a number", "UNIT": "a time unit (msec, sec, min, hour, day, ...)",
-    "RETAIN": "retain-union or retain-intersection", "$END": "the end of the clause",
+    "RETAIN": "retain-union or retain-intersection", "ORDER": "asc or desc",
+    "$END": "the end of the clause",
 }
 
 # --------------------------------------------------------------------------- window names
@@ -169,7 +175,7 @@ NAMESPACES = {
     "uni": "stat", "linest": "stat", "correl": "stat", "weighted_avg": "stat",
 }
 UNSUPPORTED = (
-    "time_length_batch", "expr", "expr_batch", "merge", "size", "sort", "rank",
+    "time_length_batch", "expr", "expr_batch", "merge", "size",
     "uni", "linest", "correl", "weighted_avg",
 )
 
@@ -277,6 +283,11 @@ class _ToViews(Transformer):
     def name(self, token: Token) -> Param:
         value = str(token)[1:-1] if token.type == "TICKED" else str(token)
         return Param("name", value, token.start_pos + 1, str(token))
+
+    @v_args(inline=True)
+    def ordered(self, name: Param, order: Token) -> Param:
+        return Param("ordered", (name.value, order.lower() == "desc"), name.column,
+                     self.text[name.column - 1:order.end_pos])
 
     def params(self, items: list) -> tuple[Param, ...]:
         return tuple(p for p in items if isinstance(p, Param))
@@ -420,7 +431,8 @@ def _flags(view: View, index: int) -> tuple[bool, bool]:
 
 
 def _kind(param: Param) -> str:
-    what = {"period": "a time period", "string": "a string", "name": "the property name"}
+    what = {"period": "a time period", "string": "a string", "name": "the property name",
+            "ordered": "the sort criterion"}
     if param.kind == "number":
         return "the whole number " + param.text if param.integral else "the decimal number " + param.text
     return f"{what[param.kind]} {param.text}"
@@ -465,6 +477,46 @@ def _ext_timed_batch(view: View) -> ExtTimedBatch:
     _arity(view, 2, 3, "2 or 3 parameters (timestamp property, time period[, reference point])")
     reference = _reference(view, 2) if len(view.params) == 3 else None
     return ExtTimedBatch(_property(view, 0, "the timestamp"), _period(view, 1), reference)
+
+
+def _criterion(view: View, index: int) -> SortKey:
+    """A property, optionally followed by asc or desc (esper.md §3)."""
+    param = view.params[index]
+    if param.kind == "ordered":
+        name, descending = param.value
+    elif param.kind == "name":
+        name, descending = param.value, False
+    else:
+        raise InvalidSpec(f"{_where(view, index)}: needs a sort criterion (a property name, then asc or desc), "
+                          f"got {_kind(param)}")
+    if reserved_name_error(name):
+        raise InvalidSpec(f"{_where(view, index)}: {reserved_name_error(name)}")
+    return SortKey(name, descending)
+
+
+def _sort(view: View) -> Sort:
+    _arity(view, 2, None, "a size, then one or more sort criteria")
+    return Sort(_size(view, 0), tuple(_criterion(view, i) for i in range(1, len(view.params))))
+
+
+def _rank(view: View) -> Rank:
+    """(unique properties..., size, criteria...): the first number is the size."""
+    at = next((i for i, p in enumerate(view.params) if p.kind == "number"), None)
+    if at is None or at == 0 or at == len(view.params) - 1:
+        raise InvalidSpec(f"rank takes one or more unique properties, a size, then one or more sort criteria "
+                          f"(column {view.column})")
+    keys = tuple(_property(view, i, "a unique key") for i in range(at))
+    if len(set(keys)) != len(keys):
+        raise InvalidSpec(f"rank: a unique property is named twice in {list(keys)} (column {view.column})")
+    return Rank(keys, _size(view, at), tuple(_criterion(view, i) for i in range(at + 1, len(view.params))))
+
+
+def _rank_params(spec: Rank) -> list[str]:
+    return [*spec.keys, *_sort_params(Sort(spec.size, spec.criteria))]
+
+
+def _sort_params(spec: Sort) -> list[str]:
+    return [str(spec.size), *(f"{c.property} desc" if c.descending else c.property for c in spec.criteria)]
 
 
 def _time_order(view: View) -> TimeOrder:
@@ -564,6 +616,8 @@ SYNTAX: dict[type, Syntax] = {
     ExtTimedBatch: _syntax("ext_timed_batch", _ext_timed_batch, _ext_timed_batch_params),
     TimeAccum: _syntax("time_accum", _time_like(TimeAccum), _period_param),
     TimeOrder: Syntax({"time_order": _time_order, "timetolive": _time_to_live}, _write_time_order),
+    Sort: _syntax("sort", _sort, _sort_params),
+    Rank: _syntax("rank", _rank, _rank_params),
     KeepAll: _syntax("keepall", _no_params(KeepAll), _no_param),
     FirstEvent: _syntax("firstevent", _no_params(FirstEvent), _no_param),
     LastEvent: _syntax("lastevent", _no_params(LastEvent), _no_param),

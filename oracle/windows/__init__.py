@@ -15,6 +15,8 @@ from oracle.model import (
     LastEvent,
     Length,
     LengthBatch,
+    Rank,
+    Sort,
     Time,
     TimeAccum,
     TimeBatch,
@@ -23,7 +25,7 @@ from oracle.model import (
     WindowSpec,
     spec_kind,
 )
-from oracle.windows import groupwin, keep, length, time, time_batch, time_order, unique
+from oracle.windows import groupwin, keep, length, sort, time, time_batch, time_order, unique
 from oracle.windows.base import Delivery, Post, Window, WindowBase
 
 #: spec class -> window class, built as cls(spec, now), `now` the clock when the
@@ -42,6 +44,8 @@ WINDOW_CLASSES: dict[type, type] = {
     FirstTime: time.FirstTimeWindow,
     TimeAccum: time.TimeAccumWindow,
     TimeOrder: time_order.TimeOrderWindow,
+    Sort: sort.SortWindow,
+    Rank: sort.RankWindow,
     TimeBatch: time_batch.TimeBatchWindow,
     ExtTimedBatch: time_batch.ExtTimedBatchWindow,
     GroupWin: groupwin.GroupWinWindow,

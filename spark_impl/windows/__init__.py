@@ -57,6 +57,8 @@ from oracle.model import (
     LastEvent,
     Length,
     LengthBatch,
+    Rank,
+    Sort,
     Time,
     TimeBatch,
     TimeOrder,
@@ -102,6 +104,8 @@ FAMILIES: dict[type, str] = {
     FirstTime: "time",
     TimeAccum: "time",
     TimeOrder: "time_order",
+    Sort: "sort",
+    Rank: "sort",
     TimeBatch: "time_batch",
     ExtTimedBatch: "time_batch",
 }
