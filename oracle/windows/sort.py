@@ -26,6 +26,14 @@ def compare_values(a: Any, b: Any) -> int:
     return (a > b) - (a < b)
 
 
+def check_sortable(criteria: tuple[SortKey, ...], event: Event) -> None:
+    """Raise `EventError` if a sort property of `event` holds a list or object."""
+    for criterion in criteria:
+        if isinstance(event.get(criterion.property), (Mapping, list)):
+            raise EventError(f"event {event.id!r}: sort property {criterion.property!r} holds a list or object, "
+                             "which cannot be compared")
+
+
 def compare_events(criteria: tuple[SortKey, ...], a: Event, b: Event) -> int:
     """-1 if `a` sorts before `b` by `criteria` (each ascending unless
     descending, in order), 1 if after, 0 if they tie."""
@@ -58,10 +66,7 @@ class SortWindow(WindowBase):
         self.held: list[Event] = []  # best first
 
     def on_event(self, event: Event, now: int) -> list[Post]:
-        for criterion in self.criteria:
-            if isinstance(event.get(criterion.property), (Mapping, list)):
-                raise EventError(f"event {event.id!r}: sort property {criterion.property!r} holds a list or object, "
-                                 "which cannot be compared")
+        check_sortable(self.criteria, event)
         at = 0  # before the first held event that sorts strictly after it, or ties (newest first)
         while at < len(self.held) and compare_events(self.criteria, self.held[at], event) < 0:
             at += 1
@@ -100,10 +105,7 @@ class RankWindow(WindowBase):
         return compare_events(self.criteria, a, b)
 
     def on_event(self, event: Event, now: int) -> list[Post]:
-        for criterion in self.criteria:
-            if isinstance(event.get(criterion.property), (Mapping, list)):
-                raise EventError(f"event {event.id!r}: sort property {criterion.property!r} holds a list or object, "
-                                 "which cannot be compared")
+        check_sortable(self.criteria, event)
         key = key_of(event, self.keys)
         same_key = [held for held in self.held if key_of(held, self.keys) == key]
         if same_key:

@@ -20,11 +20,16 @@ from oracle.model import (
     Jump,
     KeepAll,
     Length,
+    Rank,
     SetVariables,
+    Sort,
+    SortKey,
+    TimeOrder,
     Trace,
     Unique,
     Update,
 )
+from oracle import run
 from spark_impl import apply_window, apply_window_to_events, event_table, frames, run_cases
 from spark_impl.errors import InvalidFrame
 
@@ -128,10 +133,17 @@ def test_property_names_and_values_that_cannot_be_columns(props, words):
     (GroupWin(("k",), KeepAll()), ev("E1", k={"a": 1}), "property 'k' is an object"),
     (ExtTimed("ts", 1000), ev("E1", ts=1.5), "timestamp property 'ts' is 1.5, not an integer"),
     (ExtTimed("ts", 1000), ev("E1"), "timestamp property 'ts' is missing"),
+    (TimeOrder("ts", 0), ev("E1"), "timestamp property 'ts' is missing"),
+    (Sort(2, (SortKey("k"),)), ev("E1", k=[1, 2]), "sort property 'k' holds a list or object"),
+    (Rank(("id",), 2, (SortKey("k", True),)), ev("E1", k={"a": 1}), "sort property 'k' holds a list or object"),
 ])
 def test_check_pair_refuses_what_the_window_cannot_take(spec, item, words):
+    trace = Trace([ev("E0", k=1, ts=0), item])
     with pytest.raises(InvalidTrace, match=words) as caught:
-        frames.check_pair(spec, Trace([ev("E0", k=1, ts=0), item]))
+        frames.check_pair(spec, trace)
+    assert caught.value.index == 1
+    with pytest.raises(InvalidTrace, match=words) as caught:  # the oracle refuses the same item
+        run(spec, trace)
     assert caught.value.index == 1
 
 
