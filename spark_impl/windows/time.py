@@ -124,28 +124,41 @@ def timer_posts(rows: DataFrame, ctx: Context, side: str, seq: str, time: str, s
     )
 
 
+def timer_removals(found: DataFrame, items: DataFrame, ctx: Context, due: str, *, by_due: bool = False) -> DataFrame:
+    """Post rows removing each row of `found` (event rows with `clock.HIT`, due
+    to leave at `due`, SQL) in its hit's timer stop, in Esper's timer order.
+    Without groupwin every row keeps its own due time as `slot_due`. Under
+    groupwin the groups' timers of one unit post in (due, slot) order, the slot
+    being the seq of the group's first event (`group_table`): on a walk stop
+    every row of the unit is due at the stop's clock; a jump (planned only when
+    the input may hold jumps) fires each group's timer once, due at the least
+    due time of the group's rows in that unit. Within a group's post rows are
+    in arrival order, or with `by_due` in (due, seq) order (a window whose due
+    times do not follow arrival)."""
+    hit = quoted(clock.HIT)
+    fired_at = clock.fire_time(hit, due)
+    if not ctx.group_keys:
+        return timer_posts(found, ctx, "remove", f"{hit}.seq", fired_at, due, slot="0")
+    grouped = with_group(found, group_table(items, ctx).drop("#first"), ctx)
+    if not ctx.jumps:
+        return timer_posts(grouped, ctx, "remove", f"{hit}.seq", fired_at, fired_at)
+    # a unit is the hit item and the clock: one walk stops at several due times
+    unit = f"OVER ({partition(ctx, clock.HIT, '#at')}"
+    ranks = [f"row_number() {unit} ORDER BY {due}, seq) AS `#n`"] if by_due else []
+    timed = grouped.selectExpr("*", f"{fired_at} AS `#at`").selectExpr(
+        "*", f"min({due}) {unit}) AS `#group_due`", *ranks)
+    return timer_posts(timed, ctx, "remove", f"{hit}.seq", "`#at`", "`#group_due`", n="`#n`" if by_due else "seq")
+
+
 def arrivals(items: DataFrame, ctx: Context) -> DataFrame:
     """Every event inserted at its own arrival (in order its seq)."""
     return arrival_posts(events(items), ctx, Emit("insert", "seq", "time"))
 
 
 def sliding(items: DataFrame, ctx: Context, span: int) -> DataFrame:
-    hit, due = quoted(clock.HIT), f"(time + {span})"
+    hit = quoted(clock.HIT)
     found = clock.expiries(items, span, [*carried(ctx), "time"], jumps=ctx.jumps).where(f"{hit} IS NOT NULL")
-    fired_at = clock.fire_time(hit, due)
-    if not ctx.group_keys:
-        removed = timer_posts(found, ctx, "remove", f"{hit}.seq", fired_at, due, slot="0")
-    elif not ctx.jumps:
-        # only walk stops: every timer firing in a unit is due at its clock
-        removed = timer_posts(with_group(found, group_table(items, ctx).drop("#first"), ctx), ctx, "remove",
-                              f"{hit}.seq", fired_at, fired_at)
-    else:
-        # a jump: each group's timer is due at its oldest row's due time in that unit
-        # (a unit is the hit item and the clock: one walk stops at several due times)
-        by_group = found.selectExpr("*", f"min(seq) OVER ({partition(ctx)}) AS slot", f"{fired_at} AS `#at`")
-        timed = by_group.selectExpr("*", f"min({due}) OVER ({partition(ctx, clock.HIT, '#at')}) AS `#group_due`")
-        removed = timer_posts(timed, ctx, "remove", f"{hit}.seq", "`#at`", "`#group_due`")
-    return arrivals(items, ctx).unionByName(removed)
+    return arrivals(items, ctx).unionByName(timer_removals(found, items, ctx, f"(time + {span})"))
 
 
 def externally_timed(items: DataFrame, ctx: Context, timestamp: str, span: int) -> DataFrame:
@@ -187,13 +200,6 @@ def accumulating(items: DataFrame, ctx: Context, span: int) -> DataFrame:
     )
     due = quoted(clock.DUE)
     points = numbered.selectExpr(*own, f"max(time) OVER ({partition(ctx, '#run')}) + {span} AS {due}")
-    hit = quoted(clock.HIT)
-    found = clock.hits(items, points, jumps=ctx.jumps).where(f"{hit} IS NOT NULL")
-    fired_at = clock.fire_time(hit, due)
-    if ctx.group_keys:
-        found = with_group(found, group_table(items, ctx).drop("#first"), ctx)
-        removed = timer_posts(found, ctx, "remove", f"{hit}.seq", fired_at, due)
-    else:
-        removed = timer_posts(found, ctx, "remove", f"{hit}.seq", fired_at, due, slot="0")
-    return arrivals(items, ctx).unionByName(removed)
+    found = clock.hits(items, points, jumps=ctx.jumps).where(f"{quoted(clock.HIT)} IS NOT NULL")
+    return arrivals(items, ctx).unionByName(timer_removals(found, items, ctx, due))
 
