@@ -77,6 +77,7 @@ from oracle.model import (
     Time,
     TimeAccum,
     TimeBatch,
+    TimeLengthBatch,
     TimeOrder,
     Trace,
     TraceItem,
@@ -125,6 +126,7 @@ DATA_WINDOW_SPECS: dict[type, st.SearchStrategy] = {
     Time: st.builds(Time, spans),
     ExtTimed: st.builds(ExtTimed, st.just(TIMESTAMP), spans),
     TimeBatch: st.builds(lambda span, ref, flags: TimeBatch(span, ref, *flags), spans, st.none() | references, flow_control),
+    TimeLengthBatch: st.builds(lambda span, size, flags: TimeLengthBatch(span, size, *flags), spans, sizes, flow_control),
     ExtTimedBatch: st.builds(ExtTimedBatch, st.just(TIMESTAMP), spans, st.none() | references),
     TimeAccum: st.builds(TimeAccum, spans),
     TimeOrder: st.builds(TimeOrder, st.just(TIMESTAMP), st.just(0) | spans),
@@ -171,7 +173,7 @@ KINDS: tuple[str, ...] = tuple(SPECS)
 #: the simplest spec of each class, to ask the oracle whether it runs the kind
 EXAMPLES: dict[type, WindowSpec] = {
     Length: Length(1), LengthBatch: LengthBatch(1), Time: Time(GRID), ExtTimed: ExtTimed(TIMESTAMP, GRID),
-    TimeBatch: TimeBatch(GRID), ExtTimedBatch: ExtTimedBatch(TIMESTAMP, GRID), TimeAccum: TimeAccum(GRID), TimeOrder: TimeOrder(TIMESTAMP, GRID),
+    TimeBatch: TimeBatch(GRID), TimeLengthBatch: TimeLengthBatch(GRID, 1), ExtTimedBatch: ExtTimedBatch(TIMESTAMP, GRID), TimeAccum: TimeAccum(GRID), TimeOrder: TimeOrder(TIMESTAMP, GRID),
     Sort: Sort(1, (SortKey("price"),)), Rank: Rank(("symbol",), 1, (SortKey("price"),)),
     KeepAll: KeepAll(),
     FirstLength: FirstLength(1), FirstTime: FirstTime(GRID), FirstEvent: FirstEvent(), LastEvent: LastEvent(),

@@ -367,6 +367,22 @@ class TimeBatch(Spec):
 
 
 @frozen
+class TimeLengthBatch(Spec):
+    """A batch released when it holds `size` events or `span` after the timer
+    was armed, whichever comes first. `start_eager` implies `force_update`."""
+
+    KIND: ClassVar[str] = "time_length_batch"
+    span: int = field(validator=_positive)
+    size: int = field(validator=_positive)
+    force_update: bool = False
+    start_eager: bool = False
+
+    def __attrs_post_init__(self):
+        if self.start_eager and not self.force_update:
+            raise InvalidSpec("time_length_batch: START_EAGER implies FORCE_UPDATE; set force_update too")
+
+
+@frozen
 class ExtTimedBatch(Spec):
     KIND: ClassVar[str] = "ext_timed_batch"
     timestamp: str = field(validator=_property_name, metadata=_role("timestamp"))
@@ -479,11 +495,11 @@ class FirstUnique(Spec):
 
 
 DataWindow = Union[
-    Length, LengthBatch, Time, ExtTimed, TimeBatch, ExtTimedBatch, TimeAccum, TimeOrder, Sort, Rank, KeepAll,
+    Length, LengthBatch, Time, ExtTimed, TimeBatch, TimeLengthBatch, ExtTimedBatch, TimeAccum, TimeOrder, Sort, Rank, KeepAll,
     FirstLength, FirstTime, FirstEvent, LastEvent, Unique, FirstUnique,
 ]
 DATA_WINDOWS: tuple[type, ...] = DataWindow.__args__  # type: ignore[attr-defined]
-BATCH_WINDOWS = (LengthBatch, TimeBatch, ExtTimedBatch)
+BATCH_WINDOWS = (LengthBatch, TimeBatch, TimeLengthBatch, ExtTimedBatch)
 
 
 def _members(inst, attribute, value):

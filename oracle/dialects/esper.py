@@ -38,7 +38,7 @@ Decided and documented:
 * A reference point is a whole number of milliseconds, `L` suffix or not; a
   fraction or a time period there is an `InvalidSpec` ("Time-Batch view requires a
   Long-typed reference point in msec", `TimeBatchViewForge`).
-* Flow control (time_batch only): the string is split on commas, each word
+* Flow control (time_batch, time_length_batch): the string is split on commas, each word
   trimmed and case-folded, empty words skipped; FORCE_UPDATE sets force_update,
   START_EAGER sets both flags (`TimeBatchFlags.processKeywords`). With START_EAGER
   the reference point is kept in the spec as written, though Esper ignores it then
@@ -103,6 +103,7 @@ from oracle.model import (
     Time,
     TimeAccum,
     TimeBatch,
+    TimeLengthBatch,
     TimeOrder,
     Unique,
     WindowSpec,
@@ -175,7 +176,7 @@ NAMESPACES = {
     "uni": "stat", "linest": "stat", "correl": "stat", "weighted_avg": "stat",
 }
 UNSUPPORTED = (
-    "time_length_batch", "expr", "expr_batch", "merge", "size",
+    "expr", "expr_batch", "merge", "size",
     "uni", "linest", "correl", "weighted_avg",
 )
 
@@ -542,6 +543,20 @@ def _time_batch(view: View) -> TimeBatch:
     return TimeBatch(span, reference, force, eager)
 
 
+def _time_length_batch(view: View) -> TimeLengthBatch:
+    """(period, size[, "flags"])."""
+    _arity(view, 2, 3, "2 or 3 parameters (time period, size[, flow control])")
+    force, eager = _flags(view, 2) if len(view.params) == 3 else (False, False)
+    return TimeLengthBatch(_period(view, 0), _size(view, 1), force, eager)
+
+
+def _time_length_batch_params(spec: TimeLengthBatch) -> list[str]:
+    params = [_render_period(spec.span), str(spec.size)]
+    if spec.force_update:
+        params.append('"FORCE_UPDATE, START_EAGER"' if spec.start_eager else '"FORCE_UPDATE"')
+    return params
+
+
 def _size_param(spec) -> list[str]:
     return [str(spec.size)]
 
@@ -613,6 +628,7 @@ SYNTAX: dict[type, Syntax] = {
     FirstTime: _syntax("firsttime", _time_like(FirstTime), _period_param),
     ExtTimed: _syntax("ext_timed", _ext_timed, _ext_timed_params),
     TimeBatch: _syntax("time_batch", _time_batch, _time_batch_params),
+    TimeLengthBatch: _syntax("time_length_batch", _time_length_batch, _time_length_batch_params),
     ExtTimedBatch: _syntax("ext_timed_batch", _ext_timed_batch, _ext_timed_batch_params),
     TimeAccum: _syntax("time_accum", _time_like(TimeAccum), _period_param),
     TimeOrder: Syntax({"time_order": _time_order, "timetolive": _time_to_live}, _write_time_order),

@@ -20,6 +20,7 @@ from oracle.model import (
     Time,
     TimeAccum,
     TimeBatch,
+    TimeLengthBatch,
     TimeOrder,
     Unique,
     WindowSpec,
@@ -47,6 +48,7 @@ WINDOW_CLASSES: dict[type, type] = {
     Sort: sort.SortWindow,
     Rank: sort.RankWindow,
     TimeBatch: time_batch.TimeBatchWindow,
+    TimeLengthBatch: time_batch.TimeLengthBatchWindow,
     ExtTimedBatch: time_batch.ExtTimedBatchWindow,
     GroupWin: groupwin.GroupWinWindow,
 }

@@ -1,5 +1,5 @@
-"""Time-based tumbling windows: `#time_batch(t[, ref][, flags])` and
-`#ext_timed_batch(ts, t[, ref])`.
+"""Time-based tumbling windows: `#time_batch(t[, ref][, flags])`,
+`#time_length_batch(t, n[, flags])` and `#ext_timed_batch(ts, t[, ref])`.
 
 Both release batches on a grid `ref + k*t`. The next grid point strictly after
 a time `c` is Esper's `deltaAddWReference` (esper.md §0.2): `c + ((ref - c) mod t)`,
@@ -8,7 +8,7 @@ or `c + t` where that distance is 0.
 
 from __future__ import annotations
 
-from oracle.model import Event, ExtTimedBatch, TimeBatch
+from oracle.model import Event, ExtTimedBatch, TimeBatch, TimeLengthBatch
 from oracle.windows.base import Post, WindowBase
 from oracle.windows.keys import timestamp_of
 
@@ -62,6 +62,59 @@ class TimeBatchWindow(WindowBase):
         released, previous = self.batch, self.previous
         posts = [Post(released, previous)] if released or previous or self.force_update else []
         self.due = next_grid_point(now, self.reference, self.span) if posts else None
+        self.previous, self.batch = released, []
+        return posts
+
+    def next_timer(self) -> int | None:
+        return self.due
+
+    def contents(self) -> list[Event]:
+        return list(self.previous)
+
+
+class TimeLengthBatchWindow(WindowBase):
+    """`#time_length_batch(t, n[, "FORCE_UPDATE, START_EAGER"])`: a batch released
+    when it holds n events or when its timer fires, whichever comes first (seed
+    14.3.7; esper.md §2 `#time_length_batch`).
+
+    * The timer is never on a grid: it is always armed at `now + t`.
+    * Arrival: buffered. If the buffer now holds n events, it is released at once
+      (the pending timer cancelled); otherwise a timer is armed at `now + t` if
+      none is pending.
+    * Release at `now` (count or timer): one post, new = the buffer, old = the
+      previous batch (arrival order each); both empty posts nothing, unless
+      FORCE_UPDATE: an empty post. Then the timer is re-armed at `now + t` if
+      either batch was non-empty, or FORCE_UPDATE; so a count-triggered batch
+      restarts the clock.
+    * START_EAGER (implies FORCE_UPDATE) arms the timer at creation; without it,
+      FORCE_UPDATE does nothing until the first arrival.
+    * A jump fires the timer once, at the jump target, and re-arms it at the
+      target + t: the schedule drifts.
+    * `contents()`: the last released batch (see `LengthBatchWindow`).
+    """
+
+    def __init__(self, spec: TimeLengthBatch, now: int):
+        self.span, self.size = spec.span, spec.size
+        self.force_update = spec.force_update
+        self.batch: list[Event] = []
+        self.previous: list[Event] = []
+        self.due = now + self.span if spec.start_eager else None
+
+    def on_event(self, event: Event, now: int) -> list[Post]:
+        self.batch.append(event)
+        if len(self.batch) >= self.size:
+            return self.release(now)
+        if self.due is None:
+            self.due = now + self.span
+        return []
+
+    def on_timer(self, now: int) -> list[Post]:
+        return self.release(now)
+
+    def release(self, now: int) -> list[Post]:
+        released, previous = self.batch, self.previous
+        posts = [Post(released, previous)] if released or previous or self.force_update else []
+        self.due = now + self.span if posts else None
         self.previous, self.batch = released, []
         return posts
 

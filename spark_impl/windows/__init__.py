@@ -61,6 +61,7 @@ from oracle.model import (
     Sort,
     Time,
     TimeBatch,
+    TimeLengthBatch,
     TimeOrder,
     Unique,
     WindowSpec,
@@ -108,6 +109,7 @@ FAMILIES: dict[type, str] = {
     Rank: "sort",
     TimeBatch: "time_batch",
     ExtTimedBatch: "time_batch",
+    TimeLengthBatch: "time_batch",
 }
 
 

@@ -1,5 +1,6 @@
-"""Batch windows on a time grid as relational operations (esper.md §0.2, §2;
-seed 14.3.5, 14.3.6): `#time_batch(t[, ref][, flags])`, `#ext_timed_batch(ts, t[, ref])`.
+"""Batch windows cut by time (esper.md §0.2, §2; seed 14.3.5, 14.3.6, 14.3.7):
+`#time_batch(t[, ref][, flags])` and `#ext_timed_batch(ts, t[, ref])` as
+relational operations, `#time_length_batch(t, n[, flags])` as a kernel.
 
 Both cut batches on the grid `ref + k*t`. `next_grid(c)`, the first grid point
 strictly after `c`, is Esper's `deltaAddWReference`: `c + t - ((c - ref) mod t)`
@@ -63,8 +64,9 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-from oracle.model import ExtTimedBatch, TimeBatch
+from oracle.model import ExtTimedBatch, TimeBatch, TimeLengthBatch
 from spark_impl import clock
 from spark_impl.windows import Context
 from spark_impl.windows.base import Emit, arrival_posts, events, over, quoted
@@ -76,6 +78,7 @@ CREATED = quoted(clock.CREATED)
 POSTS = {
     TimeBatch: lambda items, spec, ctx: TimeBatches(spec, ctx).posts(items),
     ExtTimedBatch: lambda items, spec, ctx: external_batches(items, ctx, spec),
+    TimeLengthBatch: lambda items, spec, ctx: time_length_batches(items, ctx, spec),
 }
 
 
@@ -235,3 +238,144 @@ def external_batches(items: DataFrame, ctx: Context, spec: ExtTimedBatch) -> Dat
         Emit("insert", "`#next`.seq", "`#next`.time", "seq"),
         Emit("remove", "`#after_next`.seq", "`#after_next`.time", "seq"),
     )
+
+
+def time_length_batches(items: DataFrame, ctx: Context, spec: TimeLengthBatch) -> DataFrame:
+    """`#time_length_batch(t, n[, flags])`: a batch leaves at its n-th event or
+    when the timer fires, and every release re-arms the timer at its own clock
+    + t, so where each batch ends depends on where the one before it ended: no
+    running aggregate over the events gives the cut, and the state is truly
+    sequential. Each sub-window's events (one shuffle by sub-window) go through
+    a grouped Arrow kernel (`_time_length_kernel`) that replays the rule of
+    esper.md §2 over the events in seq order and the trace's clock.
+
+    The kernel needs of the clock only what decides a timer's firing clock: a
+    timer due at `d` fires at `d` on a walk, or at a jump's target when a jump
+    crosses `d` (the clock before it below `d`, its target at or above), and
+    never past the trace's last clock. So each event row carries its trace's
+    jumps (seq, clock before, target) and last clock. The kernel posts, per
+    released or leaving event, the unit that releases it: an arrival (its seq
+    and clock) or a timer due at `d`; the item whose walk or jump reaches `d`
+    is then found by `clock.hits`, the same lookup every timed family uses."""
+    per_trace = items.groupBy("trace_id").agg(
+        F.expr("max(time)").alias("#last"),
+        F.expr(f"CAST(coalesce(min(CASE WHEN kind = '{clock.START}' THEN time END), 0) AS BIGINT)").alias("#created"),
+    )
+    if ctx.jumps:
+        before = "coalesce(lag(time) OVER (PARTITION BY trace_id ORDER BY seq), 0)"
+        jumps = (items.selectExpr("trace_id", "seq", "kind", "time", f"{before} AS `#before`")
+                 .where(f"kind = '{clock.JUMP}'")
+                 .groupBy("trace_id")
+                 .agg(F.expr("array_sort(collect_list(named_struct('seq', seq, 'before', `#before`, "
+                             "'target', time)))").alias("#jumps")))
+        per_trace = per_trace.join(jumps, "trace_id", "left")
+    else:
+        per_trace = per_trace.selectExpr("*", "CAST(NULL AS ARRAY<STRUCT<seq: BIGINT, before: BIGINT, "
+                                         "target: BIGINT>>) AS `#jumps`")
+    arrived = events(items).join(F.broadcast(per_trace), "trace_id")
+    if ctx.group_keys:
+        arrived = with_group(arrived, group_table(items, ctx), ctx)
+        created = "`#first`"
+    else:
+        arrived = arrived.selectExpr("*", "CAST(0 AS BIGINT) AS slot")
+        created = "`#created`"
+    rows = arrived.selectExpr(*(quoted(c) for c in ctx.partition), "slot", "seq", "time", "id", "`#last`",
+                              f"CAST({created} AS BIGINT) AS `#created`",
+                              "CAST(`#jumps` AS ARRAY<STRUCT<seq: BIGINT, before: BIGINT, target: BIGINT>>) AS `#jumps`")
+    keys = [f for f in rows.schema.fields if f.name in ctx.partition]
+    schema = T.StructType([
+        *keys, T.StructField("slot", T.LongType()), T.StructField("id", T.StringType()),
+        T.StructField("side", T.StringType()), T.StructField("pos", T.LongType()),
+        T.StructField("#useq", T.LongType()), T.StructField("#utime", T.LongType()),
+        T.StructField(clock.DUE, T.LongType()),
+    ])
+    posted = rows.groupBy(*ctx.partition).applyInArrow(_time_length_kernel(spec, ctx.partition), schema)
+    at_arrival = posted.where("`#useq` IS NOT NULL").selectExpr(
+        "trace_id", "`#useq` AS seq", "1 AS phase", "`#utime` AS time", "`#utime` AS slot_due", "slot", "side",
+        "pos", "id")
+    by_timer = clock.hits(items, posted.where("`#useq` IS NULL").drop("#useq", "#utime"), reach=spec.span)
+    hit, due = quoted(clock.HIT), quoted(clock.DUE)
+    at_timer = by_timer.where(f"{hit} IS NOT NULL").selectExpr(
+        "trace_id", f"{hit}.seq AS seq", f"{TIMER} AS phase", f"{clock.fire_time(hit, due)} AS time",
+        f"{due} AS slot_due", "slot", "side", "pos", "id")
+    return at_arrival.unionByName(at_timer)
+
+
+def _time_length_kernel(spec: TimeLengthBatch, partition: tuple[str, ...]):
+    """The grouped-map function of `#time_length_batch` (`time_length_batches`):
+    one row per event posted (side, pos = its seq) or per empty post (side, id
+    and pos null), with the unit that posts it: `#useq`/`#utime` for an
+    arrival, `#due` for a timer."""
+    span, size, force = spec.span, spec.size, spec.force_update
+    eager = spec.start_eager
+
+    def kernel(table):
+        import bisect
+
+        import pyarrow as pa
+
+        order = sorted(range(table.num_rows), key=table.column("seq").to_pylist().__getitem__)
+        seq, time = table.column("seq").to_pylist(), table.column("time").to_pylist()
+        ids = table.column("id").to_pylist()
+        last = table.column("#last")[0].as_py()
+        jumps = table.column("#jumps")[0].as_py() or []
+        targets = [j["target"] for j in jumps]
+        out: dict[str, list] = {name: [] for name in ("side", "id", "pos", "#useq", "#utime", clock.DUE)}
+
+        def fires_at(due: int) -> int:
+            """The clock the timer due at `due` fires at (module docstring)."""
+            at = bisect.bisect_left(targets, due)
+            if at < len(jumps) and jumps[at]["before"] is not None and jumps[at]["before"] < due:
+                return targets[at]
+            return due
+
+        def post(side, row, unit):
+            out["side"].append(side)
+            out["id"].append(None if row is None else ids[row])
+            out["pos"].append(None if row is None else seq[row])
+            out["#useq"].append(unit[0])
+            out["#utime"].append(unit[1])
+            out[clock.DUE].append(unit[2])
+
+        batch: list[int] = []
+        previous: list[int] = []
+        due = table.column("#created")[0].as_py() + span if eager else None
+
+        def release(now: int, unit) -> int | None:
+            nonlocal batch, previous
+            if not (batch or previous or force):
+                previous, batch = batch, []
+                return None
+            for row in batch:
+                post("insert", row, unit)
+            for row in previous:
+                post("remove", row, unit)
+            if not batch and not previous:
+                post(None, None, unit)
+            previous, batch = batch, []
+            return now + span
+
+        def fire_until(clock_at: int) -> None:
+            nonlocal due
+            while due is not None and due <= clock_at:
+                due = release(fires_at(due), (None, None, due))
+
+        for row in order:
+            fire_until(time[row])
+            batch.append(row)
+            if len(batch) >= size:
+                due = release(time[row], (seq[row], time[row], None))
+            elif due is None:
+                due = time[row] + span
+        fire_until(last)
+        n = len(out["side"])
+        first = table.slice(0, 1)
+        columns = {name: pa.array([first.column(name)[0].as_py()] * n, first.schema.field(name).type)
+                   for name in (*partition, "slot")}
+        return pa.table({
+            **columns, "id": pa.array(out["id"], pa.string()), "side": pa.array(out["side"], pa.string()),
+            "pos": pa.array(out["pos"], pa.int64()), "#useq": pa.array(out["#useq"], pa.int64()),
+            "#utime": pa.array(out["#utime"], pa.int64()), clock.DUE: pa.array(out[clock.DUE], pa.int64()),
+        })
+
+    return kernel
