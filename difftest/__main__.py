@@ -167,6 +167,9 @@ def add_run(subparsers) -> None:
     )
     p.add_argument("--dialect", default="esper", help="the windows' dialect (default: esper)")
     p.add_argument("--window", metavar="CLAUSE", help="check only this window clause (default: every implemented kind)")
+    p.add_argument("--kind", action="append", metavar="KIND",
+                   help="check only this window kind, drawn as in a full run (repeatable; e.g. intersection, "
+                        "groupwin/time_batch; default: every implemented kind)")
     p.add_argument("--examples", type=positive_int, default=2000, metavar="N",
                    help="traces per window kind (default: 2000)")
     p.add_argument("--batch-size", type=positive_int, default=1000, metavar="B",
@@ -186,7 +189,7 @@ def add_run(subparsers) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    targets = runner.targets(args.dialect, args.window)
+    targets = runner.targets(args.dialect, args.window, args.kind)
     session = load_spark("spark_impl.session", "get_spark")()
     impl = runner.ImplUnderTest(runner.load_impl(args.impl), session, args.impl)
     run = runner.Runner(impl, dialect=args.dialect, batch_size=args.batch_size, found_dir=args.found_dir,

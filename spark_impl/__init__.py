@@ -43,7 +43,7 @@ from contextlib import nullcontext
 from functools import reduce
 
 from oracle.dialects import parse
-from oracle.errors import InvalidTrace, WindowOracleError
+from oracle.errors import InvalidTrace, UnsupportedWindow, WindowOracleError
 from oracle.model import Jump, Trace, Update, WindowSpec
 from spark_impl import frames, pipeline
 from spark_impl.errors import InvalidFrame, JobFailed, SparkUnavailable
@@ -70,6 +70,16 @@ def apply_window(trace_df, window: str | WindowSpec, dialect: str = "esper", *, 
     errors for a bad clause, `UnsupportedWindow` for a window not implemented."""
     out = pipeline.apply(trace_df, _spec(window, dialect), jumps=jumps)
     return pipeline.numbered(out) if numbered else out
+
+
+def unsupported(spec: WindowSpec) -> str | None:
+    """Why this implementation does not run `spec` (`UnsupportedWindow`'s
+    message), or None when it does: the harness asks before planning."""
+    try:
+        pipeline.family_of(spec)
+    except UnsupportedWindow as exc:
+        return str(exc)
+    return None
 
 
 #: a job of `run_cases` holds at most this many window plans and input rows: the
@@ -160,5 +170,5 @@ def _batches(members):
     return batches
 
 
-__all__ = ["apply_window", "apply_window_to_events", "run_cases", "InvalidFrame", "SparkUnavailable", "get_spark",
+__all__ = ["apply_window", "apply_window_to_events", "run_cases", "unsupported", "InvalidFrame", "SparkUnavailable", "get_spark",
            "UPDATE_KEY", "OUTPUT_COLUMNS"]

@@ -22,8 +22,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from oracle.errors import UnsupportedWindow
-from oracle.model import GroupWin, Intersection, RetainUnion, WindowSpec, spec_kind
+from oracle.model import GroupWin, WindowSpec
 from spark_impl.errors import InvalidFrame
 from spark_impl.frames import BASE_COLUMNS, KINDS, OUTPUT_COLUMNS, RESERVED, spec_properties
 from spark_impl.windows import Context, Family, family
@@ -50,8 +49,6 @@ def split_groupwin(spec: WindowSpec) -> tuple[WindowSpec, tuple[str, ...]]:
 def family_of(spec: WindowSpec) -> Family:
     """The family that runs `spec` (inside its groupwin), or `UnsupportedWindow`."""
     window, _ = split_groupwin(spec)
-    if isinstance(window, (Intersection, RetainUnion)):
-        raise UnsupportedWindow(f"the Spark implementation does not implement the {spec_kind(spec)} window")
     return family(window)
 
 

@@ -384,10 +384,14 @@ def test_run_rejects_bad_options(capsys, args, words):
 
 @pytest.mark.parametrize("window", ["#length(1)#length(2)", "#length(2)#unique(k) retain-union"])
 def test_run_names_a_window_the_oracle_does_not_run_before_starting_spark(capsys, window, monkeypatch):
-    """An intersection or union the oracle does not run yet: one sentence, exit 2,
+    """A window the oracle does not run yet: one sentence, exit 2,
     no Spark started (it would fail inside Hypothesis with a FlakyFailure)."""
     from difftest import __main__ as cli
+    from oracle.model import Intersection, RetainUnion
+    from oracle.windows import WINDOW_CLASSES
 
+    for cls in (Intersection, RetainUnion):
+        monkeypatch.delitem(WINDOW_CLASSES, cls)
     monkeypatch.setattr(cli, "load_spark", lambda *a: pytest.fail("Spark was started"))
     assert main(["run", "--window", window]) == 2
     err = capsys.readouterr().err

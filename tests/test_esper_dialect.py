@@ -486,6 +486,10 @@ def _spell_window(draw, spec, dotted: bool) -> str:
             params.append(_whole(draw, spec.reference))
         if spec.force_update or draw(st.booleans()):
             params.append(_flags(draw, spec.force_update, spec.start_eager))
+    elif isinstance(spec, TimeLengthBatch):
+        params = [_period(draw, spec.span), _whole(draw, spec.size)]
+        if spec.force_update or draw(st.booleans()):
+            params.append(_flags(draw, spec.force_update, spec.start_eager))
     elif isinstance(spec, (Unique, FirstUnique)):
         params = [draw(st.sampled_from([k, f"`{k}`"])) for k in spec.keys]
     else:

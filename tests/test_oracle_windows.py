@@ -33,7 +33,7 @@ from oracle.model import (
     Trace,
     Unique,
 )
-from oracle.windows import make_window
+from oracle.windows import WINDOW_CLASSES, make_window
 from oracle.windows.base import EventError, Post
 from oracle.windows.time_batch import next_grid_point
 
@@ -450,7 +450,8 @@ def test_groupwin_contents_are_group_by_group_in_first_seen_order():
     assert window.next_timer() is None
 
 
-def test_groupwin_around_a_window_the_oracle_lacks_fails_at_creation():
+def test_groupwin_around_a_window_the_oracle_lacks_fails_at_creation(monkeypatch):
     spec = GroupWin(["symbol"], Intersection([Length(2), Time(1000)]))
+    monkeypatch.delitem(WINDOW_CLASSES, Intersection)
     with pytest.raises(UnsupportedWindow, match="intersection"):
         make_window(spec, 0)

@@ -11,11 +11,13 @@ from oracle.model import (
     FirstTime,
     FirstUnique,
     GroupWin,
+    Intersection,
     KeepAll,
     LastEvent,
     Length,
     LengthBatch,
     Rank,
+    RetainUnion,
     Sort,
     Time,
     TimeAccum,
@@ -26,7 +28,7 @@ from oracle.model import (
     WindowSpec,
     spec_kind,
 )
-from oracle.windows import groupwin, keep, length, sort, time, time_batch, time_order, unique
+from oracle.windows import groupwin, keep, length, several, sort, time, time_batch, time_order, unique
 from oracle.windows.base import Delivery, Post, Window, WindowBase
 
 #: spec class -> window class, built as cls(spec, now), `now` the clock when the
@@ -50,6 +52,8 @@ WINDOW_CLASSES: dict[type, type] = {
     TimeBatch: time_batch.TimeBatchWindow,
     TimeLengthBatch: time_batch.TimeLengthBatchWindow,
     ExtTimedBatch: time_batch.ExtTimedBatchWindow,
+    Intersection: several.IntersectionWindow,
+    RetainUnion: several.RetainUnionWindow,
     GroupWin: groupwin.GroupWinWindow,
 }
 

@@ -6,8 +6,16 @@
   timer of the window due at or before `now`, once each, in (due time, slot) order.
 * `next_timer()`: the earliest due time, or None; always later than the clock at
   which the timer was scheduled.
+* `timer_handles()` and `fire(handle, now)`: a window with several timers
+  (the members of an intersection) names each, as (due time, handle) with
+  handles in slot order, and fires one; a grouping fires its groups' timers
+  one by one in (due time, group, handle) order, Esper's (due, slot) order.
+  By default a window has one handle, its `next_timer()`.
 * `on_set(values, now)`: variables the window's expressions read changed (a
   `set` item); a window that reads none ignores it.
+* `discard(gone)`: the events `gone` left the stream elsewhere (another member
+  of an intersection): the window drops those it holds, posting nothing
+  (Esper's `update(null, oldData)`); a data window's only.
 * `contents()`: the events held now, in the window's own order.
 * `delivery`: how the driver turns one unit of work's posts into updates.
 
@@ -19,7 +27,7 @@ is an empty post (Esper FORCE_UPDATE).
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 from oracle.errors import WindowOracleError
@@ -87,12 +95,18 @@ class Window(Protocol):
 
     def on_set(self, values: Mapping[str, Any], now: int) -> list[Post]: ...
 
+    def timer_handles(self) -> list[tuple[int, int]]: ...
+
+    def fire(self, handle: int, now: int) -> list[Post]: ...
+
+    def discard(self, gone: Collection[Event]) -> None: ...
+
     def contents(self) -> list[Event]: ...
 
 
 class WindowBase:
     """The contract's defaults: one update per unit of work, no timer, no
-    variables read."""
+    variables read, one timer handle."""
 
     delivery = Delivery.ONE_UPDATE_PER_UNIT
 
@@ -101,6 +115,16 @@ class WindowBase:
 
     def on_timer(self, now: int) -> list[Post]:
         return []
+
+    def timer_handles(self) -> list[tuple[int, int]]:
+        due = self.next_timer()
+        return [] if due is None else [(due, 0)]
+
+    def fire(self, handle: int, now: int) -> list[Post]:
+        """Timer `handle`, if it is still due by `now` (another firing may have
+        moved it)."""
+        due = self.next_timer()
+        return self.on_timer(now) if due is not None and due <= now else []
 
     def on_set(self, values: Mapping[str, Any], now: int) -> list[Post]:
         return []

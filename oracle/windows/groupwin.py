@@ -22,9 +22,12 @@ class GroupWinWindow(WindowBase):
       unchanged (the implicit merge, esper.md §5).
     * Timers: Esper orders timers by (due time, slot), slots handed out in view
       creation order, i.e. group first-seen order (esper.md §0.1). `on_timer(now)`
-      fires every group whose timer is due by `now` once, in (due time, first-seen)
-      order; the driver flattens their posts into one update. `next_timer()` is
-      the earliest due time over the groups.
+      fires every timer due by `now` once, in (due time, first-seen, the
+      group's own handle order) order; the driver flattens their posts into one
+      update. Decided (esper.md leaves it open): a group with several timers (an
+      intersection's members) has one slot per timer, so a jump interleaves
+      the groups' timers by due time rather than firing each group whole.
+      `next_timer()` is the earliest due time over the groups.
     * `contents()`: the groups' contents, group by group in first-seen order.
       Decided: that order (Esper iterates groups in hash order).
     * A `set` item reaches every group, in first-seen order.
@@ -48,15 +51,12 @@ class GroupWinWindow(WindowBase):
         return group.on_event(event, now)
 
     def on_timer(self, now: int) -> list[Post]:
-        due = []
-        for order, group in enumerate(self.groups.values()):
-            at = group.next_timer()
-            if at is not None and at <= now:
-                due.append((at, order, group))
-        due.sort(key=lambda entry: entry[:2])
+        due = [(at, order, handle, group) for order, group in enumerate(self.groups.values())
+               for at, handle in group.timer_handles() if at <= now]
+        due.sort(key=lambda entry: entry[:3])
         posts: list[Post] = []
-        for _, _, group in due:
-            posts += group.on_timer(now)
+        for _, _, handle, group in due:
+            posts += group.fire(handle, now)
         return posts
 
     def on_set(self, values, now: int) -> list[Post]:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from oracle.model import Event, FirstEvent, KeepAll, LastEvent
 from oracle.windows.base import Post, WindowBase
 
@@ -19,6 +21,9 @@ class KeepAllWindow(WindowBase):
     def on_event(self, event: Event, now: int) -> list[Post]:
         self.events.append(event)
         return [Post((event,))]
+
+    def discard(self, gone: Collection[Event]) -> None:
+        self.events = [e for e in self.events if e not in gone]
 
     def contents(self) -> list[Event]:
         return list(self.events)
@@ -41,6 +46,10 @@ class FirstEventWindow(WindowBase):
         self.first = event
         return [Post((event,))]
 
+    def discard(self, gone: Collection[Event]) -> None:
+        if self.first in gone:
+            self.first = None
+
     def contents(self) -> list[Event]:
         return [self.first] if self.first is not None else []
 
@@ -60,6 +69,10 @@ class LastEventWindow(WindowBase):
         replaced = (self.last,) if self.last is not None else ()
         self.last = event
         return [Post((event,), replaced)]
+
+    def discard(self, gone: Collection[Event]) -> None:
+        if self.last in gone:
+            self.last = None
 
     def contents(self) -> list[Event]:
         return [self.last] if self.last is not None else []

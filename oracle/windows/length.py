@@ -7,6 +7,7 @@ window an upstream batch), so esper.md's multi-event rules reduce to one event.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Collection
 
 from oracle.model import Event, FirstLength, Length, LengthBatch
 from oracle.windows.base import Post, WindowBase
@@ -30,6 +31,9 @@ class LengthWindow(WindowBase):
         if len(self.events) > self.size:
             return [Post((event,), (self.events.popleft(),))]
         return [Post((event,))]
+
+    def discard(self, gone: Collection[Event]) -> None:
+        self.events = deque(e for e in self.events if e not in gone)
 
     def contents(self) -> list[Event]:
         return list(self.events)
@@ -61,6 +65,9 @@ class LengthBatchWindow(WindowBase):
         self.previous, self.batch = self.batch, []
         return [post]
 
+    def discard(self, gone: Collection[Event]) -> None:
+        self.batch = [e for e in self.batch if e not in gone]
+
     def contents(self) -> list[Event]:
         return list(self.previous)
 
@@ -83,6 +90,9 @@ class FirstLengthWindow(WindowBase):
             return []
         self.events.append(event)
         return [Post((event,))]
+
+    def discard(self, gone: Collection[Event]) -> None:
+        self.events = [e for e in self.events if e not in gone]
 
     def contents(self) -> list[Event]:
         return list(self.events)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from oracle.model import Event, Rank, Sort, SortKey
@@ -76,6 +76,9 @@ class SortWindow(WindowBase):
             removed.append(self.held.pop())
         return [Post((event,), tuple(removed))]
 
+    def discard(self, gone: Collection[Event]) -> None:
+        self.held = [e for e in self.held if e not in gone]
+
     def contents(self) -> list[Event]:
         return list(self.held)
 
@@ -128,6 +131,9 @@ class RankWindow(WindowBase):
         while at > 0 and self._compare(self.held[at - 1], event) > 0:
             at -= 1
         self.held.insert(at, event)
+
+    def discard(self, gone: Collection[Event]) -> None:
+        self.held = [e for e in self.held if e not in gone]
 
     def contents(self) -> list[Event]:
         return list(self.held)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Collection
 
 from oracle.model import Event, ExtTimed, FirstTime, Time, TimeAccum
 from oracle.windows.base import Post, WindowBase
@@ -21,16 +22,17 @@ class TimeWindow(WindowBase):
       events remain, the timer is re-armed at `oldest stamp + t` (always after `now`).
     * A jump fires the timer once, at the jump target: one post covers every
       event stamped `<= target - t` (esper.md §0.1).
+    * The timer is due at the oldest held event's stamp + t. Decided: after a
+      quiet removal (`discard`, an intersection) it moves to the new oldest;
+      Esper leaves the schedule where it was, to fire posting nothing, which
+      shows only in the order of removals within one jump.
     """
 
     def __init__(self, spec: Time, now: int):
         self.span = spec.span
         self.stamped: deque[tuple[int, Event]] = deque()
-        self.due: int | None = None
 
     def on_event(self, event: Event, now: int) -> list[Post]:
-        if not self.stamped:
-            self.due = now + self.span
         self.stamped.append((now, event))
         return [Post((event,))]
 
@@ -38,11 +40,13 @@ class TimeWindow(WindowBase):
         expired = []
         while self.stamped and self.stamped[0][0] <= now - self.span:
             expired.append(self.stamped.popleft()[1])
-        self.due = self.stamped[0][0] + self.span if self.stamped else None
         return [Post((), expired)] if expired else []
 
     def next_timer(self) -> int | None:
-        return self.due
+        return self.stamped[0][0] + self.span if self.stamped else None
+
+    def discard(self, gone: Collection[Event]) -> None:
+        self.stamped = deque(s for s in self.stamped if s[1] not in gone)
 
     def contents(self) -> list[Event]:
         return [event for _, event in self.stamped]
@@ -79,6 +83,9 @@ class ExtTimedWindow(WindowBase):
             expired.append(self.stamped.popleft()[1])
         return [Post((event,), expired)]
 
+    def discard(self, gone: Collection[Event]) -> None:
+        self.stamped = deque(s for s in self.stamped if s[1] not in gone)
+
     def contents(self) -> list[Event]:
         return [event for _, event in self.stamped]
 
@@ -111,6 +118,9 @@ class FirstTimeWindow(WindowBase):
     def next_timer(self) -> int | None:
         return self.due
 
+    def discard(self, gone: Collection[Event]) -> None:
+        self.events = [e for e in self.events if e not in gone]
+
     def contents(self) -> list[Event]:
         return list(self.events)
 
@@ -141,11 +151,14 @@ class TimeAccumWindow(WindowBase):
         return [Post((event,))]
 
     def next_timer(self) -> int | None:
-        return self.due
+        return self.due if self.events else None
 
     def on_timer(self, now: int) -> list[Post]:
         gone, self.events, self.due = tuple(self.events), [], None
         return [Post((), gone)] if gone else []
+
+    def discard(self, gone: Collection[Event]) -> None:
+        self.events = [e for e in self.events if e not in gone]
 
     def contents(self) -> list[Event]:
         return list(self.events)

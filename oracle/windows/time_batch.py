@@ -8,6 +8,8 @@ or `c + t` where that distance is 0.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from oracle.model import Event, ExtTimedBatch, TimeBatch, TimeLengthBatch
 from oracle.windows.base import Post, WindowBase
 from oracle.windows.keys import timestamp_of
@@ -68,6 +70,9 @@ class TimeBatchWindow(WindowBase):
     def next_timer(self) -> int | None:
         return self.due
 
+    def discard(self, gone: Collection[Event]) -> None:
+        self.batch = [e for e in self.batch if e not in gone]
+
     def contents(self) -> list[Event]:
         return list(self.previous)
 
@@ -121,6 +126,9 @@ class TimeLengthBatchWindow(WindowBase):
     def next_timer(self) -> int | None:
         return self.due
 
+    def discard(self, gone: Collection[Event]) -> None:
+        self.batch = [e for e in self.batch if e not in gone]
+
     def contents(self) -> list[Event]:
         return list(self.previous)
 
@@ -167,6 +175,11 @@ class ExtTimedBatchWindow(WindowBase):
             self.oldest = ts
         self.batch.append(event)
         return posts
+
+    def discard(self, gone: Collection[Event]) -> None:
+        self.batch = [e for e in self.batch if e not in gone]
+        if self.batch:
+            self.oldest = timestamp_of(self.batch[0], self.timestamp)
 
     def contents(self) -> list[Event]:
         return list(self.previous)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import bisect
+from collections.abc import Collection
 
 from oracle.model import Event, TimeOrder
 from oracle.windows.base import Post, WindowBase
@@ -50,6 +51,9 @@ class TimeOrderWindow(WindowBase):
         while self.held and self.held[0][0] + self.span <= now:
             gone.append(self.held.pop(0)[2])
         return [Post((), tuple(gone))] if gone else []
+
+    def discard(self, gone: Collection[Event]) -> None:
+        self.held = [h for h in self.held if h[2] not in gone]
 
     def contents(self) -> list[Event]:
         return [event for _, _, event in self.held]

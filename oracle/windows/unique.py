@@ -8,6 +8,7 @@ share one key.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from oracle.model import Event, FirstUnique, Unique
@@ -35,6 +36,9 @@ class UniqueWindow(WindowBase):
         self.held[key] = event
         return [Post((event,), (replaced,) if replaced is not None else ())]
 
+    def discard(self, gone: Collection[Event]) -> None:
+        self.held = {k: e for k, e in self.held.items() if e not in gone}
+
     def contents(self) -> list[Event]:
         return list(self.held.values())
 
@@ -57,6 +61,9 @@ class FirstUniqueWindow(WindowBase):
             return []
         self.held[key] = event
         return [Post((event,))]
+
+    def discard(self, gone: Collection[Event]) -> None:
+        self.held = {k: e for k, e in self.held.items() if e not in gone}
 
     def contents(self) -> list[Event]:
         return list(self.held.values())

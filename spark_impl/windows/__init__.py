@@ -10,6 +10,10 @@ lists the partition columns of one sub-window: `trace_id`, then the group key
 columns under groupwin (`ctx.group_keys`; a null key is a group of its own:
 join on keys null-safely). Where a timer fires is found by `spark_impl.clock`.
 
+A module may also have a table `CHECKS`, spec class -> a function (spec) that
+raises `UnsupportedWindow` for a spec of that class the module does not build;
+`family` calls it.
+
 A family returns one row per event it posts, with these columns:
 
 | column   | meaning                                                                  |
@@ -53,11 +57,13 @@ from oracle.model import (
     FirstTime,
     TimeAccum,
     FirstUnique,
+    Intersection,
     KeepAll,
     LastEvent,
     Length,
     LengthBatch,
     Rank,
+    RetainUnion,
     Sort,
     Time,
     TimeBatch,
@@ -110,6 +116,8 @@ FAMILIES: dict[type, str] = {
     TimeBatch: "time_batch",
     ExtTimedBatch: "time_batch",
     TimeLengthBatch: "time_batch",
+    Intersection: "several",
+    RetainUnion: "several",
 }
 
 
@@ -123,8 +131,13 @@ class Family:
 def family(spec: WindowSpec) -> Family:
     """`spec`'s family, its module imported on first use (a module named in
     FAMILIES must exist: a missing one is an error, not an unsupported window);
-    a spec without a family is `UnsupportedWindow`."""
+    a spec without a family, or one its module's `CHECKS` refuses, is
+    `UnsupportedWindow`."""
     name = FAMILIES.get(type(spec))
     if name is None:
         raise UnsupportedWindow(f"the Spark implementation does not implement the {spec_kind(spec)} window")
-    return Family(importlib.import_module(f"{__name__}.{name}").POSTS[type(spec)])
+    module = importlib.import_module(f"{__name__}.{name}")
+    check = getattr(module, "CHECKS", {}).get(type(spec))
+    if check is not None:
+        check(spec)
+    return Family(module.POSTS[type(spec)])

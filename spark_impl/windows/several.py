@@ -1,0 +1,169 @@
+"""Several data windows on one stream (esper.md §6): `retain-union`, and the
+intersections whose members decide alone, as relational operations over the
+members' own posts.
+
+Each member runs as its own family over the same items and context: its rows
+are what it would post standing alone. A member's row order within a unit is
+kept, behind the member's index: `pos` becomes `member << 40 | pos` (a member's
+`pos` is a seq or a rank, far below 2**40), so a side's rows sort by (due,
+slot, member, the member's own order), the order in which the members post.
+
+`retain-union`: no member ever learns what another did, so each runs exactly
+as alone. Every arrival is posted as new at once (when every member is a
+first-X window, only an arrival some member took). An event leaves the union
+when its last reference goes: when every member has removed it, at the latest
+of those removals (by unit, then due time, then member). A member that never
+removes it (a first-X member that refused it, or one that never lets go) keeps
+it in the union for ever. One aggregate per event: the count of members
+removing it and the latest removal (`max_by`).
+
+Intersection: a member drops quietly what another removed, which changes what
+a length, sort, first-X or batch member does next (a freed slot, a moved
+front): those are sequential and not built here (`UnsupportedWindow`). The
+members in `ALONE` remove an event at a moment that depends on that event
+and the arrivals alone (its expiry, the next arrival under its key, the next
+arrival at all, the end of its accumulation), so a quiet removal elsewhere
+only means they have nothing left to remove then: an event leaves the
+intersection at the earliest of its members' removals, and is inserted at its
+own arrival.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from oracle.errors import UnsupportedWindow
+from oracle.model import (
+    FirstEvent,
+    FirstLength,
+    FirstTime,
+    FirstUnique,
+    Intersection,
+    KeepAll,
+    LastEvent,
+    RetainUnion,
+    Time,
+    TimeAccum,
+    TimeBatch,
+    TimeLengthBatch,
+    TimeOrder,
+    Unique,
+)
+from spark_impl.windows import Context, family
+from spark_impl.windows.base import ARRIVAL, events, quoted
+
+FIRST_X = (FirstLength, FirstTime, FirstUnique, FirstEvent)
+#: members that may post in a timer's unit
+TIMED = (Time, TimeBatch, TimeLengthBatch, TimeAccum, TimeOrder)
+#: members whose removal of an event does not depend on what other members removed
+ALONE = (Time, TimeAccum, TimeOrder, Unique, LastEvent, KeepAll)
+CONTRACT = ("trace_id", "seq", "phase", "time", "slot_due", "slot", "side", "pos", "id")
+_KEY = "named_struct('seq', seq, 'phase', phase, 'time', time, 'due', slot_due, 'member', `#m`, 'pos', pos)"
+_ROW = "named_struct('seq', seq, 'phase', phase, 'time', time, 'slot_due', slot_due, 'slot', slot, 'pos', pos)"
+
+
+def member_rows(items: DataFrame, members: tuple, ctx: Context) -> DataFrame:
+    """Every member's posts as alone, with `#m`, the member's index.
+
+    Each member's timer is a slot of its own: in a jump the members' timers
+    post in (due, member) order, each member's post whole. A family's timer
+    rows may carry each row's own due time (an ungrouped `#time`), so where two
+    members or more have timers, a member's rows of one timer unit take the
+    due time it fired at (their smallest) and their order as `pos`."""
+    rows = None
+    for index, member in enumerate(members):
+        posted = family(member).posts(items, member, ctx).selectExpr(*CONTRACT, f"{index} AS `#m`")
+        rows = posted if rows is None else rows.unionByName(posted)
+    if sum(isinstance(m, TIMED) for m in members) >= 2:
+        unit = "PARTITION BY trace_id, slot, seq, phase, time, `#m`"
+        rows = rows.selectExpr(
+            *(c for c in CONTRACT if c not in ("slot_due", "pos")), "`#m`",
+            f"CASE WHEN phase = 0 THEN min(slot_due) OVER ({unit}) ELSE slot_due END AS slot_due",
+            f"CASE WHEN phase = 0 THEN row_number() OVER ({unit} ORDER BY slot_due, pos) ELSE pos END AS pos")
+    return rows
+
+
+def arrivals(rows: DataFrame) -> DataFrame:
+    """Each event of `rows` inserted at its own arrival (a post of its own unit)."""
+    return rows.selectExpr("trace_id", "seq", f"{ARRIVAL} AS phase", "time", "time AS slot_due",
+                           "CAST(0 AS BIGINT) AS slot", "'insert' AS side", "seq AS pos", "id")
+
+
+def removals(rows: DataFrame, pick: str, members: int | None) -> DataFrame:
+    """Per event, the member removal `pick` (`min_by` or `max_by` over (unit: item, phase, clock;
+    due, member, pos)); with `members`, only events that many members remove."""
+    removed = rows.where("side = 'remove'").selectExpr(
+        "trace_id", "id", f"named_struct('row', {_ROW}, 'member', `#m`) AS `#v`", f"{_KEY} AS `#k`")
+    aggregates = [f"{pick}(`#v`, `#k`) AS `#r`"] + ([] if members is None else ["count(1) AS `#n`"])
+    picked = removed.groupBy("trace_id", "id").agg(*(F.expr(a) for a in aggregates))
+    if members is not None:
+        picked = picked.where(f"`#n` = {members}")
+    return picked.selectExpr(
+        "trace_id", "`#r`.row.seq AS seq", "`#r`.row.phase AS phase", "`#r`.row.time AS time",
+        "`#r`.row.slot_due AS slot_due", "`#r`.row.slot AS slot", "'remove' AS side",
+        "shiftleft(CAST(`#r`.member AS BIGINT), 40) + `#r`.row.pos AS pos", "id",
+    )
+
+
+def retain_union(items: DataFrame, spec: RetainUnion, ctx: Context) -> DataFrame:
+    rows = member_rows(items, spec.members, ctx)
+    if all(isinstance(m, FIRST_X) for m in spec.members):
+        # a first-X member inserts an event only at its own arrival: the taken arrivals
+        taken = rows.where("side = 'insert'").select("trace_id", "id").distinct()
+        arrived = events(items).join(taken, ["trace_id", "id"], "left_semi")
+    else:
+        arrived = events(items)
+    return arrivals(arrived).unionByName(removals(rows, "max_by", len(spec.members)))
+
+
+def check_intersection(spec: Intersection) -> None:
+    """`UnsupportedWindow` for an intersection with a member not in `ALONE`."""
+    sequential = [m for m in spec.members if not isinstance(m, ALONE)]
+    if sequential:
+        raise UnsupportedWindow(
+            f"the Spark implementation does not implement an intersection with the {sequential[0].KIND} window yet "
+            "(a member whose next removal depends on what the other members removed)")
+
+
+def _own_due(member, index: int) -> str:
+    """SQL: the due time of the removal of the row's event by timed member
+    `index` (`#at`: the event's arrival clock, `#ts`: its timestamp)."""
+    if isinstance(member, Time):
+        return f"`#at` + {member.span}"
+    if isinstance(member, TimeOrder):
+        return f"`#ts_{index}` + {member.span}"
+    return "slot_due"
+
+
+def intersection(items: DataFrame, spec: Intersection, ctx: Context) -> DataFrame:
+    """An event leaves in the first unit any member removes it in. Within that
+    unit the members fire in (due, member) order, each member's timer due at
+    the oldest due time among the events it still holds (the oracle's rule),
+    so among the members removing the event there, the one whose removals of
+    still-held events start earliest posts it."""
+    check_intersection(spec)
+    rows = None
+    for index, member in enumerate(spec.members):
+        posted = family(member).posts(items, member, ctx).where("side = 'remove'").selectExpr(*CONTRACT, f"{index} AS `#m`")
+        rows = posted if rows is None else rows.unionByName(posted)
+    stamps = [f"CAST({quoted(m.timestamp)} AS BIGINT) AS `#ts_{i}`" for i, m in enumerate(spec.members)
+              if isinstance(m, TimeOrder)]
+    arrived = events(items).selectExpr("trace_id", "id", "time AS `#at`", *stamps)
+    own = " ".join(f"WHEN {i} THEN {_own_due(m, i)}" for i, m in enumerate(spec.members))
+    dued = rows.join(arrived, ["trace_id", "id"]).selectExpr(
+        *CONTRACT, "`#m`", f"CASE WHEN phase = 0 THEN CASE `#m` {own} END ELSE slot_due END AS `#own`")
+    unit = "named_struct('seq', seq, 'phase', phase, 'time', time)"
+    first = dued.selectExpr("*", f"{unit} = min({unit}) OVER (PARTITION BY trace_id, id) AS `#first`").where("`#first`")
+    fired = first.selectExpr(
+        *(c for c in CONTRACT if c != "slot_due"), "`#m`",
+        "min(`#own`) OVER (PARTITION BY trace_id, slot, seq, phase, time, `#m`) AS slot_due")
+    picked = fired.selectExpr("*", "row_number() OVER (PARTITION BY trace_id, id ORDER BY slot_due, `#m`) AS `#r`")
+    removed = picked.where("`#r` = 1").selectExpr(
+        *(c for c in CONTRACT if c != "pos"), "shiftleft(CAST(`#m` AS BIGINT), 40) + pos AS pos")
+    return arrivals(events(items)).unionByName(removed)
+
+
+POSTS = {Intersection: intersection, RetainUnion: retain_union}
+#: spec class -> a check raising `UnsupportedWindow` for the specs of that class not built
+CHECKS = {Intersection: check_intersection}
