@@ -176,7 +176,7 @@ NAMESPACES = {
     "uni": "stat", "linest": "stat", "correl": "stat", "weighted_avg": "stat",
 }
 UNSUPPORTED = (
-    "expr", "expr_batch", "merge", "size",
+    "expr", "expr_batch", "size",
     "uni", "linest", "correl", "weighted_avg",
 )
 
@@ -674,6 +674,33 @@ def _combine(windows: list, retain: str | None, views: list[View]):
     return Intersection(windows)
 
 
+def _without_merge(views: list[View]) -> list[View]:
+    """The chain without a closing `#merge(keys)`, which only marks the end of
+    the grouped chain (seed: "the same as no merge"; esper.md §5): it needs a
+    groupwin before it and the groupwin's keys, and may be followed only by a
+    derived-value view (a merge before one gives it the merged stream, which
+    needs a derived view: not supported)."""
+    merges = [i for i, v in enumerate(views) if v.name == "merge"]
+    if not merges:
+        return views
+    at = merges[0]
+    merge = views[at]
+    groups = [v for v in views[:at] if v.name == "groupwin"]
+    if not groups:
+        raise InvalidSpec(f"merge (column {merge.column}) needs a groupwin before it")
+    if len(merges) > 1:
+        raise InvalidSpec(f"only one merge per stream; a second one at column {views[merges[1]].column}")
+    mine, theirs = _properties(merge, "the merge key"), _properties(groups[0], "the group key")
+    if mine != theirs:
+        raise InvalidSpec(f"merge (column {merge.column}) must name the groupwin's keys ({', '.join(theirs)}), "
+                          f"got {', '.join(mine)}")
+    if at != len(views) - 1:
+        after = views[at + 1]
+        raise InvalidSpec(f"merge (column {merge.column}) ends the grouped chain: no data window may follow it "
+                          f"({after.name} at column {after.column})")
+    return views[:at]
+
+
 def parse(text: str) -> WindowSpec:
     """The spec of an Esper window clause (`#groupwin(symbol)#length(2)`)."""
     if not isinstance(text, str):
@@ -688,6 +715,7 @@ def parse(text: str) -> WindowSpec:
         raise exc.orig_exc from None
     for view in views:
         _resolve(view)
+    views = _without_merge(views)
     groups = [v for v in views if v.name == "groupwin"]
     if views[-1].name == "groupwin":
         raise InvalidSpec(f"groupwin (column {views[-1].column}) needs one or more data windows after it to group")

@@ -64,37 +64,51 @@ _ROW = "named_struct('seq', seq, 'phase', phase, 'time', time, 'slot_due', slot_
 
 
 def member_rows(items: DataFrame, members: tuple, ctx: Context) -> DataFrame:
-    """Every member's posts as alone, with `#m`, the member's index.
+    """Every member's posts as alone, with `#m`, the member's index, and the
+    event's properties where every member's rows carry them (else the
+    pipeline joins them back).
 
     Each member's timer is a slot of its own: in a jump the members' timers
     post in (due, member) order, each member's post whole. A family's timer
     rows may carry each row's own due time (an ungrouped `#time`), so where two
     members or more have timers, a member's rows of one timer unit take the
     due time it fired at (their smallest) and their order as `pos`."""
+    posted = [family(member).posts(items, member, ctx) for member in members]
+    props = [quoted(p) for p in ctx.properties if all(p in rows.columns for rows in posted)]
+    if len(props) < len(ctx.properties):
+        props = []
     rows = None
-    for index, member in enumerate(members):
-        posted = family(member).posts(items, member, ctx).selectExpr(*CONTRACT, f"{index} AS `#m`")
-        rows = posted if rows is None else rows.unionByName(posted)
+    for index, member_posts in enumerate(posted):
+        member_posts = member_posts.selectExpr(*CONTRACT, f"{index} AS `#m`", *props)
+        rows = member_posts if rows is None else rows.unionByName(member_posts)
     if sum(isinstance(m, TIMED) for m in members) >= 2:
         unit = "PARTITION BY trace_id, slot, seq, phase, time, `#m`"
         rows = rows.selectExpr(
-            *(c for c in CONTRACT if c not in ("slot_due", "pos")), "`#m`",
+            *(c for c in CONTRACT if c not in ("slot_due", "pos")), "`#m`", *props,
             f"CASE WHEN phase = 0 THEN min(slot_due) OVER ({unit}) ELSE slot_due END AS slot_due",
             f"CASE WHEN phase = 0 THEN row_number() OVER ({unit} ORDER BY slot_due, pos) ELSE pos END AS pos")
     return rows
 
 
-def arrivals(rows: DataFrame) -> DataFrame:
-    """Each event of `rows` inserted at its own arrival (a post of its own unit)."""
+def _props(rows: DataFrame) -> list[str]:
+    """The property columns `rows` carries (`member_rows`)."""
+    return [quoted(c) for c in rows.columns if c not in CONTRACT and c != "#m"]
+
+
+def arrivals(rows: DataFrame, props: list[str]) -> DataFrame:
+    """Each event of `rows` inserted at its own arrival (a post of its own
+    unit), with the property columns `props`."""
     return rows.selectExpr("trace_id", "seq", f"{ARRIVAL} AS phase", "time", "time AS slot_due",
-                           "CAST(0 AS BIGINT) AS slot", "'insert' AS side", "seq AS pos", "id")
+                           "CAST(0 AS BIGINT) AS slot", "'insert' AS side", "seq AS pos", "id", *props)
 
 
 def removals(rows: DataFrame, pick: str, members: int | None) -> DataFrame:
     """Per event, the member removal `pick` (`min_by` or `max_by` over (unit: item, phase, clock;
     due, member, pos)); with `members`, only events that many members remove."""
+    props = _props(rows)
+    carried = "".join(f", '{p.strip('`')}', {p}" for p in props)  # property names are identifiers
     removed = rows.where("side = 'remove'").selectExpr(
-        "trace_id", "id", f"named_struct('row', {_ROW}, 'member', `#m`) AS `#v`", f"{_KEY} AS `#k`")
+        "trace_id", "id", f"named_struct('row', {_ROW}, 'member', `#m`{carried}) AS `#v`", f"{_KEY} AS `#k`")
     aggregates = [f"{pick}(`#v`, `#k`) AS `#r`"] + ([] if members is None else ["count(1) AS `#n`"])
     picked = removed.groupBy("trace_id", "id").agg(*(F.expr(a) for a in aggregates))
     if members is not None:
@@ -103,6 +117,7 @@ def removals(rows: DataFrame, pick: str, members: int | None) -> DataFrame:
         "trace_id", "`#r`.row.seq AS seq", "`#r`.row.phase AS phase", "`#r`.row.time AS time",
         "`#r`.row.slot_due AS slot_due", "`#r`.row.slot AS slot", "'remove' AS side",
         "shiftleft(CAST(`#r`.member AS BIGINT), 40) + `#r`.row.pos AS pos", "id",
+        *(f"`#r`.{p} AS {p}" for p in props),
     )
 
 
@@ -114,7 +129,7 @@ def retain_union(items: DataFrame, spec: RetainUnion, ctx: Context) -> DataFrame
         arrived = events(items).join(taken, ["trace_id", "id"], "left_semi")
     else:
         arrived = events(items)
-    return arrivals(arrived).unionByName(removals(rows, "max_by", len(spec.members)))
+    return arrivals(arrived, _props(rows)).unionByName(removals(rows, "max_by", len(spec.members)))
 
 
 def check_intersection(spec: Intersection) -> None:
@@ -141,8 +156,15 @@ def intersection(items: DataFrame, spec: Intersection, ctx: Context) -> DataFram
     unit the members fire in (due, member) order, each member's timer due at
     the oldest due time among the events it still holds (the oracle's rule),
     so among the members removing the event there, the one whose removals of
-    still-held events start earliest posts it."""
+    still-held events start earliest posts it. Without groupwin and with at
+    most one timed member, that is the first removal by (unit, member): one
+    aggregate per event."""
     check_intersection(spec)
+    if not ctx.group_keys and sum(isinstance(m, TIMED) for m in spec.members) <= 1:
+        # one sub-window, at most one member posting in timer units: the members'
+        # own due times order nothing, and the first removal by (unit, member) is it
+        rows = member_rows(items, spec.members, ctx)
+        return arrivals(events(items), _props(rows)).unionByName(removals(rows, "min_by", None))
     rows = None
     for index, member in enumerate(spec.members):
         posted = family(member).posts(items, member, ctx).where("side = 'remove'").selectExpr(*CONTRACT, f"{index} AS `#m`")
@@ -161,7 +183,7 @@ def intersection(items: DataFrame, spec: Intersection, ctx: Context) -> DataFram
     picked = fired.selectExpr("*", "row_number() OVER (PARTITION BY trace_id, id ORDER BY slot_due, `#m`) AS `#r`")
     removed = picked.where("`#r` = 1").selectExpr(
         *(c for c in CONTRACT if c != "pos"), "shiftleft(CAST(`#m` AS BIGINT), 40) + pos AS pos")
-    return arrivals(events(items)).unionByName(removed)
+    return arrivals(events(items), []).unionByName(removed)
 
 
 POSTS = {Intersection: intersection, RetainUnion: retain_union}
