@@ -282,6 +282,12 @@ def time_length_batches(items: DataFrame, ctx: Context, spec: TimeLengthBatch) -
     rows = arrived.selectExpr(*(quoted(c) for c in ctx.partition), "slot", "seq", "time", "id", "`#last`",
                               f"CAST({created} AS BIGINT) AS `#created`",
                               "CAST(`#jumps` AS ARRAY<STRUCT<seq: BIGINT, before: BIGINT, target: BIGINT>>) AS `#jumps`")
+    if spec.start_eager and not ctx.group_keys:
+        # the window exists from the trace's start, events or not: one row per trace with no event
+        rows = rows.unionByName(per_trace.selectExpr(
+            "trace_id", "CAST(0 AS BIGINT) AS slot", "CAST(NULL AS BIGINT) AS seq", "CAST(NULL AS BIGINT) AS time",
+            "CAST(NULL AS STRING) AS id", "`#last`", "`#created`",
+            "CAST(`#jumps` AS ARRAY<STRUCT<seq: BIGINT, before: BIGINT, target: BIGINT>>) AS `#jumps`"))
     keys = [f for f in rows.schema.fields if f.name in ctx.partition]
     schema = T.StructType([
         *keys, T.StructField("slot", T.LongType()), T.StructField("id", T.StringType()),
@@ -314,8 +320,8 @@ def _time_length_kernel(spec: TimeLengthBatch, partition: tuple[str, ...]):
 
         import pyarrow as pa
 
-        order = sorted(range(table.num_rows), key=table.column("seq").to_pylist().__getitem__)
         seq, time = table.column("seq").to_pylist(), table.column("time").to_pylist()
+        order = sorted((row for row in range(table.num_rows) if seq[row] is not None), key=seq.__getitem__)
         ids = table.column("id").to_pylist()
         last = table.column("#last")[0].as_py()
         jumps = table.column("#jumps")[0].as_py() or []
