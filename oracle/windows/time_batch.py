@@ -20,7 +20,37 @@ def next_grid_point(current: int, reference: int, span: int) -> int:
     return current + ((reference - current) % span or span)
 
 
-class TimeBatchWindow(WindowBase):
+class _TimedBatch(WindowBase):
+    """What `#time_batch` and `#time_length_batch` share: an open batch, the
+    previous batch, one timer, and the release rule: one post, new = the open
+    batch, old = the previous one; both empty posts nothing unless
+    FORCE_UPDATE (an empty post); the timer re-armed only when it posted."""
+
+    def __init__(self, force_update: bool, due: int | None):
+        self.force_update = force_update
+        self.batch: list[Event] = []
+        self.previous: list[Event] = []
+        self.due = due
+
+    def release(self, next_due: int) -> list[Post]:
+        """Release the open batch; the timer is re-armed at `next_due` if it posted."""
+        released, previous = self.batch, self.previous
+        posts = [Post(released, previous)] if released or previous or self.force_update else []
+        self.due = next_due if posts else None
+        self.previous, self.batch = released, []
+        return posts
+
+    def next_timer(self) -> int | None:
+        return self.due
+
+    def discard(self, gone: Collection[Event]) -> None:
+        self.batch = [e for e in self.batch if e not in gone]
+
+    def contents(self) -> list[Event]:
+        return list(self.previous)
+
+
+class TimeBatchWindow(_TimedBatch):
     """`#time_batch(t[, ref][, "FORCE_UPDATE, START_EAGER"])`: batches released
     every t ms of runtime time (seed 14.3.5; esper.md §2 `#time_batch`).
 
@@ -46,11 +76,9 @@ class TimeBatchWindow(WindowBase):
 
     def __init__(self, spec: TimeBatch, now: int):
         self.span = spec.span
-        self.force_update = spec.force_update
         self.reference = now if spec.start_eager else spec.reference
-        self.batch: list[Event] = []
-        self.previous: list[Event] = []
-        self.due = next_grid_point(now, self.reference, self.span) if spec.start_eager else None
+        super().__init__(spec.force_update,
+                         next_grid_point(now, self.reference, self.span) if spec.start_eager else None)
 
     def on_event(self, event: Event, now: int) -> list[Post]:
         if self.reference is None:
@@ -61,23 +89,10 @@ class TimeBatchWindow(WindowBase):
         return []
 
     def on_timer(self, now: int) -> list[Post]:
-        released, previous = self.batch, self.previous
-        posts = [Post(released, previous)] if released or previous or self.force_update else []
-        self.due = next_grid_point(now, self.reference, self.span) if posts else None
-        self.previous, self.batch = released, []
-        return posts
-
-    def next_timer(self) -> int | None:
-        return self.due
-
-    def discard(self, gone: Collection[Event]) -> None:
-        self.batch = [e for e in self.batch if e not in gone]
-
-    def contents(self) -> list[Event]:
-        return list(self.previous)
+        return self.release(next_grid_point(now, self.reference, self.span))
 
 
-class TimeLengthBatchWindow(WindowBase):
+class TimeLengthBatchWindow(_TimedBatch):
     """`#time_length_batch(t, n[, "FORCE_UPDATE, START_EAGER"])`: a batch released
     when it holds n events or when its timer fires, whichever comes first (seed
     14.3.7; esper.md §2 `#time_length_batch`).
@@ -100,37 +115,18 @@ class TimeLengthBatchWindow(WindowBase):
 
     def __init__(self, spec: TimeLengthBatch, now: int):
         self.span, self.size = spec.span, spec.size
-        self.force_update = spec.force_update
-        self.batch: list[Event] = []
-        self.previous: list[Event] = []
-        self.due = now + self.span if spec.start_eager else None
+        super().__init__(spec.force_update, now + self.span if spec.start_eager else None)
 
     def on_event(self, event: Event, now: int) -> list[Post]:
         self.batch.append(event)
         if len(self.batch) >= self.size:
-            return self.release(now)
+            return self.release(now + self.span)
         if self.due is None:
             self.due = now + self.span
         return []
 
     def on_timer(self, now: int) -> list[Post]:
-        return self.release(now)
-
-    def release(self, now: int) -> list[Post]:
-        released, previous = self.batch, self.previous
-        posts = [Post(released, previous)] if released or previous or self.force_update else []
-        self.due = now + self.span if posts else None
-        self.previous, self.batch = released, []
-        return posts
-
-    def next_timer(self) -> int | None:
-        return self.due
-
-    def discard(self, gone: Collection[Event]) -> None:
-        self.batch = [e for e in self.batch if e not in gone]
-
-    def contents(self) -> list[Event]:
-        return list(self.previous)
+        return self.release(now + self.span)
 
 
 class ExtTimedBatchWindow(WindowBase):

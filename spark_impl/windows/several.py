@@ -63,7 +63,7 @@ _KEY = "named_struct('seq', seq, 'phase', phase, 'time', time, 'due', slot_due, 
 _ROW = "named_struct('seq', seq, 'phase', phase, 'time', time, 'slot_due', slot_due, 'slot', slot, 'pos', pos)"
 
 
-def member_rows(items: DataFrame, members: tuple, ctx: Context) -> DataFrame:
+def member_rows(items: DataFrame, members: tuple, ctx: Context, *, firing_due: bool = True) -> DataFrame:
     """Every member's posts as alone, with `#m`, the member's index, and the
     event's properties where every member's rows carry them (else the
     pipeline joins them back).
@@ -72,7 +72,8 @@ def member_rows(items: DataFrame, members: tuple, ctx: Context) -> DataFrame:
     post in (due, member) order, each member's post whole. A family's timer
     rows may carry each row's own due time (an ungrouped `#time`), so where two
     members or more have timers, a member's rows of one timer unit take the
-    due time it fired at (their smallest) and their order as `pos`."""
+    due time it fired at (their smallest) and their order as `pos`
+    (`firing_due=False` leaves them, for a caller that works the due out)."""
     posted = [family(member).posts(items, member, ctx) for member in members]
     props = [quoted(p) for p in ctx.properties if all(p in rows.columns for rows in posted)]
     if len(props) < len(ctx.properties):
@@ -81,7 +82,7 @@ def member_rows(items: DataFrame, members: tuple, ctx: Context) -> DataFrame:
     for index, member_posts in enumerate(posted):
         member_posts = member_posts.selectExpr(*CONTRACT, f"{index} AS `#m`", *props)
         rows = member_posts if rows is None else rows.unionByName(member_posts)
-    if sum(isinstance(m, TIMED) for m in members) >= 2:
+    if firing_due and sum(isinstance(m, TIMED) for m in members) >= 2:
         unit = "PARTITION BY trace_id, slot, seq, phase, time, `#m`"
         rows = rows.selectExpr(
             *(c for c in CONTRACT if c not in ("slot_due", "pos")), "`#m`", *props,
@@ -165,25 +166,23 @@ def intersection(items: DataFrame, spec: Intersection, ctx: Context) -> DataFram
         # own due times order nothing, and the first removal by (unit, member) is it
         rows = member_rows(items, spec.members, ctx)
         return arrivals(events(items), _props(rows)).unionByName(removals(rows, "min_by", None))
-    rows = None
-    for index, member in enumerate(spec.members):
-        posted = family(member).posts(items, member, ctx).where("side = 'remove'").selectExpr(*CONTRACT, f"{index} AS `#m`")
-        rows = posted if rows is None else rows.unionByName(posted)
+    rows = member_rows(items, spec.members, ctx, firing_due=False).where("side = 'remove'")
+    props = _props(rows)
     stamps = [f"CAST({quoted(m.timestamp)} AS BIGINT) AS `#ts_{i}`" for i, m in enumerate(spec.members)
               if isinstance(m, TimeOrder)]
     arrived = events(items).selectExpr("trace_id", "id", "time AS `#at`", *stamps)
     own = " ".join(f"WHEN {i} THEN {_own_due(m, i)}" for i, m in enumerate(spec.members))
     dued = rows.join(arrived, ["trace_id", "id"]).selectExpr(
-        *CONTRACT, "`#m`", f"CASE WHEN phase = 0 THEN CASE `#m` {own} END ELSE slot_due END AS `#own`")
+        *CONTRACT, "`#m`", *props, f"CASE WHEN phase = 0 THEN CASE `#m` {own} END ELSE slot_due END AS `#own`")
     unit = "named_struct('seq', seq, 'phase', phase, 'time', time)"
     first = dued.selectExpr("*", f"{unit} = min({unit}) OVER (PARTITION BY trace_id, id) AS `#first`").where("`#first`")
     fired = first.selectExpr(
-        *(c for c in CONTRACT if c != "slot_due"), "`#m`",
+        *(c for c in CONTRACT if c != "slot_due"), "`#m`", *props,
         "min(`#own`) OVER (PARTITION BY trace_id, slot, seq, phase, time, `#m`) AS slot_due")
     picked = fired.selectExpr("*", "row_number() OVER (PARTITION BY trace_id, id ORDER BY slot_due, `#m`) AS `#r`")
     removed = picked.where("`#r` = 1").selectExpr(
-        *(c for c in CONTRACT if c != "pos"), "shiftleft(CAST(`#m` AS BIGINT), 40) + pos AS pos")
-    return arrivals(events(items), []).unionByName(removed)
+        *(c for c in CONTRACT if c != "pos"), "shiftleft(CAST(`#m` AS BIGINT), 40) + pos AS pos", *props)
+    return arrivals(events(items), props).unionByName(removed)
 
 
 POSTS = {Intersection: intersection, RetainUnion: retain_union}
