@@ -47,11 +47,11 @@ import oracle
 from difftest.compare import Difference, compare
 from difftest.shrink import shrink
 from difftest.known import KNOWN_DIFFERENCES, KnownDifference, known_difference
-from difftest.strategies import implemented_kinds, seeded_traces, windows
+from difftest.strategies import implemented_kinds, seeded_traces, trace_names, windows
 from oracle.dialects import window_name
 from oracle.cases import Case, dump_case
 from oracle.errors import UnsupportedWindow, WindowOracleError
-from oracle.model import Arrive, Trace, Update, WindowSpec, spec_keys, spec_kind
+from oracle.model import Arrive, Trace, Update, WindowSpec, spec_kind
 from oracle.windows import make_window
 
 DEFAULT_IMPL = "spark_impl:apply_window"
@@ -396,7 +396,7 @@ class Runner:
                 stats.unsupported_reason = stats.unsupported_reason or f"{oracle.render(spec, self.dialect)}: {reason}"
                 drawn += count
                 return
-            batch = label(seeded_traces(seed, count, spec_keys(spec), self.max_items))
+            batch = label(seeded_traces(seed, count, trace_names(spec), self.max_items))
             drawn += count
             window = oracle.render(spec, self.dialect)
             expected = expected_updates(spec, batch)

@@ -38,7 +38,7 @@ def _chunks(n: int) -> list[tuple[int, int]]:
 
 
 def _without(trace: Trace, start: int, stop: int) -> Trace:
-    return Trace(trace.items[:start] + trace.items[stop:], trace.start_time)
+    return Trace(trace.items[:start] + trace.items[stop:], trace.start_time, trace.variables)
 
 
 def _only_properties(trace: Trace, keep: frozenset[str]) -> Trace:
@@ -48,7 +48,7 @@ def _only_properties(trace: Trace, keep: frozenset[str]) -> Trace:
             return Arrive(Event(item.event.id, props), item.time, item.op)
         return item
 
-    return Trace(tuple(slim(i) for i in trace.items), trace.start_time)
+    return Trace(tuple(slim(i) for i in trace.items), trace.start_time, trace.variables)
 
 
 def _size(trace: Trace) -> tuple[int, int, int]:

@@ -57,6 +57,17 @@ from oracle.model import (
     Advance,
     Arrive,
     Event,
+    Aggregate,
+    Binary,
+    Builtin,
+    EventProperty,
+    Expr,
+    ExprBatch,
+    Literal,
+    Name,
+    Not,
+    NOT_MEMBERS,
+    SetVariables,
     ExtTimed,
     ExtTimedBatch,
     FirstEvent,
@@ -83,6 +94,7 @@ from oracle.model import (
     TraceItem,
     Unique,
     WindowSpec,
+    spec_expression_names,
     spec_keys,
 )
 from oracle.windows import make_window
@@ -104,6 +116,10 @@ KEY_PROPERTIES = ("symbol", "feed")
 TIMESTAMP = "ts"
 """The timestamp property of generated ext_timed and ext_timed_batch windows."""
 
+VARIABLES = {"MAXC": (2, 0, 1, 3, 5)}
+"""The variables generated expressions read, and their values: a trace for such
+a window declares them (starting at one value) and sets them now and then."""
+
 # --------------------------------------------------------------------------- window specs
 
 sizes = st.integers(1, 5)
@@ -119,6 +135,45 @@ criteria = st.lists(
     st.builds(SortKey, st.sampled_from(("price", "symbol", TIMESTAMP)), st.booleans()),
     min_size=1, max_size=2, unique_by=lambda c: c.property,
 ).map(tuple)
+
+
+def _binary(op: str):
+    return lambda left, right: Binary(op, left, right)
+
+
+_counts = st.integers(0, 5).map(Literal)
+_amounts = st.integers(40, 120).map(lambda k: Literal(k / 4))  # prices are 10.0 to 20.0 in quarters
+_spans_literal = spans.map(Literal)
+_count_bound = _counts | st.just(Name("MAXC"))
+_expiry_atoms = st.one_of(
+    st.builds(_binary("<="), st.just(Builtin("current_count")), _count_bound),
+    st.builds(_binary("<"), st.just(Builtin("current_count")), _count_bound),
+    st.builds(lambda t: Binary(">", Builtin("oldest_timestamp"), Binary("-", Builtin("newest_timestamp"), t)), _spans_literal),
+    st.builds(_binary("="), st.just(Builtin("expired_count")), _counts),
+    st.builds(_binary(">="), st.just(Builtin("expired_count")), _counts),
+    st.builds(_binary("<"), st.sampled_from([Aggregate("sum", Name("price")), Aggregate("avg", Name("price")),
+                                             Binary("-", Aggregate("max", Name("price")), Aggregate("min", Name("price")))]),
+              _amounts.map(lambda a: Literal(a.value * 3))),
+    st.builds(_binary("<="), st.sampled_from([Aggregate("count"), Aggregate("count", Name("symbol"))]), _count_bound),
+    st.just(Binary("=", EventProperty("newest_event", "symbol"), EventProperty("oldest_event", "symbol"))),
+    st.builds(_binary(">"), st.just(Name("price")), _amounts),
+    st.builds(_binary("!="), st.just(Name("symbol")), st.sampled_from([Literal(s) for s in SYMBOLS if s])),
+)
+_batch_atoms = st.one_of(
+    st.builds(_binary(">="), st.just(Builtin("current_count")), _count_bound),
+    st.builds(_binary(">"), st.just(Aggregate("sum", Name("price"))), _amounts.map(lambda a: Literal(a.value * 3))),
+    st.builds(lambda t: Binary(">=", Binary("-", Builtin("newest_timestamp"), Builtin("oldest_timestamp")), t), _spans_literal),
+    st.builds(_binary("="), st.just(Name("symbol")), st.sampled_from([Literal(s) for s in SYMBOLS if s])),
+    st.just(Binary("!=", EventProperty("newest_event", "symbol"), EventProperty("oldest_event", "symbol"))),
+    st.builds(_binary(">"), st.just(Name("price")), _amounts),
+)
+
+
+def _combined(atoms: st.SearchStrategy) -> st.SearchStrategy:
+    """An atom, or two joined by and/or, or a negation: null, three-valued logic
+    and the short-circuit all come up."""
+    return atoms | st.builds(lambda op, a, b: Binary(op, a, b), st.sampled_from(("and", "or")), atoms, atoms) | atoms.map(Not)
+
 
 DATA_WINDOW_SPECS: dict[type, st.SearchStrategy] = {
     Length: st.builds(Length, sizes),
@@ -139,10 +194,12 @@ DATA_WINDOW_SPECS: dict[type, st.SearchStrategy] = {
     LastEvent: st.just(LastEvent()),
     Unique: st.builds(Unique, key_names),
     FirstUnique: st.builds(FirstUnique, key_names),
+    Expr: st.builds(Expr, _combined(_expiry_atoms)),
+    ExprBatch: st.builds(ExprBatch, _combined(_batch_atoms), st.booleans()),
 }
 """One strategy per data-window spec class."""
 
-_any_data_window = st.one_of(*DATA_WINDOW_SPECS.values())
+_any_data_window = st.one_of(*(s for cls, s in DATA_WINDOW_SPECS.items() if cls not in NOT_MEMBERS))
 
 
 def _at_most_one_batch(members: list) -> bool:
@@ -178,6 +235,7 @@ EXAMPLES: dict[type, WindowSpec] = {
     KeepAll: KeepAll(),
     FirstLength: FirstLength(1), FirstTime: FirstTime(GRID), FirstEvent: FirstEvent(), LastEvent: LastEvent(),
     Unique: Unique(("symbol",)), FirstUnique: FirstUnique(("symbol",)),
+    Expr: Expr(Binary("<=", Builtin("current_count"), Literal(1))), ExprBatch: ExprBatch(Literal(True)),
     Intersection: Intersection((Length(1), KeepAll())), RetainUnion: RetainUnion((Length(1), KeepAll())),
     GroupWin: GroupWin(("symbol",), Length(1)),
 }
@@ -230,6 +288,7 @@ def windows(dialect: str = "esper", kinds: str | Iterable[str] | None = None) ->
 
 # Each list starts with its simplest choice, the one a failing case shrinks to.
 _STEPS = ("event", "advance", "burst", "event_at", "jump", "idle_advance", "idle_jump")
+_STEPS_WITH_SET = _STEPS + ("set",)
 _MOVES = (GRID, 0, 2 * GRID, 3 * GRID, 1, GRID // 2, 4 * GRID, 6 * GRID, 10 * GRID)
 _IDLE = (20 * GRID, 40 * GRID, 60 * GRID, 120 * GRID)
 _TS_STEPS = (GRID, 0, 2 * GRID, -GRID, 3 * GRID, -3 * GRID, 10 * GRID)
@@ -284,17 +343,28 @@ def _key_value(choose: Choices, values: tuple, events_so_far: int):
     return values[choose.integer(0, in_play - 1)]
 
 
+def trace_names(spec: WindowSpec) -> tuple[str, ...]:
+    """The names a trace for `spec` needs: its key properties and the names its
+    expressions read (a name in `VARIABLES` becomes a declared variable)."""
+    return tuple(dict.fromkeys(spec_keys(spec) + spec_expression_names(spec)))
+
+
 def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int = 25) -> Trace:
     """A trace of at most `max_items` items (now and then four times as many).
 
     Every event has an id `E1`, `E2`, ... in arrival order, a float `price`, an
     integer `ts` (the timestamp property) and, unless drawn missing, a `symbol`.
-    Each name in `properties` (the key properties of the window under test) that
-    is not one of these gets a value from `KEY_VALUES` or is missing.
+    Each name in `properties` (the names the window under test reads) that is
+    not one of these gets a value from `KEY_VALUES` or is missing, except a name
+    in `VARIABLES`: the trace declares it, and `set` items change it.
     `start_time` is usually 0."""
-    extra = tuple(name for name in dict.fromkeys(properties) if name not in ("symbol", "price", "ts", "id"))
+    names = tuple(dict.fromkeys(properties))
+    variables = tuple(name for name in names if name in VARIABLES)
+    extra = tuple(name for name in names if name not in ("symbol", "price", "ts", "id") and name not in VARIABLES)
+    steps = _STEPS_WITH_SET if variables else _STEPS
     target = choose.integer(0, max_items * 4 if choose.pick(_LONG) else max_items)
     start = choose.pick(_START_TIMES)
+    declared = {name: choose.pick(VARIABLES[name]) for name in variables}
     clock, ts = start, choose.pick((0, GRID, 2 * GRID))
     items: list[TraceItem] = []
     count = 0
@@ -311,7 +381,7 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
         return Event(f"E{count}", props)
 
     while len(items) < target:
-        step = choose.pick(_STEPS)
+        step = choose.pick(steps)
         if step == "event":
             items.append(Arrive(event()))
         elif step == "burst":
@@ -319,10 +389,13 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
         elif step == "event_at":
             clock += choose.pick(_MOVES)
             items.append(Arrive(event(), time=clock))
+        elif step == "set":
+            name = choose.pick(variables)
+            items.append(SetVariables({name: choose.pick(VARIABLES[name])}))
         else:
             clock += choose.pick(_IDLE if step.startswith("idle") else _MOVES)
             items.append(Jump(clock) if step.endswith("jump") else Advance(clock))
-    return Trace(tuple(items[:target]), start)
+    return Trace(tuple(items[:target]), start, declared)
 
 
 @st.composite
@@ -359,5 +432,5 @@ def cases(draw, dialect: str = "esper", kinds: str | Iterable[str] | None = None
     """A window of `kinds` (see `windows`) and a trace whose events carry the
     properties the window keys by."""
     spec = draw(windows(dialect, kinds))
-    trace = draw(traces(properties=spec_keys(spec), max_items=max_items))
+    trace = draw(traces(properties=trace_names(spec), max_items=max_items))
     return GeneratedCase(dialect, spec, render(spec, dialect), trace)

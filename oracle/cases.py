@@ -95,10 +95,12 @@ def item_from_json(raw: Any, index: int) -> TraceItem:
     raise InvalidTrace(f"unknown item {json.dumps(raw)[:80]}; expected one of event, advance, jump, set", index)
 
 
-def trace_from_json(items: Any, start_time: int = 0) -> Trace:
+def trace_from_json(items: Any, start_time: int = 0, variables: Any = None) -> Trace:
     if not isinstance(items, list):
         raise InvalidTrace(f"'input' must be a list of items, got {type(items).__name__}")
-    trace = Trace(tuple(item_from_json(raw, i) for i, raw in enumerate(items)), start_time)
+    if variables is not None and not isinstance(variables, Mapping):
+        raise InvalidTrace(f"'variables' must be an object, variable name to starting value, got {variables!r}")
+    trace = Trace(tuple(item_from_json(raw, i) for i, raw in enumerate(items)), start_time, variables or {})
     check_trace(trace)
     return trace
 
@@ -175,7 +177,7 @@ def update_from_json(raw: Any, index: int, events: Mapping[str, Event]) -> Updat
     )
 
 
-CASE_KEYS = ("name", "about", "source", "dialect", "window", "start_time", "input", "expected")
+CASE_KEYS = ("name", "about", "source", "dialect", "window", "start_time", "variables", "input", "expected")
 
 
 def case_from_json(raw: Any, path: Path | None = None) -> Case:
@@ -190,7 +192,7 @@ def case_from_json(raw: Any, path: Path | None = None) -> Case:
     if not isinstance(raw["window"], str):
         raise InvalidCase("'window' must be a string")
     start = _time(raw.get("start_time", 0), "'start_time'")
-    trace = trace_from_json(raw["input"], start)
+    trace = trace_from_json(raw["input"], start, raw.get("variables"))
     events = {e.id: e for e in trace.events()}
     if not isinstance(raw["expected"], list):
         raise InvalidCase("'expected' must be a list of updates")
@@ -274,6 +276,7 @@ def case_to_json(case: Case) -> dict[str, Any]:
         "dialect": case.dialect,
         "window": case.window,
         "start_time": case.trace.start_time,
+        **({"variables": dict(case.trace.variables)} if case.trace.variables else {}),
         "input": [item_to_json(i) for i in case.trace.items],
         "expected": [update_to_json(u) for u in case.expected],
         **dict(case.extra),

@@ -13,6 +13,8 @@
 * An item the window cannot take (`oracle.model.item_problem`) makes the trace
   invalid, or, where the spec rejects bad items, is one update with its
   `error`; the window does not see it.
+* A `set` item changes the shared variables, then the window handles the
+  change (`on_set`) as one unit of work at the current clock.
 * End of trace flushes nothing.
 """
 
@@ -38,9 +40,15 @@ from oracle.windows.base import Delivery, EventError, Post, Window
 
 def run(spec: WindowSpec, trace: Trace) -> tuple[Update, ...]:
     """Every update `spec` posts over `trace`, in order."""
+    return tuple(start(spec, trace).feed(trace))
+
+
+def start(spec: WindowSpec, trace: Trace) -> Driver:
+    """A driver of a fresh window of `spec`, ready to feed `trace` (checked
+    first), its variables at the trace's starting values."""
     check_trace(trace)
-    window = make_window(spec, trace.start_time)
-    return tuple(Driver(window, trace.start_time, spec).feed(trace))
+    variables = dict(trace.variables)
+    return Driver(make_window(spec, trace.start_time, variables), trace.start_time, spec, variables)
 
 
 class Driver:
@@ -50,8 +58,10 @@ class Driver:
     Kept lean, as it runs once per event: events are tested first, being the
     commonest item, and a unit of one post reuses that post's tuples."""
 
-    def __init__(self, window: Window, start_time: int, spec: WindowSpec | None = None):
+    def __init__(self, window: Window, start_time: int, spec: WindowSpec | None = None,
+                 variables: dict | None = None):
         self.window = window
+        self.variables = variables if variables is not None else {}  # the window's, shared
         self.clock = start_time
         self.updates: list[Update] = []
         self.spec = spec  # None: every item is taken (a bare window under test)
@@ -94,6 +104,7 @@ class Driver:
             if due is not None and due <= item.time:
                 self.unit(index, item.time, self.window.on_timer(item.time))
         elif isinstance(item, SetVariables):
+            self.variables.update(item.values)
             self.unit(index, self.clock, self.window.on_set(dict(item.values), self.clock))
         else:
             raise InvalidTrace(f"unknown trace item {item!r}", index)

@@ -22,9 +22,11 @@ from typing import Any, ClassVar, Union
 import attrs
 from attrs import field, frozen
 
-from oracle.errors import InvalidSpec, InvalidTrace
+from oracle.errors import InvalidSpec, InvalidTrace, UnsupportedWindow
 
 # --------------------------------------------------------------------------- events
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _freeze_props(props: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -103,12 +105,21 @@ class SetVariables:
 TraceItem = Union[Arrive, Advance, Jump, SetVariables]
 
 
+def _check_variables(_inst, _attr, value):
+    for name in value:
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise InvalidTrace(f"a variable name must be an identifier, got {name!r}")
+
+
 @frozen
 class Trace:
-    """Trace items in arrival order, and the clock when the window is created."""
+    """Trace items in arrival order, the clock when the window is created, and
+    the declared variables with their starting values (a window expression
+    reads them; `set` items change them)."""
 
     items: tuple[TraceItem, ...] = field(converter=tuple)
     start_time: int = 0
+    variables: Mapping[str, Any] = field(factory=dict, converter=_freeze_props, validator=_check_variables, hash=False)
 
     def __len__(self) -> int:
         return len(self.items)
@@ -125,7 +136,8 @@ MAX_CLOCK = 2**62
 def check_trace(trace: Trace) -> None:
     """Raise `InvalidTrace`, naming the item's index, for a trace no window can run:
     the clock going backwards, a duplicate id, an empty id, a clock further than
-    `MAX_CLOCK` ms from 0 (the start time: no index)."""
+    `MAX_CLOCK` ms from 0 (the start time: no index), a `set` of a variable the
+    trace does not declare (as Esper refuses to set an undeclared variable)."""
     clock = trace.start_time
     if abs(clock) > MAX_CLOCK:
         raise InvalidTrace(f"the start time {clock} ms is further than 2**62 ms from 0")
@@ -140,6 +152,11 @@ def check_trace(trace: Trace) -> None:
             if time < clock:
                 raise InvalidTrace(f"time goes backwards: {time} ms is before the clock at {clock} ms", index)
             clock = time
+        if kind is SetVariables:
+            undeclared = sorted(set(item.values) - set(trace.variables))
+            if undeclared:
+                raise InvalidTrace(f"set: variable {undeclared[0]!r} is not declared (the case's 'variables' key "
+                                   "declares each variable and its starting value)", index)
         if kind is Arrive:
             event_id = item.event.id
             if event_id in seen or not event_id:
@@ -243,9 +260,6 @@ class Update(tuple):
 
 
 # --------------------------------------------------------------------------- window specs
-
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
 
 def _positive(inst, attribute, value):
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -494,12 +508,185 @@ class FirstUnique(Spec):
     keys: tuple[str, ...] = field(converter=tuple, validator=_property_names, metadata=_role("key"))
 
 
+# --------------------------------------------------------------------------- expressions
+# An expiry expression of an expression window (Esper `#expr`, `#expr_batch`),
+# as a tree of the nodes below. Values follow Java's rules as Esper applies
+# them; the windows' docstrings state the evaluation.
+
+#: the built-in values an expiry expression reads (esper.md §4)
+BUILTINS = ("current_count", "expired_count", "oldest_timestamp", "newest_timestamp")
+#: the built-in events, read through a property (`newest_event.symbol`)
+BUILTIN_EVENTS = ("oldest_event", "newest_event")
+AGGREGATES = ("sum", "count", "avg", "min", "max")
+ARITHMETIC = ("+", "-", "*", "/", "%")
+COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
+LOGICAL = ("and", "or")
+
+
+def _literal_value(_inst, _attr, value):
+    if value is not None and not isinstance(value, (bool, int, float, str)):
+        raise InvalidSpec(f"a literal is a number, a string, a boolean or null, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidSpec(f"a literal number must be finite, got {value!r}")
+
+
+def _one_of(options: tuple[str, ...], what: str):
+    def check(_inst, _attr, value):
+        if value not in options:
+            raise InvalidSpec(f"{what} must be one of {', '.join(options)}, got {value!r}")
+    return check
+
+
+def _expression(_inst, attribute, value):
+    if not isinstance(value, EXPRESSIONS):
+        raise InvalidSpec(f"{attribute.name} must be an expression node, got {value!r}")
+
+
+def _identifier(_inst, attribute, value):
+    if not isinstance(value, str) or not _NAME.match(value):
+        raise InvalidSpec(f"{attribute.name} must be a name, got {value!r}")
+
+
+@frozen
+class Literal:
+    """A constant: an int, a float, a string, a boolean or None (null)."""
+
+    value: Any = field(validator=_literal_value)
+
+    def __eq__(self, other):  # 1 == 1.0 == True in Python; not here
+        return type(other) is Literal and type(self.value) is type(other.value) and self.value == other.value
+
+    def __hash__(self):
+        return hash((type(self.value), self.value))
+
+
+@frozen
+class Name:
+    """An identifier: the variable of that name when the trace declares one
+    (Esper resolves declared variables first), else the property of the event
+    the expression is evaluated for (null when there is none)."""
+
+    name: str = field(validator=_identifier)
+
+
+@frozen
+class Builtin:
+    """One of `BUILTINS`, the window's state at the evaluation."""
+
+    name: str = field(validator=_one_of(BUILTINS, "a built-in value"))
+
+
+@frozen
+class EventProperty:
+    """A property of a built-in event (`newest_event.symbol`); null when the
+    window holds no such event."""
+
+    event: str = field(validator=_one_of(BUILTIN_EVENTS, "a built-in event"))
+    name: str = field(validator=_identifier)
+
+
+@frozen
+class Negate:
+    """Arithmetic negation."""
+
+    operand: Any = field(validator=_expression)
+
+
+@frozen
+class Not:
+    """Logical negation (three-valued: not null is null)."""
+
+    operand: Any = field(validator=_expression)
+
+
+@frozen
+class Binary:
+    """`left op right`: arithmetic (`ARITHMETIC`), a comparison (`COMPARISONS`)
+    or a logical connective (`LOGICAL`)."""
+
+    op: str = field(validator=_one_of(ARITHMETIC + COMPARISONS + LOGICAL, "an operator"))
+    left: Any = field(validator=_expression)
+    right: Any = field(validator=_expression)
+
+
+@frozen
+class Aggregate:
+    """An aggregation over the events the window holds (`sum(price)`);
+    `argument` None is `count(*)`. The argument reads each held event's
+    properties and literals only."""
+
+    function: str = field(validator=_one_of(AGGREGATES, "an aggregation function"))
+    argument: Any = field(default=None)
+
+    @argument.validator
+    def _check_argument(self, attribute, value):
+        if value is None:
+            if self.function != "count":
+                raise InvalidSpec(f"{self.function}(*) is not an aggregation; only count(*) is")
+            return
+        _expression(self, attribute, value)
+        for node in expression_nodes(value):
+            if isinstance(node, (Aggregate, Builtin, EventProperty)):
+                raise InvalidSpec(f"the argument of {self.function} may read the events' properties and literals only")
+
+
+EXPRESSIONS = (Literal, Name, Builtin, EventProperty, Negate, Not, Binary, Aggregate)
+Expression = Union[Literal, Name, Builtin, EventProperty, Negate, Not, Binary, Aggregate]
+
+
+def expression_nodes(node: Expression) -> tuple[Expression, ...]:
+    """`node` and every node under it, depth first, parents first."""
+    children = {Negate: ("operand",), Not: ("operand",), Binary: ("left", "right"), Aggregate: ("argument",)}
+    found = [node]
+    for name in children.get(type(node), ()):
+        child = getattr(node, name)
+        if child is not None:
+            found += expression_nodes(child)
+    return tuple(found)
+
+
+def expression_names(node: Expression) -> tuple[str, ...]:
+    """The identifiers an expression reads (`Name`s and built-in events'
+    properties), each once: properties, or variables the trace declares."""
+    names = [n.name for n in expression_nodes(node) if isinstance(n, (Name, EventProperty))]
+    return tuple(dict.fromkeys(names))
+
+
+def _expiry(inst, attribute, value):
+    _expression(inst, attribute, value)
+    for name in expression_names(value):
+        if reserved_name_error(name):
+            raise InvalidSpec(f"{type(inst).KIND}: {reserved_name_error(name)}")
+
+
+@frozen
+class Expr(Spec):
+    """Events held while `expiry`, evaluated for the oldest, holds (Esper `#expr`)."""
+
+    KIND: ClassVar[str] = "expr"
+    expiry: Expression = field(validator=_expiry, metadata=_role("expression"))
+
+
+@frozen
+class ExprBatch(Spec):
+    """Events buffered until `expiry`, evaluated for each arrival, holds; then
+    released as a batch, with the triggering event or (not `include_trigger`)
+    without it (Esper `#expr_batch`)."""
+
+    KIND: ClassVar[str] = "expr_batch"
+    expiry: Expression = field(validator=_expiry, metadata=_role("expression"))
+    include_trigger: bool = True
+
+
 DataWindow = Union[
     Length, LengthBatch, Time, ExtTimed, TimeBatch, TimeLengthBatch, ExtTimedBatch, TimeAccum, TimeOrder, Sort, Rank, KeepAll,
-    FirstLength, FirstTime, FirstEvent, LastEvent, Unique, FirstUnique,
+    FirstLength, FirstTime, FirstEvent, LastEvent, Unique, FirstUnique, Expr, ExprBatch,
 ]
 DATA_WINDOWS: tuple[type, ...] = DataWindow.__args__  # type: ignore[attr-defined]
-BATCH_WINDOWS = (LengthBatch, TimeBatch, TimeLengthBatch, ExtTimedBatch)
+BATCH_WINDOWS = (LengthBatch, TimeBatch, TimeLengthBatch, ExtTimedBatch, ExprBatch)
+#: data windows that cannot be members of an intersection or union here (an
+#: expression window re-evaluates when another member removes an event)
+NOT_MEMBERS = (Expr, ExprBatch)
 
 
 def _members(inst, attribute, value):
@@ -508,6 +695,9 @@ def _members(inst, attribute, value):
     for member in value:
         if not isinstance(member, DATA_WINDOWS):
             raise InvalidSpec(f"{type(inst).KIND}: {member!r} cannot be a member")
+        if isinstance(member, NOT_MEMBERS):
+            raise UnsupportedWindow(f"{type(inst).KIND}: an {member.KIND} window as a member is not supported "
+                                    "(it re-evaluates its expression when another member removes an event)")
 
 
 @frozen
@@ -566,7 +756,9 @@ def _with_role(spec: WindowSpec, role: str) -> tuple[str, ...]:
     names: list[str] = []
     for inner in nested_specs(spec):
         for attribute in attrs.fields(type(inner)):
-            if attribute.metadata.get("role") == role:
+            if attribute.metadata.get("role") == "expression" and role == "expression":
+                names += expression_names(getattr(inner, attribute.name))
+            elif attribute.metadata.get("role") == role:
                 value = getattr(inner, attribute.name)
                 for item in value if isinstance(value, tuple) else (value,):
                     names.append(item.property if isinstance(item, SortKey) else item)
@@ -582,6 +774,12 @@ def spec_keys(spec: WindowSpec) -> tuple[str, ...]:
 def spec_timestamps(spec: WindowSpec) -> tuple[str, ...]:
     """The properties `spec` reads as event timestamps, each once."""
     return _with_role(spec, "timestamp")
+
+
+def spec_expression_names(spec: WindowSpec) -> tuple[str, ...]:
+    """The identifiers `spec`'s expressions read, each once: event properties,
+    or variables where the trace declares them."""
+    return _with_role(spec, "expression")
 
 
 def spec_sort_properties(spec: WindowSpec) -> tuple[str, ...]:

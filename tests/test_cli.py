@@ -96,7 +96,7 @@ ERRORS = [
     ("bad-json.json", dict(text='{"dialect": "esper",\n  "window": }'), "not valid JSON: Expecting value at line 2 column 13"),
     ("no-expected.json", dict(case={k: v for k, v in LENGTH_2.items() if k != "expected"}), "the case has no 'expected'"),
     ("dialect.json", dict(dialect="flink"), "unknown dialect 'flink'; known: esper, ccl, apama, kuiper"),
-    ("unsupported.json", dict(window="#expr(current_count < 3)"), "the expr window (column 1) is not supported"),
+    ("unsupported.json", dict(window="#time(1 year)"), "calendar time periods (year) are not supported (column 9)"),
     ("syntax.json", dict(window="#length(2"), "at column 10"),
     ("backwards.json", dict(input=[{"event": {"id": "E1"}, "time": 500}, {"advance": 100}]),
      "trace item 1: time goes backwards: 100 ms is before the clock at 500 ms"),
@@ -150,7 +150,7 @@ def test_a_folder_without_cases_is_a_user_error(tmp_path, capsys):
 def test_the_json_report(tmp_path, capsys):
     ok = write(tmp_path, "1-ok.json")
     bad = write(tmp_path, "2-bad.json", expected=wrong_remove())
-    err = write(tmp_path, "3-err.json", window="#expr(current_count < 3)")
+    err = write(tmp_path, "3-err.json", window="#time(1 year)")
     report = tmp_path / "out" / "report.json"
     report.parent.mkdir()
     code, _, _ = replay(capsys, "--report", report, tmp_path / "1-ok.json", bad, err)
@@ -166,7 +166,7 @@ def test_the_json_report(tmp_path, capsys):
     assert second["difference"]["expected"]["remove"] == ["E2"]
     assert second["difference"]["actual"]["remove"] == ["E1"]
     assert third["status"] == "ERROR" and third["difference"] is None
-    assert third["error"] == "the expr window (column 1) is not supported"
+    assert third["error"] == "calendar time periods (year) are not supported (column 9); Esper computes years and months on the calendar"
 
 
 def test_an_unwritable_report_is_a_user_error(tmp_path, capsys):

@@ -18,6 +18,16 @@ from difftest.strategies import KINDS, windows
 from oracle.dialects import esper
 from oracle.errors import InvalidSpec, UnsupportedWindow, WindowSyntaxError
 from oracle.model import (
+    Aggregate,
+    Binary,
+    Builtin,
+    EventProperty,
+    Expr,
+    ExprBatch,
+    Literal,
+    Name,
+    Negate,
+    Not,
     ExtTimed,
     ExtTimedBatch,
     FirstEvent,
@@ -45,6 +55,30 @@ from oracle.model import (
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 
 PARSE_ROWS = [
+    # expression windows (esper.md §4): precedence, keywords any case, built-ins, variables
+    ("#expr(current_count <= MAXC)", Expr(Binary("<=", Builtin("current_count"), Name("MAXC")))),
+    ("#expr(oldest_timestamp > newest_timestamp - 2000)",
+     Expr(Binary(">", Builtin("oldest_timestamp"), Binary("-", Builtin("newest_timestamp"), Literal(2000))))),
+    ("#expr(expired_count = 0 AND current_count <= 3 or Not x)",
+     Expr(Binary("or", Binary("and", Binary("=", Builtin("expired_count"), Literal(0)),
+                                      Binary("<=", Builtin("current_count"), Literal(3))), Not(Name("x"))))),
+    ("#expr(newest_event.symbol <> oldest_event.symbol)",
+     Expr(Binary("!=", EventProperty("newest_event", "symbol"), EventProperty("oldest_event", "symbol")))),
+    ("#expr(SUM(price * 2) < -1.5 % 2)",
+     Expr(Binary("<", Aggregate("sum", Binary("*", Name("price"), Literal(2))), Binary("%", Literal(-1.5), Literal(2))))),
+    ("#expr(count(*) < 3 and avg(price) >= min(price))",
+     Expr(Binary("and", Binary("<", Aggregate("count"), Literal(3)),
+                 Binary(">=", Aggregate("avg", Name("price")), Aggregate("min", Name("price")))))),
+    ("#expr((a - b) - c = -(d) and `current_count` = 'x')",
+     Expr(Binary("and", Binary("=", Binary("-", Binary("-", Name("a"), Name("b")), Name("c")), Negate(Name("d"))),
+                 Binary("=", Name("current_count"), Literal("x"))))),
+    ("#expr(true)", Expr(Literal(True))),
+    ("#expr(flag)", Expr(Name("flag"))),
+    ("#expr(x = null)", Expr(Binary("=", Name("x"), Literal(None)))),
+    ("#expr_batch(current_count >= 3)", ExprBatch(Binary(">=", Builtin("current_count"), Literal(3)))),
+    ("#expr_batch(current_count >= 3, FALSE)", ExprBatch(Binary(">=", Builtin("current_count"), Literal(3)), False)),
+    ("#groupwin(symbol)#expr_batch(sum(price) > 8, true)",
+     GroupWin(("symbol",), ExprBatch(Binary(">", Aggregate("sum", Name("price")), Literal(8))))),
     # every window, canonical
     ("#length(2)", Length(2)),
     ("#length_batch(3)", LengthBatch(3)),
@@ -181,7 +215,11 @@ SYNTAX_ERROR_ROWS = [
     ("#length(", "unexpected end of the clause", 9),
     ("#length(2", "expected ')' or ','", 10),
     ("#length(2))", "unexpected ')'", 11),
-    ("#length(2 * 3)", "unexpected character '*'", 11),
+    ("#expr(current_count <=)", "unexpected ')'; expected a value", 23),
+    ("#expr(a < b < c)", "unexpected '<'", 13),
+    ("#expr(sum(price) < )", "unexpected ')'", 20),
+    ("#expr(a and)", "unexpected ')'", 12),
+    ("#expr(count(* ) > 1 +)", "unexpected ')'", 22),
     ("#length(2,)", "unexpected ')'", 11),
     ("#length(2)#", "expected a name", 12),
     (".length(2)", "expected ':'", 8),  # the dotted form needs a namespace
@@ -193,7 +231,6 @@ SYNTAX_ERROR_ROWS = [
     ("#time(1 msec 1 sec)", "units go from years down to microseconds", 16),
     ("#time(5 fortnights)", "unexpected 'fortnights'", 9),
     ("#time(1.5L)", "unexpected 'L'", 10),
-    ("#unique(a.b)", "unexpected '.'; expected ')' or ','", 10),
     ("#unique(a b)", "unexpected 'b'", 11),
     ("#length(2) retain", "unexpected 'retain'", 12),
     ("#length(2) retain-unions", "unexpected 'retain'", 12),
@@ -294,11 +331,27 @@ ERROR_ROWS = [
     ("#time_length_batch(10 sec, 0)", InvalidSpec, ["time_length_batch: parameter 2", "above 0"]),
     ("#time_length_batch(10 sec, 5, 3)", InvalidSpec, ["time_length_batch: parameter 3", "flow-control"]),
     ('#time_length_batch(10 sec, 5, "EAGER")', InvalidSpec, ["unknown flow-control keyword 'EAGER'"]),
-    ("#expr(current_count <= 2)", UnsupportedWindow, ["expr"]),
-    ("#expr(oldest_timestamp > newest_timestamp - 2000)", UnsupportedWindow, ["expr"]),
+    ("#length(2 * 3)", InvalidSpec, ["length: parameter 1", "column 9", "whole number", "the expression 2 * 3"]),
+    ("#unique(a.b)", InvalidSpec, ["a.b at column 9", "only oldest_event and newest_event"]),
+    ("#expr(price + 1)", InvalidSpec, ["expr: parameter 1", "column 7", "true or false", "price + 1"]),
+    ("#expr(sum(price))", InvalidSpec, ["expr: parameter 1", "true or false"]),
+    ("#expr(current_count)", InvalidSpec, ["expr: parameter 1", "true or false"]),
+    ("#expr(5)", InvalidSpec, ["expr: parameter 1", "true or false"]),
+    ("#expr(2 sec > 1)", WindowSyntaxError, ["unexpected '>'"]),
+    ("#expr(median(price) > 1)", InvalidSpec, ["unknown function 'median' at column 7", "sum, count, avg, min, max"]),
+    ("#expr(sum(*) > 1)", InvalidSpec, ["sum(*)", "column 7"]),
+    ("#expr(sum(sum(price)) > 1)", InvalidSpec, ["argument of sum", "column 7"]),
+    ("#expr(sum(current_count) > 1)", InvalidSpec, ["argument of sum", "column 7"]),
+    ("#expr(oldest_event > 1)", InvalidSpec, ["oldest_event at column 7 is an event", "oldest_event.symbol"]),
+    ("#expr(view_reference = null)", UnsupportedWindow, ["view_reference (column 7)"]),
+    ("#expr(time > 1)", InvalidSpec, ["property 'time' is a reserved name"]),
+    ("#expr(newest_event.seq > 1)", InvalidSpec, ["newest_event.seq at column 7", "reserved"]),
+    ("#expr(current_count < 2, true)", InvalidSpec, ["expr takes 1 parameter"]),
+    ("#expr_batch(current_count < 2, 1)", InvalidSpec, ["expr_batch: parameter 2", "true or false", "whole number 1"]),
+    ("#length(2)#expr(current_count < 2)", UnsupportedWindow, ["intersection", "expr window as a member"]),
+    ("#expr(x)#time(1) retain-union", UnsupportedWindow, ["retain_union", "expr window"]),
     ("#length(3)#size(*)", UnsupportedWindow, ["size", "column 11"]),
     ("#foo(a b)", InvalidSpec, ["unknown window 'foo'"]),
-    ("#expr_batch(x)", UnsupportedWindow, ["expr_batch"]),
     ("#length(5)#size", UnsupportedWindow, ["size", "column 11"]),
     ("#length(5)#uni(price)", UnsupportedWindow, ["uni"]),
     ("#length(5)#linest(price, volume)", UnsupportedWindow, ["linest"]),
@@ -464,6 +517,16 @@ def _flags(draw, force: bool, eager: bool) -> str:
     return quote + draw(st.sampled_from([",", ", ", " , "])).join(words) + quote
 
 
+def _expression(draw, node) -> str:
+    """An expression's text with keywords in any case, `<>` for `!=`, and
+    maybe in parentheses."""
+    words = esper.render_expression(node).split(" ")
+    words = [_case(draw, w) if w in ("and", "or", "not") else ("<>" if w == "!=" and draw(st.booleans()) else w)
+             for w in words]
+    text = " ".join(words)
+    return f"({text})" if draw(st.booleans()) else text
+
+
 def _spell_window(draw, spec, dotted: bool) -> str:
     kind = esper.name(spec)  # Esper's name: TimeOrder with span 0 is timetolive
     head = f".{NAMESPACE[kind]}:{kind}" if dotted else "#" + draw(st.sampled_from(["", f"{NAMESPACE[kind]}:"])) + kind
@@ -498,6 +561,10 @@ def _spell_window(draw, spec, dotted: bool) -> str:
             params.append(_flags(draw, spec.force_update, spec.start_eager))
     elif isinstance(spec, (Unique, FirstUnique)):
         params = [draw(st.sampled_from([k, f"`{k}`"])) for k in spec.keys]
+    elif isinstance(spec, (Expr, ExprBatch)):
+        params = [_expression(draw, spec.expiry)]
+        if isinstance(spec, ExprBatch) and (not spec.include_trigger or draw(st.booleans())):
+            params.append(_case(draw, "true" if spec.include_trigger else "false"))
     else:
         return head + draw(st.sampled_from(["", "()", "( )"]))
     return f"{head}({draw(st.sampled_from([', ', ',', ' , '])).join(params)})"

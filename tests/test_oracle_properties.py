@@ -31,11 +31,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from difftest.strategies import KINDS, GeneratedCase, cases, implemented_kinds, seeded_traces, windows
-from oracle.model import Arrive, GroupWin, Intersection, Trace, Update, spec_keys
+from difftest.strategies import KINDS, GeneratedCase, cases, implemented_kinds, seeded_traces, trace_names, windows
+from oracle.model import Arrive, GroupWin, Intersection, Trace, Update
 from oracle.windows.several import FIRST_X
-from oracle.driver import Driver
-from oracle.windows import make_window
+from oracle.driver import Driver, start
 
 IMPLEMENTED = implemented_kinds()
 
@@ -48,7 +47,7 @@ def _kind(kind: str) -> str:
 
 def _driver(case: GeneratedCase) -> Driver:
     trace = case.trace
-    return Driver(make_window(case.spec, trace.start_time), trace.start_time)
+    return start(case.spec, trace)
 
 
 def _steps(driver: Driver, trace: Trace, start: int = 0, stop: int | None = None):
@@ -141,9 +140,9 @@ SEEDED_PER_EXAMPLE = 50
 def test_the_update_stream_invariants_hold_over_many_seeded_traces(kind, data):
     spec = data.draw(windows(kinds=_kind(kind)), label="spec")
     seed = data.draw(st.integers(0, 2**64 - 1), label="seed")
-    for n, trace in enumerate(seeded_traces(seed, SEEDED_PER_EXAMPLE, spec_keys(spec))):
+    for n, trace in enumerate(seeded_traces(seed, SEEDED_PER_EXAMPLE, trace_names(spec))):
         where = f"{spec!r}, seeded_traces({seed}, ...)[{n}]"
-        driver = Driver(make_window(spec, trace.start_time), trace.start_time)
+        driver = start(spec, trace)
         inserted, removed, held = Counter(), Counter(), Counter()
         for index, updates in _steps(driver, trace):
             for update in updates:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from difftest.strategies import GRID, TIMESTAMP, seeded_traces
+from difftest.strategies import GRID, TIMESTAMP, seeded_traces, trace_names
 from oracle import run
 from oracle.model import (
     Advance,
@@ -39,7 +39,6 @@ from oracle.model import (
     TimeOrder,
     Trace,
     Unique,
-    spec_keys,
 )
 
 DRAWS = 300
@@ -89,7 +88,7 @@ OPTION_ROWS = [
 
 
 def draws(*specs):
-    properties = tuple(dict.fromkeys(p for spec in specs for p in spec_keys(spec)))
+    properties = tuple(dict.fromkeys(p for spec in specs for p in trace_names(spec)))
     return seeded_traces(2026, DRAWS, properties)
 
 

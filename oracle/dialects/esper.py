@@ -83,7 +83,22 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from oracle.errors import InvalidSpec, UnsupportedWindow, WindowSyntaxError
 from oracle.model import reserved_name_error
 from oracle.model import (
+    AGGREGATES,
+    Expression,
     BATCH_WINDOWS,
+    BUILTIN_EVENTS,
+    BUILTINS,
+    COMPARISONS,
+    Aggregate,
+    Binary,
+    Builtin,
+    EventProperty,
+    Expr,
+    ExprBatch,
+    Literal,
+    Name,
+    Negate,
+    Not,
     ExtTimed,
     ExtTimedBatch,
     FirstEvent,
@@ -117,6 +132,15 @@ LPAR: "("
 RPAR: ")"
 COMMA: ","
 SIGN: "-" | "+"
+TIMES: "*"
+DIVIDE: "/"
+MODULO: "%"
+COMPARE: "<=" | ">=" | "<>" | "!=" | "=" | "<" | ">"
+AND.2: /and\b/i
+OR.2: /or\b/i
+NOT.2: /not\b/i
+BOOLEAN.2: /(true|false)\b/i
+NULL.2: /null\b/i
 NAME: /[A-Za-z_][A-Za-z0-9_]*/
 TICKED: /`[^`]*`/
 STRING: /"[^"\\]*"/ | /'[^'\\]*'/
@@ -136,13 +160,27 @@ hash_view: HASH (NAME COLON)? NAME params?
 dot_view: DOT NAME COLON NAME params?
 params: LPAR [param (COMMA param)*] RPAR
 
-?param: period | number | string | name | ordered
+?param: period | expr | ordered
 ordered: name ORDER
-period: part+
-part: number UNIT
-number: SIGN? NUMBER
+period: SIGN? part+
+part: NUMBER UNIT
+
+// An expression (Esper's, esper.md §4), loosest binding first.
+?expr: conjunction | expr OR conjunction -> logical
+?conjunction: negation | conjunction AND negation -> logical
+?negation: comparison | NOT negation -> not_
+?comparison: sum | sum COMPARE sum -> binary
+?sum: product | sum SIGN product -> binary
+?product: unary | product (TIMES | DIVIDE | MODULO) unary -> binary
+?unary: atom | SIGN unary -> signed
+?atom: number | string | name | boolean | null | call | member | LPAR expr RPAR -> paren
+number: NUMBER
 string: STRING
 name: NAME | TICKED
+boolean: BOOLEAN
+null: NULL
+call: NAME LPAR (TIMES | expr) RPAR
+member: NAME DOT NAME
 """ + _TERMINALS
 
 LOOSE_GRAMMAR = r"""
@@ -157,7 +195,8 @@ OTHER: /[^()"'\s#.][^()"'\s]*/
 
 _DESCRIBE = {
     "HASH": "'#'", "DOT": "'.'", "COLON": "':'", "LPAR": "'('", "RPAR": "')'", "COMMA": "','",
-    "SIGN": "a sign", "NAME": "a name", "TICKED": "a `backquoted` name", "STRING": "a quoted string",
+    "SIGN": "a sign", "TIMES": "'*'", "DIVIDE": "'/'", "MODULO": "'%'", "COMPARE": "a comparison",
+    "AND": "and", "OR": "or", "NOT": "not", "BOOLEAN": "true or false", "NULL": "null", "NAME": "a name", "TICKED": "a `backquoted` name", "STRING": "a quoted string",
     "NUMBER": "a number", "UNIT": "a time unit (msec, sec, min, hour, day, ...)",
     "RETAIN": "retain-union or retain-intersection", "ORDER": "asc or desc",
     "$END": "the end of the clause",
@@ -176,8 +215,7 @@ NAMESPACES = {
     "uni": "stat", "linest": "stat", "correl": "stat", "weighted_avg": "stat",
 }
 UNSUPPORTED = (
-    "expr", "expr_batch", "size",
-    "uni", "linest", "correl", "weighted_avg",
+    "size", "uni", "linest", "correl", "weighted_avg",
 )
 
 # --------------------------------------------------------------------------- time units
@@ -243,22 +281,19 @@ class _ToViews(Transformer):
         self.text = text
 
     @v_args(inline=True)
-    def number(self, *tokens: Token) -> Param:
-        sign = tokens[0] if len(tokens) == 2 else None
-        digits = tokens[-1]
+    def number(self, digits: Token) -> Param:
         body = str(digits)
         integral = body[-1] in "lL" or body.isdigit()
         value = Decimal(body.rstrip("lLdDfF"))
-        if sign == "-":
-            value = -value
-        start = (sign or digits).start_pos
-        return Param("number", value, start + 1, self.text[start:digits.end_pos], integral)
+        return Param("number", value, digits.start_pos + 1, body, integral)
 
     @v_args(inline=True)
-    def part(self, number: Param, unit: Token) -> tuple[Param, Token]:
-        return number, unit
+    def part(self, digits: Token, unit: Token) -> tuple[Param, Token]:
+        return self.number(digits), unit
 
-    def period(self, parts: list[tuple[Param, Token]]) -> Param:
+    def period(self, items: list) -> Param:
+        sign = items[0] if isinstance(items[0], Token) else None
+        parts: list[tuple[Param, Token]] = items[1:] if sign is not None else items
         total = Decimal(0)
         last_rank = -1
         for number, unit in parts:
@@ -273,8 +308,75 @@ class _ToViews(Transformer):
                     f"calendar time periods ({unit}) are not supported (column {unit.start_pos + 1}); "
                     "Esper computes years and months on the calendar")
             total += number.value * ms
-        first, last = parts[0][0], parts[-1][1]
-        return Param("period", total, first.column, self.text[first.column - 1:last.end_pos])
+        if sign == "-":
+            total = -total
+        start = sign.start_pos if sign is not None else parts[0][0].column - 1
+        return Param("period", total, start + 1, self.text[start:parts[-1][1].end_pos])
+
+    # Expressions: every piece is a Param; a compound one holds its tree.
+
+    def _compound(self, meta, node) -> Param:
+        return Param("expression", node, meta.start_pos + 1, self.text[meta.start_pos:meta.end_pos])
+
+    @v_args(meta=True)
+    def signed(self, meta, items: list) -> Param:
+        sign, operand = items
+        if sign == "+":
+            return operand
+        if operand.kind == "number":  # a negative literal
+            return Param("number", -operand.value, meta.start_pos + 1, self.text[meta.start_pos:meta.end_pos],
+                         operand.integral)
+        return self._compound(meta, Negate(_node(operand)))
+
+    @v_args(meta=True)
+    def binary(self, meta, items: list) -> Param:
+        left, op, right = items
+        return self._compound(meta, Binary({"<>": "!="}.get(str(op), str(op)), _node(left), _node(right)))
+
+    @v_args(meta=True)
+    def logical(self, meta, items: list) -> Param:
+        left, op, right = items
+        return self._compound(meta, Binary(op.lower(), _node(left), _node(right)))
+
+    @v_args(meta=True)
+    def not_(self, meta, items: list) -> Param:
+        return self._compound(meta, Not(_node(items[1])))
+
+    @v_args(meta=True)
+    def paren(self, meta, items: list) -> Param:
+        return self._compound(meta, _node(items[1]))
+
+    @v_args(meta=True)
+    def call(self, meta, items: list) -> Param:
+        function, _, argument, _ = items
+        name, column = function.lower(), function.start_pos + 1
+        if name not in AGGREGATES:
+            raise InvalidSpec(f"unknown function {str(function)!r} at column {column}; "
+                              f"an expiry expression's aggregations are {', '.join(AGGREGATES)}")
+        star = isinstance(argument, Token)
+        try:
+            return self._compound(meta, Aggregate(name, None if star else _node(argument)))
+        except InvalidSpec as exc:
+            raise InvalidSpec(f"{exc} (column {column})") from None
+
+    @v_args(meta=True)
+    def member(self, meta, items: list) -> Param:
+        event, _, prop = items
+        column = event.start_pos + 1
+        if event not in BUILTIN_EVENTS:
+            raise InvalidSpec(f"{event}.{prop} at column {column}: only {' and '.join(BUILTIN_EVENTS)} "
+                              f"have properties here (as in newest_event.{prop})")
+        if reserved_name_error(str(prop)):
+            raise InvalidSpec(f"{event}.{prop} at column {column}: {reserved_name_error(str(prop))}")
+        return self._compound(meta, EventProperty(str(event), str(prop)))
+
+    @v_args(inline=True)
+    def boolean(self, token: Token) -> Param:
+        return Param("boolean", token.lower() == "true", token.start_pos + 1, str(token))
+
+    @v_args(inline=True)
+    def null(self, token: Token) -> Param:
+        return Param("null", None, token.start_pos + 1, str(token))
 
     @v_args(inline=True)
     def string(self, token: Token) -> Param:
@@ -303,7 +405,8 @@ class _ToViews(Transformer):
         return [v for v in items if isinstance(v, View)], retain
 
 
-_PARSER = Lark(GRAMMAR, start="clause", parser="lalr", lexer="contextual", maybe_placeholders=True)
+_PARSER = Lark(GRAMMAR, start="clause", parser="lalr", lexer="contextual", maybe_placeholders=True,
+               propagate_positions=True)
 _LOOSE_PARSER = Lark(LOOSE_GRAMMAR, start="loose", parser="lalr", lexer="contextual")
 
 
@@ -329,8 +432,25 @@ def _syntax_error(exc: UnexpectedInput, text: str) -> WindowSyntaxError:
         else:
             column, found = token.start_pos + 1, f"unexpected {str(token)!r}"
         expected = exc.expected
-    wanted = sorted(_DESCRIBE.get(name, name) for name in expected)
-    return WindowSyntaxError(f"{found}; expected {' or '.join(wanted)}", text, column)
+    return WindowSyntaxError(f"{found}; expected {_expected(set(expected))}", text, column)
+
+
+#: terminals that continue an expression, and those that start one: an error
+#: names them as one thing rather than listing each
+_OPERATORS = {"TIMES", "DIVIDE", "MODULO", "COMPARE", "AND", "OR"}
+_STARTS = {"NOT", "BOOLEAN", "NULL", "SIGN", "LPAR", "STRING", "TICKED", "NUMBER", "NAME"}
+
+
+def _expected(expected: set[str]) -> str:
+    shown = set()
+    if expected & _OPERATORS:
+        expected = expected - _OPERATORS - {"SIGN"}
+        shown.add("an operator")
+    if {"NUMBER", "NAME", "LPAR"} <= expected:
+        expected = expected - _STARTS
+        shown.add("a value (a number, a name, a string, an expression)")
+    wanted = sorted(shown | {_DESCRIBE.get(name, name) for name in expected})
+    return " or ".join(wanted)
 
 
 # --------------------------------------------------------------------------- parameters
@@ -433,10 +553,144 @@ def _flags(view: View, index: int) -> tuple[bool, bool]:
 
 def _kind(param: Param) -> str:
     what = {"period": "a time period", "string": "a string", "name": "the property name",
-            "ordered": "the sort criterion"}
+            "ordered": "the sort criterion", "expression": "the expression", "boolean": "the boolean",
+            "null": "the literal"}
     if param.kind == "number":
         return "the whole number " + param.text if param.integral else "the decimal number " + param.text
     return f"{what[param.kind]} {param.text}"
+
+
+# --------------------------------------------------------------------------- expressions
+
+#: words that a property name in an expression must be backquoted to be read as
+_KEYWORDS = frozenset({"and", "or", "not", "true", "false", "null", *BUILTINS, *BUILTIN_EVENTS})
+
+
+def _node(param: Param) -> Expression:
+    """The expression tree of a parameter (a literal, a name, a compound)."""
+    if param.kind == "expression":
+        return param.value
+    if param.kind == "number":
+        if param.integral:
+            return Literal(int(param.value))
+        value = float(param.value)
+        if value in (float("inf"), float("-inf")):
+            raise InvalidSpec(f"the number {param.text} at column {param.column} does not fit a double")
+        return Literal(value)
+    if param.kind in ("string", "boolean", "null"):
+        return Literal(param.value)
+    if param.kind == "name":
+        if param.text.startswith("`"):
+            return Name(param.value)
+        if param.value in BUILTINS:
+            return Builtin(param.value)
+        if param.value in BUILTIN_EVENTS:
+            raise InvalidSpec(f"{param.value} at column {param.column} is an event: read one of its properties "
+                              f"(as in {param.value}.symbol)")
+        if param.value == "view_reference":
+            raise UnsupportedWindow(f"view_reference (column {param.column}) is not supported: it serves functions "
+                                    "of the application's own")
+        if reserved_name_error(param.value):
+            raise InvalidSpec(f"{param.value} at column {param.column}: {reserved_name_error(param.value)}")
+        return Name(param.value)
+    raise InvalidSpec(f"{_kind(param)} at column {param.column} cannot be part of an expression")
+
+
+#: nodes that give a number or a string, never a truth value
+_NOT_BOOLEAN = (Negate, Aggregate, Builtin)
+
+
+def _expiry(view: View, index: int) -> Expression:
+    """An expiry expression: a truth value (a comparison, and/or/not, a boolean
+    literal, or a name whose value may be a boolean)."""
+    param = view.params[index]
+    try:
+        node = _node(param)
+    except InvalidSpec as exc:
+        raise InvalidSpec(f"{_where(view, index)}: {exc}") from None
+    arithmetic = isinstance(node, Binary) and node.op not in COMPARISONS + ("and", "or")
+    literal = isinstance(node, Literal) and node.value is not None and not isinstance(node.value, bool)
+    if arithmetic or literal or isinstance(node, _NOT_BOOLEAN):
+        raise InvalidSpec(f"{_where(view, index)}: the expiry expression must give true or false, got {_kind(param)}")
+    return node
+
+
+def _expr(view: View) -> Expr:
+    _arity(view, 1, 1, "1 parameter (the expiry expression)")
+    return Expr(_expiry(view, 0))
+
+
+def _expr_batch(view: View) -> ExprBatch:
+    _arity(view, 1, 2, "1 or 2 parameters (the expiry expression[, include the triggering event: true or false])")
+    include = True
+    if len(view.params) == 2:
+        param = view.params[1]
+        if param.kind != "boolean":
+            raise InvalidSpec(f"{_where(view, 1)}: needs true or false (include the triggering event), got {_kind(param)}")
+        include = param.value
+    return ExprBatch(_expiry(view, 0), include)
+
+
+#: binding strength, loosest first (the grammar's rules)
+_PRECEDENCE = {"or": 1, "and": 2, "not": 3, **{op: 4 for op in COMPARISONS}, "+": 5, "-": 5, "*": 6, "/": 6, "%": 6,
+               "negate": 7}
+
+
+def render_expression(node: Expression) -> str:
+    """An expression's canonical text, parenthesized only where needed."""
+    return _render_node(node, 0)
+
+
+def _render_node(node: Expression, outer: int) -> str:
+    if isinstance(node, Literal):
+        value = node.value
+        if value is None:
+            return "null"
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, str):
+            if '"' not in value:
+                return f'"{value}"'
+            if "'" not in value and "\\" not in value:
+                return f"'{value}'"
+            raise InvalidSpec(f"the esper dialect cannot write the string {value!r} (both quotes)")
+        text = repr(value)
+        return f"({text})" if value < 0 and outer >= _PRECEDENCE["negate"] else text
+    if isinstance(node, Name):
+        plain = node.name.lower() not in _KEYWORDS and node.name != "view_reference"
+        return node.name if plain else f"`{node.name}`"
+    if isinstance(node, Builtin):
+        return node.name
+    if isinstance(node, EventProperty):
+        return f"{node.event}.{node.name}"
+    if isinstance(node, Aggregate):
+        return f"{node.function}({'*' if node.argument is None else _render_node(node.argument, 0)})"
+    if isinstance(node, Negate):
+        operand = node.operand
+        inner = _render_node(operand, _PRECEDENCE["negate"])
+        if isinstance(operand, (Literal, Negate)) and not inner.startswith("("):  # -(5) stays a negation
+            inner = f"({inner})"
+        return _parenthesized(f"-{inner}", _PRECEDENCE["negate"], outer)
+    if isinstance(node, Not):
+        return _parenthesized(f"not {_render_node(node.operand, _PRECEDENCE['not'])}", _PRECEDENCE["not"], outer)
+    assert isinstance(node, Binary)
+    strength = _PRECEDENCE[node.op]
+    # operators bind left to right; a comparison takes no comparison as an operand
+    left = _render_node(node.left, strength + (strength == 4))
+    right = _render_node(node.right, strength + 1)
+    return _parenthesized(f"{left} {node.op} {right}", strength, outer)
+
+
+def _parenthesized(text: str, strength: int, outer: int) -> str:
+    return f"({text})" if strength < outer else text
+
+
+def _expr_params(spec: Expr) -> list[str]:
+    return [render_expression(spec.expiry)]
+
+
+def _expr_batch_params(spec: ExprBatch) -> list[str]:
+    return [render_expression(spec.expiry)] + ([] if spec.include_trigger else ["false"])
 
 
 # --------------------------------------------------------------------------- one window
@@ -639,6 +893,8 @@ SYNTAX: dict[type, Syntax] = {
     LastEvent: _syntax("lastevent", _no_params(LastEvent), _no_param),
     Unique: _syntax("unique", _unique_like(Unique), _key_params),
     FirstUnique: _syntax("firstunique", _unique_like(FirstUnique), _key_params),
+    Expr: _syntax("expr", _expr, _expr_params),
+    ExprBatch: _syntax("expr_batch", _expr_batch, _expr_batch_params),
 }
 _BY_NAME = {name: build for syntax in SYNTAX.values() for name, build in syntax.builds.items()}
 #: the spec classes of the chain, written by `render` itself

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from oracle.errors import UnsupportedWindow
 from oracle.model import (
+    Expr,
+    ExprBatch,
     ExtTimed,
     ExtTimedBatch,
     FirstEvent,
@@ -28,7 +33,7 @@ from oracle.model import (
     WindowSpec,
     spec_kind,
 )
-from oracle.windows import groupwin, keep, length, several, sort, time, time_batch, time_order, unique
+from oracle.windows import expr, groupwin, keep, length, several, sort, time, time_batch, time_order, unique
 from oracle.windows.base import Delivery, Post, Window, WindowBase
 
 #: spec class -> window class, built as cls(spec, now), `now` the clock when the
@@ -54,16 +59,22 @@ WINDOW_CLASSES: dict[type, type] = {
     ExtTimedBatch: time_batch.ExtTimedBatchWindow,
     Intersection: several.IntersectionWindow,
     RetainUnion: several.RetainUnionWindow,
+    Expr: expr.ExprWindow,
+    ExprBatch: expr.ExprBatchWindow,
     GroupWin: groupwin.GroupWinWindow,
 }
 
 
-def make_window(spec: WindowSpec, now: int) -> Window:
-    """A fresh window for `spec`, created with the clock at `now`."""
+def make_window(spec: WindowSpec, now: int, variables: Mapping[str, Any] | None = None) -> Window:
+    """A fresh window for `spec`, created with the clock at `now`, reading
+    `variables` (the driver's mapping, shared, not copied; none: no variables)."""
     cls = WINDOW_CLASSES.get(type(spec))
     if cls is None:
         raise UnsupportedWindow(f"the oracle does not implement the {spec_kind(spec)} window")
-    return cls(spec, now)
+    window = cls(spec, now)
+    if variables is not None:
+        window.variables = variables
+    return window
 
 
 __all__ = ["Delivery", "Post", "Window", "WindowBase", "make_window", "WINDOW_CLASSES"]

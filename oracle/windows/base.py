@@ -11,8 +11,11 @@
   handles in slot order, and fires one; a grouping fires its groups' timers
   one by one in (due time, group, handle) order, Esper's (due, slot) order.
   By default a window has one handle, its `next_timer()`.
-* `on_set(values, now)`: variables the window's expressions read changed (a
-  `set` item); a window that reads none ignores it.
+* `variables`: the trace's variables, name to current value, a mapping the
+  driver shares with every window (`make_window` sets it) and changes on a
+  `set` item before calling `on_set`.
+* `on_set(values, now)`: a `set` item changed `values` (name to new value); a
+  window whose expressions read none of them ignores it.
 * `discard(gone)`: the events `gone` left the stream elsewhere (another member
   of an intersection): the window drops those it holds, posting nothing
   (Esper's `update(null, oldData)`); a data window's only.
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Collection, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from oracle.errors import WindowOracleError
@@ -86,6 +90,7 @@ class EventError(WindowOracleError):
 
 class Window(Protocol):
     delivery: Delivery
+    variables: Mapping[str, Any]
 
     def on_event(self, event: Event, now: int) -> list[Post]: ...
 
@@ -109,6 +114,7 @@ class WindowBase:
     variables read, one timer handle."""
 
     delivery = Delivery.ONE_UPDATE_PER_UNIT
+    variables: Mapping[str, Any] = MappingProxyType({})
 
     def next_timer(self) -> int | None:
         return None

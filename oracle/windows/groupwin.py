@@ -30,7 +30,8 @@ class GroupWinWindow(WindowBase):
       `next_timer()` is the earliest due time over the groups.
     * `contents()`: the groups' contents, group by group in first-seen order.
       Decided: that order (Esper iterates groups in hash order).
-    * A `set` item reaches every group, in first-seen order.
+    * A `set` item reaches every group, in first-seen order; their posts make
+      one update (a group created later reads the variables' values then).
     * Groups are never reclaimed (no `reclaim_group_aged` hint).
 
     Decided: a grouped window the oracle does not implement raises
@@ -47,7 +48,7 @@ class GroupWinWindow(WindowBase):
         key = key_of(event, self.spec.keys)
         group = self.groups.get(key)
         if group is None:
-            group = self.groups[key] = _make(self.spec.window, now)
+            group = self.groups[key] = _make(self.spec.window, now, self.variables)
         return group.on_event(event, now)
 
     def on_timer(self, now: int) -> list[Post]:
@@ -69,7 +70,7 @@ class GroupWinWindow(WindowBase):
         return [event for group in self.groups.values() for event in group.contents()]
 
 
-def _make(spec, now: int) -> Window:
+def _make(spec, now: int, variables=None) -> Window:
     from oracle.windows import make_window  # the table of window classes holds this module's class
 
-    return make_window(spec, now)
+    return make_window(spec, now, variables)
