@@ -15,7 +15,8 @@ Input DataFrame (one row per trace item, many traces in one frame):
 |          |         | (the corpus shorthand `{"event": ..., "time": T}`). `set`: the clock.    |
 | id       | string  | the event's id (null on other rows)                                      |
 | op       | string  | the event's operation code, nullable (Esper windows take only `insert`)  |
-| vars     | string  | a `set` item's variables as a JSON object (null on other rows)           |
+| vars     | string  | a `set` item's variables as a JSON object; on the `start` row the        |
+|          |         | declared variables' starting values (the trace's `variables`); null else |
 | ...      | typed   | one column per event property, null where an event lacks it              |
 
 A property column's type is inferred over all traces of the batch: `long` if every
@@ -48,6 +49,7 @@ from oracle.model import (
     WindowSpec,
     check_trace,
     item_problem,
+    spec_expression_names,
     spec_keys,
     spec_sort_properties,
     spec_timestamps,
@@ -80,7 +82,7 @@ _NAMES = {"long": "an integer", "double": "a float", "string": "a string", "bool
 def spec_properties(spec: WindowSpec) -> tuple[str, ...]:
     """Every property `spec` reads, each a column of the input; `id` is the
     event's id (a base column), not a property column."""
-    read = spec_keys(spec) + spec_timestamps(spec) + spec_sort_properties(spec)
+    read = spec_keys(spec) + spec_timestamps(spec) + spec_sort_properties(spec) + spec_expression_names(spec)
     return tuple(name for name in dict.fromkeys(read) if name != "id")
 
 
@@ -226,7 +228,8 @@ def trace_rows(trace_id: str, trace: Trace, schema: Mapping[str, str]) -> list[t
     """The input rows of one trace (columns: BASE_COLUMNS, then `schema`'s properties)."""
     props = list(schema.items())
     blank = (None,) * len(props)
-    rows = [(trace_id, START_SEQ, "start", trace.start_time, None, None, None) + blank]
+    declared = json.dumps(dict(trace.variables), sort_keys=True) if trace.variables else None
+    rows = [(trace_id, START_SEQ, "start", trace.start_time, None, None, declared) + blank]
     clock = trace.start_time
     for seq, item in enumerate(trace.items):
         if isinstance(item, Arrive):

@@ -22,7 +22,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from oracle.model import GroupWin, WindowSpec
+from oracle.model import GroupWin, WindowSpec, spec_expression_names
 from spark_impl.errors import InvalidFrame
 from spark_impl.frames import BASE_COLUMNS, KINDS, OUTPUT_COLUMNS, RESERVED, spec_properties
 from spark_impl.windows import Context, Family, family
@@ -69,13 +69,17 @@ def check_input(trace_df: DataFrame, spec: WindowSpec, *, jumps: bool = True) ->
     for name, types in _OPTIONAL.items():
         if name in fields:
             _check_type(name, fields[name], types)
+    maybe_variables = spec_expression_names(spec)
     for name in spec_properties(spec):
-        if name not in fields:
+        if name not in fields and name not in maybe_variables:
             raise InvalidFrame(f"the window reads property {name!r}, but the input has no column {name!r}")
     clashes = [c for c in fields if c.lower() in RESERVED and c not in BASE_COLUMNS]
     if clashes:
         raise InvalidFrame(f"column {clashes[0]!r} clashes with a column name the window output uses")
     props = [quoted(c) for c in trace_df.columns if c not in BASE_COLUMNS]
+    # a name an expression reads may be a variable (declared on the start row's
+    # `vars`) rather than a property: without a column it is a null property
+    props += [f"CAST(NULL AS STRING) AS {quoted(n)}" for n in maybe_variables if n not in fields and n != "id"]
     op = "op" if "op" in fields else "CAST(NULL AS STRING)"
     vars_ = "vars" if "vars" in fields else "CAST(NULL AS STRING)"
     return trace_df.selectExpr(

@@ -50,6 +50,8 @@ from attrs import frozen
 
 from oracle.errors import UnsupportedWindow
 from oracle.model import (
+    Expr,
+    ExprBatch,
     ExtTimed,
     ExtTimedBatch,
     FirstEvent,
@@ -116,6 +118,8 @@ FAMILIES: dict[type, str] = {
     TimeBatch: "time_batch",
     ExtTimedBatch: "time_batch",
     TimeLengthBatch: "time_batch",
+    Expr: "expr",
+    ExprBatch: "expr",
     Intersection: "several",
     RetainUnion: "several",
 }
