@@ -43,7 +43,8 @@ KEYS = 10_000
 TICK_MS = 1
 SIZES = (1_000_000, 10_000_000)
 WINDOWS = ("#groupwin(k)#length(10)", "#time(10 sec)", "#groupwin(k)#time_batch(10 sec)", "#groupwin(k)#time(10 sec)",
-           "#groupwin(k)#sort(5, price)", "#unique(k)#time(10 sec)")
+           "#groupwin(k)#sort(5, price)", "#unique(k)#time(10 sec)", "#groupwin(k)#expr(current_count <= 10)",
+           "#groupwin(k)#expr(oldest_timestamp > newest_timestamp - 10000)")
 BARE = "bare: lag(id, 10) by key"
 CHECK = "table check alone (in each window)"
 TARGET_BARE, TARGET_SCALING = 1.3, 10.0

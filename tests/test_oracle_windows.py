@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from oracle import run
-from oracle.errors import UnsupportedWindow
+from oracle.errors import InvalidTrace, UnsupportedWindow
 from oracle.model import (
     Advance,
     Arrive,
@@ -28,6 +28,7 @@ from oracle.model import (
     LastEvent,
     Length,
     LengthBatch,
+    SetVariables,
     Time,
     TimeBatch,
     Trace,
@@ -455,3 +456,67 @@ def test_groupwin_around_a_window_the_oracle_lacks_fails_at_creation(monkeypatch
     monkeypatch.delitem(WINDOW_CLASSES, Intersection)
     with pytest.raises(UnsupportedWindow, match="intersection"):
         make_window(spec, 0)
+
+
+# --------------------------------------------------------------------------- expression windows
+
+
+def _expr(text: str):
+    from oracle.dialects import esper
+
+    return esper.parse(text)
+
+
+def _value(text: str, **props):
+    """The expiry's value for one event held, evaluated by the oracle."""
+    from oracle.windows.expr import Scope, evaluate
+
+    node = _expr(f"#expr({text})").expiry
+    event = Event("E1", props)
+    builtins = {"current_count": 1, "expired_count": 0, "oldest_timestamp": 0, "newest_timestamp": 0}
+    return evaluate(node, Scope(event, builtins, event, event, {}, [event]))
+
+
+@pytest.mark.parametrize("text, props, expected", [
+    ("x / 0 > 1", {"x": 1}, True),            # Java: 1 / 0.0 is +infinity
+    ("x / 0 < 1", {"x": -1}, True),           # -infinity
+    ("x / 0 = x / 0", {"x": 0}, False),       # NaN equals nothing
+    ("x % 0 = 1", {"x": 5}, None),            # decided: an int remainder by zero is null
+    ("x % 3 = -1", {"x": -7}, True),          # Java's remainder takes the dividend's sign
+    ("x * 2 = 6", {"x": 3}, True),
+    ("y > 1", {}, None),                      # a missing property is null
+    ("not y > 1", {}, None),
+    ("y > 1 and x > 5", {"x": 1}, False),     # null and false is false
+    ("y > 1 or x > 5", {"x": 9}, True),       # null or true is true
+    ("y > 1 or x > 5", {"x": 1}, None),
+    ("x = 2.0", {"x": 2}, True),
+    ("s < 'b'", {"s": "a"}, True),
+])
+def test_expression_values_follow_java(text, props, expected):
+    assert _value(text, **props) is expected
+
+
+def test_a_type_clash_in_an_expression_names_the_trace_item():
+    with pytest.raises(InvalidTrace) as caught:
+        run(_expr("#expr(symbol > 1)"), Trace([ev("E1", symbol="IBM")]))
+    assert caught.value.index == 0 and "cannot be ordered" in str(caught.value)
+
+
+def test_a_set_of_an_undeclared_variable_is_an_invalid_trace():
+    with pytest.raises(InvalidTrace) as caught:
+        run(_expr("#expr(current_count <= MAXC)"), Trace([ev("E1"), SetVariables({"MAXC": 1})], 0, {"MAX": 2}))
+    assert caught.value.index == 1 and "'MAXC' is not declared" in str(caught.value)
+
+
+def test_a_declared_variable_wins_over_a_property_of_the_same_name():
+    spec = _expr("#expr(current_count <= limit)")
+    items = [ev("E1", limit=5), ev("E2", limit=5), SetVariables({"limit": 1})]
+    found = [(u.after, ids(u.insert), ids(u.remove)) for u in run(spec, Trace(items, 0, {"limit": 1}))]
+    assert found == [(0, ["E1"], []), (1, ["E2"], ["E1"]), (2, [], [])]
+    undeclared = [(u.after, ids(u.insert), ids(u.remove)) for u in run(spec, Trace(items[:2]))]
+    assert undeclared == [(0, ["E1"], []), (1, ["E2"], [])]  # the property: 5
+
+
+def test_expr_time_alone_expires_nothing():
+    spec = _expr("#expr(oldest_timestamp > newest_timestamp - 1000)")
+    assert updates(spec, [ev("E1"), Advance(5000), ev("E2")]) == [(0, 0, ["E1"], []), (2, 5000, ["E2"], ["E1"])]

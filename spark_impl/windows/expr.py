@@ -382,25 +382,27 @@ def _kernel(spec: Expr | ExprBatch, partition: tuple[str, ...], names: tuple[str
             state.events = dict(ends)
             return holds(state)
 
-        for at in sorted(range(n), key=seq.__getitem__):
+        def step(at):
+            """One row of the sub-window: the start, a set item or an arrival."""
+            nonlocal created, oldest_time, newest_time
             if kind[at] in (clock.START, "set"):
                 changed = json.loads(var_text[at]) if var_text[at] else {}
                 if kind[at] == clock.START:
                     variables.update(changed)
-                    continue
+                    return
                 variables.update(changed)
                 if not created or not (read & set(changed) & set(variables)):
-                    continue
+                    return
                 if not batch:
                     expire(at, None)
                 elif batch_holds(None):
                     release(at, len(held))
-                continue
+                return
             created = True
             if not batch:
                 held.append((time[at], at, props(at)))
                 expire(at, at)
-                continue
+                return
             if not held:
                 oldest_time = time[at]
             newest_time = time[at]
@@ -411,6 +413,13 @@ def _kernel(spec: Expr | ExprBatch, partition: tuple[str, ...], names: tuple[str
             ends["newest_event"] = entry[2]
             if batch_holds(entry[2]):
                 release(at, len(held) if include else len(held) - 1)
+
+        trace = table.column("trace_id")[0].as_py()
+        for at in sorted(range(n), key=seq.__getitem__):
+            try:
+                step(at)
+            except ExpressionFailed as exc:
+                raise ExpressionFailed(f"trace {trace} seq {seq[at]}: the expiry expression failed: {exc}") from None
         first = table.slice(0, 1)
         count = len(out["seq"])
         keys = {name: pa.array([first.column(name)[0].as_py()] * count, first.schema.field(name).type)
