@@ -64,6 +64,7 @@ from oracle.model import (
     Name,
     Negate,
     Not,
+    expression_nodes,
     spec_expression_names,
 )
 from spark_impl import clock
@@ -91,14 +92,19 @@ def expression_window(items: DataFrame, spec: Expr | ExprBatch, ctx: Context) ->
     columns = [*(quoted(c) for c in ctx.partition), "slot", "seq", "kind", "time", "id", "vars",
                *(quoted(n) for n in names if n not in ctx.partition)]
     arrived = events(items)
-    trace_rows = items.where(f"kind IN ('{clock.START}', 'set')")
-    if ctx.group_keys:
+    if not _reads_variables(spec):
+        # no variable can be read: the start and set rows change nothing, and only
+        # one sub-window posts in a unit of work (its arrival), so no slot is needed
+        rows = arrived.selectExpr("*", "CAST(0 AS BIGINT) AS slot").selectExpr(*columns)
+    elif ctx.group_keys:
         groups = group_table(items, ctx)
         arrived = with_group(arrived, groups, ctx)
         # every group replays its trace's start and set rows (the variables), posting only once created
+        trace_rows = items.where(f"kind IN ('{clock.START}', 'set')")
         shared = trace_rows.drop(*ctx.group_keys).join(F.broadcast(groups.drop("#first")), "trace_id")
         rows = arrived.selectExpr(*columns).unionByName(shared.selectExpr(*columns))
     else:
+        trace_rows = items.where(f"kind IN ('{clock.START}', 'set')")
         rows = arrived.unionByName(trace_rows).selectExpr("*", "CAST(0 AS BIGINT) AS slot").selectExpr(*columns)
     keys = [f for f in rows.schema.fields if f.name in ctx.partition]
     schema = T.StructType([
@@ -110,6 +116,12 @@ def expression_window(items: DataFrame, spec: Expr | ExprBatch, ctx: Context) ->
     posted = rows.groupBy(*ctx.partition).applyInArrow(kernel, schema)
     return posted.selectExpr("trace_id", "seq", f"{ARRIVAL} AS phase", "time", "time AS slot_due", "slot", "side",
                              "pos", "id")
+
+
+def _reads_variables(spec: Expr | ExprBatch) -> bool:
+    """Whether the expiry may read a variable: only a plain name can (a
+    declared variable wins over a property of that name)."""
+    return any(isinstance(node, Name) for node in expression_nodes(spec.expiry))
 
 
 POSTS = {Expr: expression_window, ExprBatch: expression_window}
@@ -298,6 +310,7 @@ def _kernel(spec: Expr | ExprBatch, partition: tuple[str, ...], names: tuple[str
     batch = isinstance(spec, ExprBatch)
     include = spec.include_trigger if batch else True
     read = frozenset(spec_expression_names(spec))
+    aggregates = any(isinstance(node, Aggregate) for node in expression_nodes(spec.expiry))
 
     def kernel(table):
         import pyarrow as pa
@@ -343,7 +356,8 @@ def _kernel(spec: Expr | ExprBatch, partition: tuple[str, ...], names: tuple[str
                 while held:
                     first = held[0]
                     state.row = first[2]
-                    state.held = [h[2] for h in held]
+                    if aggregates:
+                        state.held = [h[2] for h in held]
                     state.builtins = {"current_count": len(held), "expired_count": len(expired),
                                       "oldest_timestamp": first[0], "newest_timestamp": newest[0]}
                     state.events = {"oldest_event": first[2], "newest_event": newest[2]}
@@ -376,7 +390,8 @@ def _kernel(spec: Expr | ExprBatch, partition: tuple[str, ...], names: tuple[str
 
         def batch_holds(stream0):
             state.row = stream0
-            state.held = [h[2] for h in held]
+            if aggregates:
+                state.held = [h[2] for h in held]
             state.builtins = {"current_count": len(held), "expired_count": 0,
                               "oldest_timestamp": oldest_time, "newest_timestamp": newest_time}
             state.events = dict(ends)
