@@ -28,7 +28,7 @@ from oracle.model import (
     WindowSpec,
     spec_kind,
 )
-from oracle.windows import groupwin, keep, length, several, sort, time, time_batch, time_order, unique
+from oracle.windows import derived, groupwin, keep, length, several, sort, time, time_batch, time_order, unique
 from oracle.windows.base import Delivery, Post, Window, WindowBase
 
 #: spec class -> window class, built as cls(spec, now), `now` the clock when the
@@ -55,6 +55,7 @@ WINDOW_CLASSES: dict[type, type] = {
     Intersection: several.IntersectionWindow,
     RetainUnion: several.RetainUnionWindow,
     GroupWin: groupwin.GroupWinWindow,
+    **derived.WINDOWS,
 }
 
 
