@@ -141,7 +141,8 @@ class ImplUnderTest:
         frame = self.frames.to_dataframe(self.spark, batch, extra_properties=self.frames.spec_properties(spec))
         out = self.function(frame, window, dialect)
         check_output(out)
-        rows = out.select(*OUTPUT_TYPES).collect()
+        optional = [name for name in OPTIONAL_OUTPUT if name in out.columns]
+        rows = out.select(*OUTPUT_TYPES, *optional).collect()
         return self.frames.updates_from_rows(rows, dict(batch))
 
 
@@ -157,6 +158,11 @@ OUTPUT_TYPES: dict[str, tuple[str, ...] | None] = {
     "pos": None,
     "id": ("string",),
 }
+
+
+#: columns the harness reads where the output has them: a derived-value window's
+#: rows as JSON objects (`values`, a string; null on event rows)
+OPTIONAL_OUTPUT: dict[str, tuple[str, ...]] = {"values": ("string",)}
 
 
 class ImplError(RunnerError):
@@ -177,6 +183,9 @@ def check_output(out: Any) -> None:
             raise ImplError(f"the implementation's output has no column {name!r} (it has {', '.join(fields)}); "
                             "see the README's output schema")
         if allowed is not None and fields[name] not in allowed:
+            raise ImplError(f"the implementation's output column {name!r} is {fields[name]}, not {' or '.join(allowed)}")
+    for name, allowed in OPTIONAL_OUTPUT.items():
+        if name in fields and fields[name] not in allowed:
             raise ImplError(f"the implementation's output column {name!r} is {fields[name]}, not {' or '.join(allowed)}")
 
 

@@ -55,6 +55,11 @@ from oracle.errors import UnsupportedWindow
 from oracle.model import (
     BATCH_WINDOWS,
     Advance,
+    Correl,
+    Linest,
+    Size,
+    Uni,
+    WeightedAvg,
     Arrive,
     Event,
     Aggregate,
@@ -213,15 +218,39 @@ UNGROUPED_SPECS: dict[type, st.SearchStrategy] = {
     RetainUnion: st.lists(_any_data_window, min_size=2, max_size=3).map(RetainUnion),
 }
 
+VALUE_PROPERTIES = ("price", "ts")
+"""The numeric properties every generated event has (`price` a float, `ts` an integer)."""
+
+EXTRA_PROPERTIES = ("symbol", "price", "ts", "id")
+"""The additional properties of generated derived-value windows: properties every
+generated event has (`symbol` sometimes missing: null)."""
+
+_values = st.sampled_from(VALUE_PROPERTIES)
+_extras = st.lists(st.sampled_from(EXTRA_PROPERTIES), max_size=2, unique=True).map(tuple)
+_wildcard = st.sampled_from((False, False, True))
+#: a derived-value window's source: the stream itself, a data window, an intersection or a union
+_sources = st.one_of(st.none(), *UNGROUPED_SPECS.values())
+
+DERIVED_SPECS: dict[type, st.SearchStrategy] = {
+    Size: st.builds(Size, _extras, _wildcard, source=_sources),
+    Uni: st.builds(Uni, _values, _extras, _wildcard, source=_sources),
+    Linest: st.builds(Linest, _values, _values, _extras, _wildcard, source=_sources),
+    Correl: st.builds(Correl, _values, _values, _extras, _wildcard, source=_sources),
+    WeightedAvg: st.builds(WeightedAvg, _values, _values, _extras, _wildcard, source=_sources),
+}
+"""Derived-value windows (never grouped: out of scope, esper.md §7)."""
+
 #: spec class -> its strategy: every kind of the model (the completeness test checks it)
 STRATEGIES: dict[type, st.SearchStrategy] = {
     **UNGROUPED_SPECS,
     GroupWin: st.builds(GroupWin, key_names, st.one_of(*UNGROUPED_SPECS.values())),
+    **DERIVED_SPECS,
 }
 
 SPECS: dict[str, st.SearchStrategy] = {
     **{cls.KIND: strategy for cls, strategy in UNGROUPED_SPECS.items()},
     **{f"groupwin/{cls.KIND}": st.builds(GroupWin, key_names, inner) for cls, inner in UNGROUPED_SPECS.items()},
+    **{cls.KIND: strategy for cls, strategy in DERIVED_SPECS.items()},
 }
 """One strategy per kind, keyed by `spec_kind` name."""
 
@@ -238,6 +267,8 @@ EXAMPLES: dict[type, WindowSpec] = {
     Expr: Expr(Binary("<=", Builtin("current_count"), Literal(1))), ExprBatch: ExprBatch(Literal(True)),
     Intersection: Intersection((Length(1), KeepAll())), RetainUnion: RetainUnion((Length(1), KeepAll())),
     GroupWin: GroupWin(("symbol",), Length(1)),
+    Size: Size(), Uni: Uni("price"), Linest: Linest("price", "ts"), Correl: Correl("price", "ts"),
+    WeightedAvg: WeightedAvg("price", "ts"),
 }
 
 
@@ -254,7 +285,8 @@ def implemented_kinds() -> tuple[str, ...]:
     groupwin and the grouped window's classes."""
     ungrouped = [cls for cls in UNGROUPED_SPECS if _runs(EXAMPLES[cls])]
     grouped = [f"groupwin/{cls.KIND}" for cls in ungrouped if _runs(GroupWin(("symbol",), EXAMPLES[cls]))]
-    return tuple([cls.KIND for cls in ungrouped] + grouped)
+    derived = [cls.KIND for cls in DERIVED_SPECS if _runs(EXAMPLES[cls])]
+    return tuple([cls.KIND for cls in ungrouped] + grouped + derived)
 
 
 def _kinds(kinds: str | Iterable[str] | None) -> tuple[str, ...]:

@@ -20,7 +20,9 @@ Output of `apply_window` / `apply_window_to_events`:
 | side     | string | 'insert' or 'remove'; null for an empty update (FORCE_UPDATE)      |
 | pos      | struct | the row's order within its update's side: compare (due, slot, n)   |
 |          |        | as a tuple (null for an empty update)                             |
-| id       | string | the event's id                                                    |
+| id       | string | the event's id (null on a derived-value row)                      |
+| values   | string | a derived-value window's row (`#size`, `#uni`, ...) as a JSON      |
+|          |        | object, NaN and infinities written bare; null on event rows       |
 | ...      | typed  | the event's properties                                            |
 
 An update is identified by (trace_id, after, phase, time, ordinal), values each

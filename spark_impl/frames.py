@@ -41,6 +41,8 @@ from oracle.errors import InvalidTrace
 from oracle.model import (
     Advance,
     Arrive,
+    DERIVED_WINDOWS,
+    DerivedValues,
     Jump,
     SetVariables,
     Trace,
@@ -50,14 +52,16 @@ from oracle.model import (
     check_trace,
     item_problem,
     spec_expression_names,
+    spec_extras,
     spec_keys,
     spec_sort_properties,
+    spec_values,
     spec_timestamps,
 )
 
 KINDS = ("start", "event", "advance", "jump", "set")
 BASE_COLUMNS = ("trace_id", "seq", "kind", "time", "id", "op", "vars")
-OUTPUT_COLUMNS = ("trace_id", "after", "phase", "time", "ordinal", "side", "pos", "id")
+OUTPUT_COLUMNS = ("trace_id", "after", "phase", "time", "ordinal", "side", "pos", "id", "values")
 #: the columns that identify an update within a frame of many traces, in its order
 UPDATE_KEY = ("trace_id", "after", "phase", "time", "ordinal")
 # Columns of the pipeline and of the family contract (spark_impl/windows/__init__.py):
@@ -82,7 +86,8 @@ _NAMES = {"long": "an integer", "double": "a float", "string": "a string", "bool
 def spec_properties(spec: WindowSpec) -> tuple[str, ...]:
     """Every property `spec` reads, each a column of the input; `id` is the
     event's id (a base column), not a property column."""
-    read = spec_keys(spec) + spec_timestamps(spec) + spec_sort_properties(spec) + spec_expression_names(spec)
+    read = (spec_keys(spec) + spec_timestamps(spec) + spec_sort_properties(spec) + spec_values(spec) + spec_extras(spec)
+            + spec_expression_names(spec))
     return tuple(name for name in dict.fromkeys(read) if name != "id")
 
 
@@ -91,9 +96,14 @@ def check_pair(spec: WindowSpec, trace: Trace) -> None:
     for this window: `check_trace`'s rules, an operation code other than `insert`
     (Esper windows take none), a key property holding an object, a timestamp
     property that is not an integer (esper.md §2, `oracle.windows.keys`' decisions),
-    a sort property holding a list or an object (`oracle.windows.sort`)."""
+    a sort property holding a list or an object (`oracle.windows.sort`), a
+    derived-value window's statistic property holding anything but a number,
+    and under its `*` a property named like a field it posts
+    (`oracle.windows.derived`)."""
     check_trace(trace)
     keys, stamps, sorts = spec_keys(spec), spec_timestamps(spec), spec_sort_properties(spec)
+    numbers = spec_values(spec)
+    checked = {f.lower(): f for f in spec.CHECKED_FIELDS} if isinstance(spec, DERIVED_WINDOWS) and spec.all_properties else {}
     for index, item in enumerate(trace.items):
         if not isinstance(item, Arrive):
             continue
@@ -108,6 +118,15 @@ def check_pair(spec: WindowSpec, trace: Trace) -> None:
             if isinstance(event.get(name), (Mapping, list)):
                 raise InvalidTrace(f"event {event.id!r}: sort property {name!r} holds a list or object, "
                                    "which cannot be compared", index)
+        for name in numbers:
+            value = event.get(name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise InvalidTrace(f"event {event.id!r}: {spec.KIND} reads property {name!r}, which is {value!r}, "
+                                   "not a number", index)
+        clash = next((name for name in event.props if name.lower() in checked), None)
+        if clash is not None:
+            raise InvalidTrace(f"event {event.id!r}: property {clash!r} overlaps the field {checked[clash.lower()]!r} "
+                               f"that {spec.KIND} posts, so * cannot copy it", index)
         for name in stamps:
             value = event.get(name)
             if isinstance(value, bool) or not isinstance(value, int):
@@ -313,15 +332,33 @@ def updates_from_rows(rows: Iterable[Any], traces: Mapping[str, Trace]) -> dict[
     return result
 
 
+def _values_of(row) -> str | None:
+    """A row's `values` (a derived-value row's JSON), or None; rows collected
+    without the column have none."""
+    try:
+        return row["values"]
+    except (KeyError, ValueError, IndexError):
+        return None
+
+
 def _update(key: tuple, rows: list, events: Mapping[str, Any]) -> Update:
     sides: dict[str, list] = {"insert": [], "remove": []}
+    derived: dict[str, list] = {"insert": [], "remove": []}
     for row in rows:
-        if row["side"] is not None:
+        if row["side"] is None:
+            continue
+        values = _values_of(row)
+        if values is not None:  # a derived-value row: JSON, NaN and infinities bare (json reads them as floats)
+            derived[row["side"]].append((tuple(row["pos"]), json.loads(values)))
+        else:
             sides[row["side"]].append((tuple(row["pos"]), events[row["id"]]))
     ordered = {}
-    for side, posted in sides.items():
+    for side, posted in [*sides.items(), *(("values " + s, p) for s, p in derived.items())]:
         posted.sort(key=lambda pe: pe[0])
         if any(a[0] == b[0] for a, b in zip(posted, posted[1:])):
             raise AssertionError(f"two {side} rows of update {key} share a position: {rows}")
         ordered[side] = tuple(e for _, e in posted)
-    return Update(after=key[0], time=key[2], insert=ordered["insert"], remove=ordered["remove"])
+    values = None
+    if ordered["values insert"] or ordered["values remove"]:
+        values = DerivedValues(ordered["values insert"], ordered["values remove"])
+    return Update(after=key[0], time=key[2], insert=ordered["insert"], remove=ordered["remove"], values=values)

@@ -131,9 +131,10 @@ def finalize(posted: DataFrame, validated: DataFrame, ctx: Context) -> DataFrame
         posted = posted.join(props, ["trace_id", "id"], "left")
     pos = ("CASE WHEN side IS NOT NULL THEN named_struct('due', CAST(slot_due AS BIGINT), "
            "'slot', CAST(slot AS BIGINT), 'n', CAST(pos AS BIGINT)) END AS pos")
+    values = "`values`" if "values" in posted.columns else "CAST(NULL AS STRING) AS `values`"
     return posted.selectExpr(
         "trace_id", "seq AS after", "CAST(phase AS INT) AS phase", "time", "CAST(0 AS INT) AS ordinal", "side", pos,
-        "id", *(quoted(p) for p in ctx.properties),
+        "id", values, *(quoted(p) for p in ctx.properties),
     )
 
 

@@ -7,6 +7,7 @@ the error class, a fragment of the message and, for syntax errors, the column.
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from pathlib import Path
 
@@ -28,6 +29,12 @@ from oracle.model import (
     Name,
     Negate,
     Not,
+    DERIVED_WINDOWS,
+    Correl,
+    Linest,
+    Size,
+    Uni,
+    WeightedAvg,
     ExtTimed,
     ExtTimedBatch,
     FirstEvent,
@@ -79,6 +86,20 @@ PARSE_ROWS = [
     ("#expr_batch(current_count >= 3, FALSE)", ExprBatch(Binary(">=", Builtin("current_count"), Literal(3)), False)),
     ("#groupwin(symbol)#expr_batch(sum(price) > 8, true)",
      GroupWin(("symbol",), ExprBatch(Binary(">", Aggregate("sum", Name("price")), Literal(8))))),
+    # derived-value windows: the data windows before one are its source (esper.md §7)
+    ("#size()", Size()),
+    ("#std:size", Size()),
+    ("#time(3 sec)#size(symbol)", Size(("symbol",), source=Time(3000))),
+    ("#length(3)#uni(price)", Uni("price", source=Length(3))),
+    ("#length(2)#stat:uni(price, symbol)", Uni("price", ("symbol",), source=Length(2))),
+    ("#uni(price, *, symbol, symbol)", Uni("price", ("symbol",), True)),
+    ("#length(4)#linest(price, ts)", Linest("price", "ts", source=Length(4))),
+    ("#linest(price, ts, XSum)", Linest("price", "ts", ("XSum",))),
+    ("#length(3)#correl(price, ts)", Correl("price", "ts", source=Length(3))),
+    ("#length(3)#weighted_avg(price, volume, id)", WeightedAvg("price", "volume", ("id",), source=Length(3))),
+    ("#length(2)#time(1 sec)#size()", Size(source=Intersection((Length(2), Time(1000))))),
+    ("#length(2)#time(1 sec)#uni(price) retain-union", Uni("price", source=RetainUnion((Length(2), Time(1000))))),
+    (".win:length(2).stat:uni(price)", Uni("price", source=Length(2))),
     # every window, canonical
     ("#length(2)", Length(2)),
     ("#length_batch(3)", LengthBatch(3)),
@@ -350,18 +371,31 @@ ERROR_ROWS = [
     ("#expr_batch(current_count < 2, 1)", InvalidSpec, ["expr_batch: parameter 2", "true or false", "whole number 1"]),
     ("#length(2)#expr(current_count < 2)", UnsupportedWindow, ["intersection", "expr window as a member"]),
     ("#expr(x)#time(1) retain-union", UnsupportedWindow, ["retain_union", "expr window"]),
-    ("#length(3)#size(*)", UnsupportedWindow, ["size", "column 11"]),
     ("#foo(a b)", InvalidSpec, ["unknown window 'foo'"]),
-    ("#length(5)#size", UnsupportedWindow, ["size", "column 11"]),
-    ("#length(5)#uni(price)", UnsupportedWindow, ["uni"]),
-    ("#length(5)#linest(price, volume)", UnsupportedWindow, ["linest"]),
-    ("#length(5)#correl(price, volume)", UnsupportedWindow, ["correl"]),
-    ("#length(5)#weighted_avg(price, volume)", UnsupportedWindow, ["weighted_avg"]),
+    # derived-value windows (esper.md §7): property parameters, the end of the chain, no groupwin
+    ("#uni()", InvalidSpec, ["uni takes 1 property (the value)", "got 0 parameters", "column 1"]),
+    ("#length(2)#uni(5)", InvalidSpec, ["uni: parameter 1", "column 16", "property name", "whole number 5"]),
+    ("#uni(*)", InvalidSpec, ["uni: parameter 1", "column 6", "wildcard"]),
+    ("#uni(id)", InvalidSpec, ["uni: parameter 1", "numeric", "string"]),
+    ("#uni(price, 1 sec)", InvalidSpec, ["uni: parameter 2", "column 13", "additional property", "time period"]),
+    ("#uni(price, Average)", InvalidSpec, ["uni: parameter 2", "overlaps the field 'average'"]),
+    ("#linest(price, ts, slope)", InvalidSpec, ["linest: parameter 3", "overlaps the field 'slope'"]),
+    ("#linest(price)", InvalidSpec, ["linest takes 2 properties (x, y)", "got 1 parameter"]),
+    ("#correl(price, 2)", InvalidSpec, ["correl: parameter 2", "property name (y)"]),
+    ("#weighted_avg(price)", InvalidSpec, ["weighted_avg takes 2 properties (the value, the weight)"]),
+    ("#weighted_avg(price, ts, average)", InvalidSpec, ["overlaps the field 'average'"]),
+    ("#size(size)", InvalidSpec, ["size: parameter 1", "overlaps the field 'size'"]),
+    ("#size(time)", InvalidSpec, ["size: parameter 1", "reserved name"]),
+    ("#uni(values)", InvalidSpec, ["uni: parameter 1", "reserved name"]),
+    ("#size()#length(2)", InvalidSpec, ["size (column 1) is a derived-value window and ends the chain", "length at column 8"]),
+    ("#length(2)#size()#uni(price)", InvalidSpec, ["size (column 11)", "ends the chain", "uni at column 18"]),
+    ("#groupwin(symbol)#length(2)#uni(price)", UnsupportedWindow, ["uni, column 28", "groupwin"]),
+    ("#groupwin(symbol)#length(2)#merge(symbol)#size()", UnsupportedWindow, ["size, column 42"]),
     ("#length(2)#merge(symbol)", InvalidSpec, ["merge (column 11) needs a groupwin before it"]),
     ("#groupwin(symbol)#length(2)#merge(feed)", InvalidSpec, ["must name the groupwin's keys (symbol), got feed"]),
     ("#groupwin(symbol)#length(2)#merge(symbol)#time(1)", InvalidSpec, ["ends the grouped chain", "time at column 42"]),
     ("#groupwin(symbol)#length(2)#merge(symbol)#merge(symbol)", InvalidSpec, ["only one merge"]),
-    ("#stat:uni(price)", UnsupportedWindow, ["uni"]),
+    ("#std:uni(price)", InvalidSpec, ["unknown window 'std:uni'", "stat:uni"]),
     # chains Esper rejects (ViewFactoryForgeUtil.verifyGroups / addMergeViews, IntersectViewFactoryForge)
     ("#groupwin(symbol)", InvalidSpec, ["groupwin (column 1) needs one or more data windows"]),
     ("#length(2)#groupwin(symbol)", InvalidSpec, ["groupwin (column 11) needs one or more data windows"]),
@@ -570,10 +604,32 @@ def _spell_window(draw, spec, dotted: bool) -> str:
     return f"{head}({draw(st.sampled_from([', ', ',', ' , '])).join(params)})"
 
 
+def _spell_derived(draw, spec, dotted: bool) -> str:
+    kind = spec.KIND
+    head = f".{NAMESPACE[kind]}:{kind}" if dotted else "#" + draw(st.sampled_from(["", f"{NAMESPACE[kind]}:"])) + kind
+    extras = list(spec.extra) + draw(st.lists(st.sampled_from(spec.extra), max_size=1)) if spec.extra else []
+    if spec.all_properties:
+        extras.insert(draw(st.integers(0, len(extras))), "*")
+    params = [*spec.values(), *extras]
+    if not params:
+        return head + draw(st.sampled_from(["", "()", "( )"]))
+    return f"{head}({draw(st.sampled_from([', ', ',', ' , '])).join(params)})"
+
+
 @st.composite
 def spellings(draw, spec) -> str:
     """Some way to write `spec` in Esper, other than the canonical one."""
     dotted = draw(st.booleans())
+    if isinstance(spec, DERIVED_WINDOWS):
+        derived = _spell_derived(draw, spec, dotted)
+        if spec.source is None:
+            return derived
+        source = draw(spellings(spec.source))
+        if dotted != source.startswith("."):  # the two forms do not mix in one chain
+            derived = _spell_derived(draw, spec, source.startswith("."))
+        keyword = re.search(r" retain-(union|intersection)$", source, re.IGNORECASE)
+        at = keyword.start() if keyword else len(source)
+        return source[:at] + derived + source[at:]
     text = ""
     if isinstance(spec, GroupWin):
         text = f".std:groupwin({', '.join(spec.keys)})" if dotted else f"#groupwin({','.join(spec.keys)})"

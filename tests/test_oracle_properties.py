@@ -154,3 +154,23 @@ def test_the_update_stream_invariants_hold_over_many_seeded_traces(kind, data):
                 held += _ids(update.insert)
                 held -= _ids(update.remove)
             assert held == _ids(driver.window.contents()), f"{where}: updates and contents() differ after item {index}"
+
+
+DERIVED = [kind for kind in KINDS if kind in ("size", "uni", "linest", "correl", "weighted_avg")]
+
+
+@pytest.mark.parametrize("kind", DERIVED)
+@given(data=st.data())
+def test_a_derived_window_posts_as_old_the_row_it_posted_last_as_new(kind, data):
+    """Each values row posted as old is the row posted as new just before
+    (esper.md §7), and a derived window posts no events."""
+    case = data.draw(cases(kinds=_kind(kind)), label="case")
+    last = None
+    for _, updates in _steps(_driver(case), case.trace):
+        for update in updates:
+            assert not update.insert and not update.remove, f"{case.window}: events posted in the {_where(update)}"
+            assert len(update.values.insert) == len(update.values.remove) >= 1
+            for new, old in zip(update.values.insert, update.values.remove):
+                if last is not None:
+                    assert dict(old) == dict(last), f"{case.window}: the old row is not the last new row in the {_where(update)}"
+                last = new

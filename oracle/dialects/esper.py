@@ -54,8 +54,18 @@ Decided and documented:
 * `#timetolive(ts)` is `#time_order(ts, 0)` (esper.md §2; `TimeOrder` with span
   0, written back as `#timetolive`); `#time_order` itself takes a period above
   0, as every window does here.
-* Windows Esper has but the oracle does not model (sort, rank, expr, ...,
-  merge, the derived-value windows) raise `UnsupportedWindow` naming the window,
+* Derived-value windows (`#size`, `#uni`, `#linest`, `#correl`,
+  `#weighted_avg`; esper.md §7) close the chain: the data windows before one
+  (one, or their intersection or union) are its `source`, none is the stream
+  itself; nothing may follow one (`InvalidSpec`), and under `#groupwin` one is
+  `UnsupportedWindow`. Their statistic parameters are property names (a
+  number, `*` or `id` there is an `InvalidSpec` naming the column); the
+  additional properties are names or `*` (Esper's wildcard: every property of
+  the event), written back named first, then `*`; a name written twice is one
+  property, and a name that overlaps a field the window posts (ignoring case;
+  `#linest` checks `slope` and `YIntercept` only, `StatViewAdditionalPropsForge`)
+  is an `InvalidSpec`.
+* Windows Esper has but the oracle does not model (expr, expr_batch) raise `UnsupportedWindow` naming the window,
   whatever their parameters: a clause that GRAMMAR rejects is read again with
   LOOSE_GRAMMAR (any parameters in balanced parentheses) to name its windows, so
   `#sort(10, price desc)` is unsupported and `#foo(a b)` unknown, not a syntax error.
@@ -76,6 +86,7 @@ from decimal import Decimal
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 from attrs import frozen
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
@@ -99,6 +110,12 @@ from oracle.model import (
     Name,
     Negate,
     Not,
+    DERIVED_WINDOWS,
+    Correl,
+    Linest,
+    Size,
+    Uni,
+    WeightedAvg,
     ExtTimed,
     ExtTimedBatch,
     FirstEvent,
@@ -131,6 +148,7 @@ COLON: ":"
 LPAR: "("
 RPAR: ")"
 COMMA: ","
+STAR: "*"
 SIGN: "-" | "+"
 TIMES: "*"
 DIVIDE: "/"
@@ -160,7 +178,8 @@ hash_view: HASH (NAME COLON)? NAME params?
 dot_view: DOT NAME COLON NAME params?
 params: LPAR [param (COMMA param)*] RPAR
 
-?param: period | expr | ordered
+?param: period | expr | ordered | star
+star: TIMES
 ordered: name ORDER
 period: SIGN? part+
 part: NUMBER UNIT
@@ -214,9 +233,7 @@ NAMESPACES = {
     "sort": "ext", "rank": "ext", "time_order": "ext", "timetolive": "ext",
     "uni": "stat", "linest": "stat", "correl": "stat", "weighted_avg": "stat",
 }
-UNSUPPORTED = (
-    "size", "uni", "linest", "correl", "weighted_avg",
-)
+UNSUPPORTED: tuple[str, ...] = ()
 
 # --------------------------------------------------------------------------- time units
 
@@ -388,6 +405,10 @@ class _ToViews(Transformer):
         return Param("name", value, token.start_pos + 1, str(token))
 
     @v_args(inline=True)
+    def star(self, token: Token) -> Param:
+        return Param("star", "*", token.start_pos + 1, "*")
+
+    @v_args(inline=True)
     def ordered(self, name: Param, order: Token) -> Param:
         return Param("ordered", (name.value, order.lower() == "desc"), name.column,
                      self.text[name.column - 1:order.end_pos])
@@ -554,7 +575,7 @@ def _flags(view: View, index: int) -> tuple[bool, bool]:
 def _kind(param: Param) -> str:
     what = {"period": "a time period", "string": "a string", "name": "the property name",
             "ordered": "the sort criterion", "expression": "the expression", "boolean": "the boolean",
-            "null": "the literal"}
+            "null": "the literal", "star": "the wildcard"}
     if param.kind == "number":
         return "the whole number " + param.text if param.integral else "the decimal number " + param.text
     return f"{what[param.kind]} {param.text}"
@@ -845,6 +866,49 @@ def _no_param(spec) -> list[str]:
     return []
 
 
+def _extras(view: View, start: int) -> tuple[tuple[str, ...], bool]:
+    """Additional properties from parameter `start` on: property names and
+    `*` (every property of the last new event; esper.md §7)."""
+    cls = _DERIVED_BY_NAME[view.name]
+    names: list[str] = []
+    wildcard = False
+    for index in range(start, len(view.params)):
+        if view.params[index].kind == "star":
+            wildcard = True
+            continue
+        name = _property(view, index, "an additional property, or *")
+        clash = next((f for f in cls.CHECKED_FIELDS if f.lower() == name.lower()), None)
+        if clash is not None:
+            raise InvalidSpec(f"{_where(view, index)}: the additional property {name!r} overlaps the field "
+                              f"{clash!r} that {view.name} posts")
+        names.append(name)
+    return tuple(names), wildcard
+
+
+def _derived(cls, roles: tuple[str, ...]):
+    """(statistic properties..., [additional properties or *...])."""
+    def build(view: View):
+        wanted = ", ".join(roles)
+        what = (f"{len(roles)} propert{'y' if len(roles) == 1 else 'ies'} ({wanted}), then optional additional "
+                "properties or *") if roles else "optional additional properties or *"
+        _arity(view, len(roles), None, what)
+        values = []
+        for index, role in enumerate(roles):
+            if view.params[index].kind == "star":
+                raise InvalidSpec(f"{_where(view, index)}: needs a numeric property name ({role}), got the wildcard *")
+            name = _property(view, index, role)
+            if name == "id":
+                raise InvalidSpec(f"{_where(view, index)}: needs a numeric property ({role}); `id` is the event's id, a string")
+            values.append(name)
+        extras, wildcard = _extras(view, len(roles))
+        return cls(*values, extras, wildcard)
+    return build
+
+
+def _derived_params(spec) -> list[str]:
+    return [*spec.values(), *spec.extra, *(["*"] if spec.all_properties else [])]
+
+
 @frozen
 class Syntax:
     """How Esper writes one kind of data window: the builder of a spec from a
@@ -895,7 +959,14 @@ SYNTAX: dict[type, Syntax] = {
     FirstUnique: _syntax("firstunique", _unique_like(FirstUnique), _key_params),
     Expr: _syntax("expr", _expr, _expr_params),
     ExprBatch: _syntax("expr_batch", _expr_batch, _expr_batch_params),
+    Size: _syntax("size", _derived(Size, ()), _derived_params),
+    Uni: _syntax("uni", _derived(Uni, ("the value",)), _derived_params),
+    Linest: _syntax("linest", _derived(Linest, ("x", "y")), _derived_params),
+    Correl: _syntax("correl", _derived(Correl, ("x", "y")), _derived_params),
+    WeightedAvg: _syntax("weighted_avg", _derived(WeightedAvg, ("the value", "the weight")), _derived_params),
 }
+#: window name -> derived-value spec class (esper.md §7)
+_DERIVED_BY_NAME = {next(iter(SYNTAX[cls].builds)): cls for cls in DERIVED_WINDOWS}
 _BY_NAME = {name: build for syntax in SYNTAX.values() for name, build in syntax.builds.items()}
 #: the spec classes of the chain, written by `render` itself
 CHAIN = (GroupWin, Intersection, RetainUnion)
@@ -971,6 +1042,9 @@ def parse(text: str) -> WindowSpec:
         raise exc.orig_exc from None
     for view in views:
         _resolve(view)
+    views, derived = _without_derived(views, retain)
+    if derived is not None and not views:
+        return derived
     views = _without_merge(views)
     groups = [v for v in views if v.name == "groupwin"]
     if views[-1].name == "groupwin":
@@ -984,7 +1058,29 @@ def parse(text: str) -> WindowSpec:
     window = _combine(windows, retain, data_views)
     if groups:
         return GroupWin(_properties(groups[0], "the group key"), window)
+    if derived is not None:
+        return attrs.evolve(derived, source=window)
     return window
+
+
+def _without_derived(views: list[View], retain: str | None) -> tuple[list[View], Any]:
+    """The chain without its closing derived-value window, and that window's
+    spec (None without one). A derived-value window ends the chain: nothing
+    may follow it. Under `#groupwin` it is not supported (the grouped
+    statistics would need the merged stream's rows keyed by group)."""
+    at = next((i for i, v in enumerate(views) if v.name in _DERIVED_BY_NAME), None)
+    if at is None:
+        return views, None
+    view = views[at]
+    if at != len(views) - 1:
+        after = views[at + 1]
+        raise InvalidSpec(f"{view.name} (column {view.column}) is a derived-value window and ends the chain: "
+                          f"nothing may follow it ({after.name} at column {after.column})")
+    grouping = next((v for v in views if v.name in ("groupwin", "merge")), None)
+    if grouping is not None:
+        raise UnsupportedWindow(f"a derived-value window ({view.name}, column {view.column}) after {grouping.name} "
+                                f"(column {grouping.column}) is not supported: grouped statistics are out of scope")
+    return views[:at], _BY_NAME[view.name](view)
 
 
 # --------------------------------------------------------------------------- render
@@ -1011,6 +1107,10 @@ def _render_chain(spec) -> str:
 
 def render(spec: WindowSpec) -> str:
     """The canonical Esper text of `spec`; `parse(render(spec)) == spec`."""
+    if isinstance(spec, DERIVED_WINDOWS):
+        source = "" if spec.source is None else render(spec.source)
+        retain = " retain-union" if source.endswith(" retain-union") else ""
+        return source[:len(source) - len(retain)] + _render_window(spec) + retain
     if isinstance(spec, GroupWin):
         return f"#groupwin({', '.join(spec.keys)})" + _render_chain(spec.window)
     return _render_chain(spec)
@@ -1019,6 +1119,8 @@ def render(spec: WindowSpec) -> str:
 def name(spec: WindowSpec) -> str:
     """A short name of `spec`'s window in Esper's words, for file names:
     `length`, `groupwin-time_batch`, `unique-time`, `unique-time-retain_union`."""
+    if isinstance(spec, DERIVED_WINDOWS):
+        return (name(spec.source) + "-" if spec.source is not None else "") + spec.KIND
     if isinstance(spec, GroupWin):
         return "groupwin-" + name(spec.window)
     if isinstance(spec, (Intersection, RetainUnion)):

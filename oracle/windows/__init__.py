@@ -33,7 +33,7 @@ from oracle.model import (
     WindowSpec,
     spec_kind,
 )
-from oracle.windows import expr, groupwin, keep, length, several, sort, time, time_batch, time_order, unique
+from oracle.windows import derived, expr, groupwin, keep, length, several, sort, time, time_batch, time_order, unique
 from oracle.windows.base import Delivery, Post, Window, WindowBase
 
 #: spec class -> window class, built as cls(spec, now), `now` the clock when the
@@ -62,6 +62,7 @@ WINDOW_CLASSES: dict[type, type] = {
     Expr: expr.ExprWindow,
     ExprBatch: expr.ExprBatchWindow,
     GroupWin: groupwin.GroupWinWindow,
+    **derived.WINDOWS,
 }
 
 

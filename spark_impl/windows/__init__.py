@@ -34,6 +34,8 @@ A family returns one row per event it posts, with these columns:
 | pos      | the event's order among its sub-window's post's rows of that side (a     |
 |          | long; the posted event's seq where the post is in arrival order)         |
 | id       | the posted event's id                                                    |
+| values   | optional: a derived-value window's posted row as a JSON object (its `id` |
+|          | null); a family posting events leaves the column out                     |
 
 The pipeline turns these into the public output: one update per distinct
 (trace_id, seq, phase, time), a side's rows ordered by (slot_due, slot, pos),
@@ -52,6 +54,11 @@ from oracle.errors import UnsupportedWindow
 from oracle.model import (
     Expr,
     ExprBatch,
+    Correl,
+    Linest,
+    Size,
+    Uni,
+    WeightedAvg,
     ExtTimed,
     ExtTimedBatch,
     FirstEvent,
@@ -122,6 +129,11 @@ FAMILIES: dict[type, str] = {
     ExprBatch: "expr",
     Intersection: "several",
     RetainUnion: "several",
+    Size: "derived",
+    Uni: "derived",
+    Linest: "derived",
+    Correl: "derived",
+    WeightedAvg: "derived",
 }
 
 

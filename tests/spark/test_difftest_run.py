@@ -28,7 +28,8 @@ def test_families_cover_every_implemented_kind():
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_spark_agrees_with_the_oracle(spark, family, tmp_path):
-    kinds = FAMILIES[family] + [f"groupwin/{k}" for k in FAMILIES[family]]
+    known = implemented_kinds()
+    kinds = FAMILIES[family] + [f"groupwin/{k}" for k in FAMILIES[family] if f"groupwin/{k}" in known]
     runner = Runner(ImplUnderTest(load_impl("spark_impl:apply_window"), spark), batch_size=40,
                     found_dir=tmp_path, seed=20261122)
     stats = runner.run(targets("esper", None, kinds), examples=40, budget=None)

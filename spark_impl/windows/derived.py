@@ -1,0 +1,284 @@
+"""Derived-value windows (`#size`, `#uni`, `#linest`, `#correl`,
+`#weighted_avg`; esper.md §7): set-oriented running statistics over the
+source's own posts.
+
+The source (a data window, an intersection or a union) runs as its own
+family over the same items; without one, every event is a post row of its
+own arrival. Each unit of work of the source is one call of the derived view
+(the sources built here post at most once per unit; `check` refuses an
+intersection or union with two members or more that post on timers, where a
+unit may hold several posts). Over one trace, in update order and, within
+a unit, inserted rows before removed rows (Esper adds the new points first),
+each in the source's posting order:
+
+* A point is a row whose statistic's properties are all not null: it counts
+  +1 inserted, -1 removed; `#size` counts every row.
+* The running count is a running SUM. `BaseStatisticsBean` resets every sum
+  to exactly 0 when a removal takes the count to 0, so the rows are cut into
+  segments after each such removal, and the sums (x, x², y, y², xy: a
+  removed point adds the negated terms) are running SUMs per segment, 0 on
+  the resetting row itself. A running SUM over `ROWS UNBOUNDED PRECEDING`
+  adds the rows one by one in order, so the doubles are the same as the
+  oracle's, bit for bit. `#weighted_avg` keeps its own sums, never reset
+  and NaN before the first point (`WeightedAverageView`): one running SUM.
+* A unit's values are the state after its last row; its additional
+  properties are those of the last inserted row of the latest unit with
+  one (carried forward with `last(..., true)`); before it, the named ones are
+  null and `*` adds none.
+* A unit posts a new row (its values) and an old row (the row posted before;
+  the first time, the values before the unit). `#size` posts only units
+  that change the count.
+
+Why set-oriented: the state is sums, whose running values window functions
+give directly; only the reset needs care, and a reset happens exactly where
+the running count returns to 0, a fact each row computes from the count
+alone. No row needs the previous row's output, so no grouped Python is
+needed.
+
+Rows go out as two post rows per posted unit (`insert`: the new row,
+`remove`: the old one) with `id` null and `values` the row as a JSON object
+(doubles written by hand, so NaN and infinities are bare `NaN`,
+`Infinity`, which Python's json reads as floats).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from oracle.errors import UnsupportedWindow
+from oracle.model import Correl, Intersection, Linest, RetainUnion, Size, Uni, WeightedAvg
+from spark_impl.windows import Context, family
+from spark_impl.windows.base import ARRIVAL, events, quoted
+
+CONTRACT = ("trace_id", "seq", "phase", "time", "slot_due", "slot", "side", "pos", "id")
+_ORDER = "seq, phase, time, `#side`, slot_due, slot, pos"
+_TRACE = f"PARTITION BY trace_id ORDER BY {_ORDER}"
+_RUNNING = f"OVER ({_TRACE} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+_UNIT_ORDER = "seq, phase, time"
+_BY_UNIT = f"PARTITION BY trace_id ORDER BY {_UNIT_ORDER}"
+
+
+def check(spec) -> None:
+    """`UnsupportedWindow` for a source whose unit of work may hold several
+    posts (two members or more posting on timers), and for a source Spark
+    does not build."""
+    from spark_impl.windows.several import TIMED
+
+    source = spec.source
+    if isinstance(source, (Intersection, RetainUnion)) and sum(isinstance(m, TIMED) for m in source.members) >= 2:
+        raise UnsupportedWindow(
+            f"the Spark implementation does not implement {spec.KIND} over an intersection or union with two "
+            "members or more that post on timers (several posts, so several rows, in one unit of work)")
+    if source is not None:
+        family(source)
+
+
+# --------------------------------------------------------------------------- SQL pieces
+
+
+def _num(expr: str) -> str:
+    """JSON text of a double: bare NaN, Infinity, -Infinity for the others."""
+    return (f"CASE WHEN isnan({expr}) THEN 'NaN' WHEN {expr} = double('Infinity') THEN 'Infinity' "
+            f"WHEN {expr} = double('-Infinity') THEN '-Infinity' ELSE CAST({expr} AS STRING) END")
+
+
+def _div(a: str, b: str) -> str:
+    """Java's double division (Spark's `/` gives null for a zero divisor)."""
+    return (f"CASE WHEN ({b}) = 0 THEN CASE WHEN ({a}) = 0 OR isnan({a}) THEN double('NaN') "
+            f"ELSE double('Infinity') * signum({a}) * CASE WHEN ({b}) = 0 AND 1 / ({b}) < 0 THEN -1 ELSE 1 END END "
+            f"ELSE ({a}) / ({b}) END")
+
+
+def _bean_fields(spec) -> dict[str, tuple[str, str]]:
+    """Field -> (kind, SQL) over the state columns `#n`, `#sx`, `#sxx`, `#sy`, `#syy`, `#sxy`."""
+    n = "CAST(`#n` AS DOUBLE)"
+
+    def average(total: str) -> str:
+        return f"CASE WHEN `#n` = 0 THEN double('NaN') ELSE {total} / {n} END"
+
+    def variance(total: str, squares: str) -> str:
+        return f"CASE WHEN `#n` < 2 THEN double('NaN') ELSE ({squares} - {total} * {total} / {n}) / ({n} - 1) END"
+
+    def pop(total: str, squares: str) -> str:
+        return f"CASE WHEN `#n` = 0 THEN double('NaN') ELSE sqrt(({squares} - {total} * {total} / {n}) / {n}) END"
+
+    def sample(total: str, squares: str) -> str:
+        return f"CASE WHEN `#n` < 2 THEN double('NaN') ELSE sqrt({variance(total, squares)}) END"
+
+    ssx = f"(`#sxx` - `#sx` * `#sx` / {n})"
+    ssy = f"(`#syy` - `#sy` * `#sy` / {n})"
+    sp = f"(`#sxy` - `#sx` * `#sy` / {n})"
+    slope = f"CASE WHEN `#n` = 0 OR {ssx} = 0 THEN double('NaN') ELSE {sp} / {ssx} END"
+    if isinstance(spec, Uni):
+        return {"datapoints": ("long", "`#n`"), "total": ("double", "`#sx`"), "average": ("double", average("`#sx`")),
+                "variance": ("double", variance("`#sx`", "`#sxx`")), "stddev": ("double", sample("`#sx`", "`#sxx`")),
+                "stddevpa": ("double", pop("`#sx`", "`#sxx`"))}
+    if isinstance(spec, Correl):
+        correl = (f"CASE WHEN `#n` = 0 OR {ssx} = 0 OR {ssy} = 0 THEN double('NaN') "
+                  f"ELSE {_div(sp, f'sqrt({ssx} * {ssy})')} END")
+        return {"correlation": ("double", correl)}
+    intercept = f"CASE WHEN isnan({slope}) THEN double('NaN') ELSE `#sy` / {n} - ({slope}) * `#sx` / {n} END"
+    return {
+        "slope": ("double", slope), "YIntercept": ("double", intercept),
+        "XAverage": ("double", average("`#sx`")), "XStandardDeviationPop": ("double", pop("`#sx`", "`#sxx`")),
+        "XStandardDeviationSample": ("double", sample("`#sx`", "`#sxx`")), "XSum": ("double", "`#sx`"),
+        "XVariance": ("double", variance("`#sx`", "`#sxx`")),
+        "YAverage": ("double", average("`#sy`")), "YStandardDeviationPop": ("double", pop("`#sy`", "`#syy`")),
+        "YStandardDeviationSample": ("double", sample("`#sy`", "`#syy`")), "YSum": ("double", "`#sy`"),
+        "YVariance": ("double", variance("`#sy`", "`#syy`")),
+        "dataPoints": ("long", "`#n`"), "n": ("long", "`#n`"),
+        "sumX": ("double", "`#sx`"), "sumXSq": ("double", "`#sxx`"), "sumXY": ("double", "`#sxy`"),
+        "sumY": ("double", "`#sy`"), "sumYSq": ("double", "`#syy`"),
+    }
+
+
+def _fields(spec) -> dict[str, tuple[str, str]]:
+    if isinstance(spec, Size):
+        return {"size": ("long", "`#n`")}
+    if isinstance(spec, WeightedAvg):
+        return {"average": ("double", "CASE WHEN `#sw` = 0 THEN double('NaN') ELSE `#sxw` / `#sw` END")}
+    return _bean_fields(spec)
+
+
+def _fragment(name: str, kind: str, expr: str) -> str:
+    value = _num(expr) if kind == "double" else f"CAST({expr} AS STRING)"
+    return f"concat('\"{name}\":', {value})"
+
+
+def _json_fragment(name: str, expr: str) -> str:
+    """`"name":value` through to_json (strings escaped), null kept."""
+    text = f"to_json(named_struct('{name}', {expr}), map('ignoreNullFields', 'false'))"
+    return f"substring({text}, 2, length({text}) - 2)"
+
+
+def _row_json(spec, props: tuple[str, ...]) -> str:
+    """SQL: the row as a JSON object, from the state columns and `#x`, the
+    carried additional properties (a struct, null before any new event)."""
+    named = spec.extra
+    wildcard = ("id", *props) if spec.all_properties else ()
+    pieces: list[str] = []
+    for name, (kind, expr) in _fields(spec).items():
+        # an additional property replaces a field of the same name once there are values
+        replaced = (["TRUE"] if name in named else []) + ([f"`#x`.`w_{name}` IS NOT NULL"] if name in wildcard else [])
+        piece = _fragment(name, kind, expr)
+        if replaced:
+            piece = f"CASE WHEN `#x` IS NULL OR NOT ({' OR '.join(replaced)}) THEN {piece} END"
+        pieces.append(piece)
+    for name in named:
+        if name not in _fields(spec):
+            pieces.append(f"CASE WHEN `#x` IS NULL THEN '\"{name}\":null' END")
+    for name in wildcard:
+        if name not in named:
+            pieces.append(f"CASE WHEN `#x`.`w_{name}` IS NOT NULL THEN {_json_fragment(name, f'`#x`.`w_{name}`')} END")
+    for name in named:
+        pieces.append(f"CASE WHEN `#x` IS NOT NULL THEN {_json_fragment(name, f'`#x`.`n_{name}`')} END")
+    return f"concat('{{', concat_ws(',', {', '.join(pieces)}), '}}')"
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+def _source_rows(items: DataFrame, spec, ctx: Context) -> DataFrame:
+    """The source's post rows (the contract's columns), or each event's arrival."""
+    if spec.source is None:
+        return events(items).selectExpr(
+            "trace_id", "seq", f"{ARRIVAL} AS phase", "time", "time AS slot_due", "CAST(0 AS BIGINT) AS slot",
+            "'insert' AS side", "seq AS pos", "id")
+    return family(spec.source).posts(items, spec.source, ctx).selectExpr(*CONTRACT)
+
+
+def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
+    check(spec)
+    props = ctx.properties
+    wanted = tuple(dict.fromkeys([*spec.values(), *spec.extra, *(props if spec.all_properties else ())]))
+    wanted = tuple(p for p in wanted if p != "id")
+    rows = _source_rows(items, spec, ctx)
+    if wanted:
+        rows = rows.join(events(items).select("trace_id", "id", *wanted), ["trace_id", "id"], "left")
+    values = [f"CAST({quoted(v)} AS DOUBLE)" for v in spec.values()]
+    point = " AND ".join(["side IS NOT NULL", *(f"{v} IS NOT NULL" for v in values)])
+    sign = "CASE side WHEN 'insert' THEN 1 WHEN 'remove' THEN -1 ELSE 0 END"
+    staged = rows.selectExpr(
+        "*", "CASE WHEN side = 'remove' THEN 1 ELSE 0 END AS `#side`",
+        f"CASE WHEN {point} THEN {sign} ELSE 0 END AS `#d`",
+        *(f"{v} AS `#v{i}`" for i, v in enumerate(values)))
+    staged = staged.selectExpr("*", f"sum(`#d`) {_RUNNING} AS `#n`")
+    if isinstance(spec, (Uni, Linest, Correl)):
+        y = "`#v1`" if len(values) == 2 else "0D"
+        terms = {"#sx": "`#v0`", "#sxx": "`#v0` * `#v0`", "#sy": y, "#syy": f"{y} * {y}", "#sxy": f"`#v0` * {y}"}
+        staged = staged.selectExpr("*", "side = 'remove' AND `#d` <> 0 AND `#n` <= 0 AS `#reset`")
+        staged = staged.selectExpr(
+            "*", f"coalesce(sum(CAST(`#reset` AS INT)) OVER ({_TRACE} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS `#seg`")
+        segment = f"OVER (PARTITION BY trace_id, `#seg` ORDER BY {_ORDER} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+        staged = staged.selectExpr("*", *(
+            f"CASE WHEN `#reset` THEN 0D ELSE coalesce(sum(CASE WHEN `#d` <> 0 THEN `#d` * ({t}) END) {segment}, 0D) END AS `{name}`"
+            for name, t in terms.items()))
+        state = ["`#n`", *(f"`{name}`" for name in terms)]
+    elif isinstance(spec, WeightedAvg):
+        staged = staged.selectExpr("*", *(
+            f"coalesce(sum(CASE WHEN `#d` <> 0 THEN `#d` * ({t}) END) {_RUNNING}, double('NaN')) AS `{name}`"
+            for name, t in (("#sxw", "`#v0` * `#v1`"), ("#sw", "`#v1`"))))
+        state = ["`#n`", "`#sxw`", "`#sw`"]
+    else:
+        staged = staged.selectExpr("*", f"sum(CASE WHEN side IS NULL THEN 0 ELSE {sign} END) {_RUNNING} AS `#size`")
+        state = ["`#size` AS `#n`"]
+    # the additional properties of a row: named ones as `n_<name>`, the wildcard's as `w_<name>`
+    extras = [f"'n_{name}', {quoted(name) if name != 'id' else 'id'}" for name in spec.extra]
+    if spec.all_properties:
+        extras += [f"'w_{name}', {quoted(name) if name != 'id' else 'id'}" for name in ("id", *props)]
+    extra_struct = f"named_struct({', '.join(extras)})" if extras else "named_struct('n_', 0)"
+    ordered = staged.selectExpr(
+        "trace_id", "seq", "phase", "time", *state,
+        f"CASE WHEN side = 'insert' THEN {extra_struct} END AS `#x`",
+        f"row_number() OVER ({_TRACE}) AS `#o`")
+    units = ordered.groupBy("trace_id", "seq", "phase", "time").agg(
+        _agg(f"max_by(struct({', '.join(_names(state))}), `#o`) AS `#s`"),
+        _agg("max_by(`#x`, CASE WHEN `#x` IS NOT NULL THEN `#o` END) AS `#x`"))
+    units = units.selectExpr(
+        "trace_id", "seq", "phase", "time", "`#s`.*",
+        f"last(`#x`, true) OVER ({_BY_UNIT} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS `#x`")
+    new_json = _row_json(spec, props)
+    units = units.selectExpr("*", f"{new_json} AS `#new`")
+    initial = _initial(spec, props)
+    units = units.selectExpr(
+        "*", f"coalesce(lag(`#new`) OVER ({_BY_UNIT}), {initial}) AS `#before`",
+        f"coalesce(lag(`#n`) OVER ({_BY_UNIT}), 0) AS `#n_before`")
+    if isinstance(spec, Size):
+        units = units.where("`#n` <> `#n_before`")
+    posted = units.selectExpr(
+        "trace_id", "seq", "phase", "time", "`#new`", f"coalesce(lag(`#new`) OVER ({_BY_UNIT}), `#before`) AS `#old`")
+    return posted.selectExpr(
+        "trace_id", "seq", "phase", "time", "time AS slot_due", "CAST(0 AS BIGINT) AS slot",
+        "explode(array(named_struct('side', 'insert', 'values', `#new`), "
+        "named_struct('side', 'remove', 'values', `#old`))) AS `#p`",
+    ).selectExpr(*(c for c in CONTRACT[:6]), "`#p`.side AS side", "CAST(0 AS BIGINT) AS pos",
+                 "CAST(NULL AS STRING) AS id", "`#p`.values AS `values`")
+
+
+def _names(columns: list[str]) -> list[str]:
+    """The column names of select expressions (`x AS y` -> `y`)."""
+    return [c.split(" AS ")[-1] for c in columns]
+
+
+def _agg(text: str):
+    from pyspark.sql import functions as F
+
+    return F.expr(text)
+
+
+def _initial(spec, props: tuple[str, ...]) -> str:
+    """SQL: the row of the empty statistics, before any new event (no
+    additional properties: a null `#x`)."""
+    zero = {"#n": "CAST(0 AS BIGINT)", "#sx": "0D", "#sxx": "0D", "#sy": "0D", "#syy": "0D", "#sxy": "0D",
+            "#sxw": "double('NaN')", "#sw": "double('NaN')"}
+    text = _row_json(spec, props)
+    for name, value in zero.items():
+        text = text.replace(f"`{name}`", f"({value})")
+    extras = [f"'n_{name}', CAST(NULL AS STRING)" for name in spec.extra]
+    extras += [f"'w_{name}', CAST(NULL AS STRING)" for name in (("id", *props) if spec.all_properties else ())]
+    struct = f"named_struct({', '.join(extras)})" if extras else "named_struct('n_', 0)"
+    return text.replace("`#x`", f"(CASE WHEN false THEN {struct} END)")
+
+
+POSTS = {Size: derived, Uni: derived, Linest: derived, Correl: derived, WeightedAvg: derived}
+CHECKS = {cls: check for cls in POSTS}
