@@ -20,15 +20,14 @@ from difftest.strategies import EXAMPLES, STRATEGIES
 from oracle.cases import case_files, load_case
 from oracle.dialects import IMPLEMENTED, parse, render
 from oracle.errors import UnsupportedWindow, WindowOracleError
-from oracle.model import WINDOW_SPECS, Intersection, nested_specs
+from oracle.model import WINDOW_SPECS, nested_specs
 from oracle.windows import WINDOW_CLASSES
 
 ROOT = Path(__file__).resolve().parent.parent
 ASPECTS = ("oracle", "spark", "dialects", "strategies", "corpus")
 
-#: spec class -> the aspects still missing (Spark builds some intersections:
-#: the members whose removals do not depend on the others)
-PENDING: dict[type, set[str]] = {Intersection: {"spark"}}
+#: spec class -> the aspects still missing
+PENDING: dict[type, set[str]] = {}
 
 
 def _corpus_counts() -> Counter:

@@ -19,13 +19,15 @@ removing it and the latest removal (`max_by`).
 
 Intersection: a member drops quietly what another removed, which changes what
 a length, sort, first-X or batch member does next (a freed slot, a moved
-front): those are sequential and not built here (`UnsupportedWindow`). The
-members in `ALONE` remove an event at a moment that depends on that event
-and the arrivals alone (its expiry, the next arrival under its key, the next
-arrival at all, the end of its accumulation), so a quiet removal elsewhere
-only means they have nothing left to remove then: an event leaves the
-intersection at the earliest of its members' removals, and is inserted at its
-own arrival.
+front): those are sequential, and an intersection with any member not in
+`ALONE` replays its members in a kernel per sub-window
+(spark_impl/windows/intersect.py). The members in `ALONE` remove an event at
+a moment that depends on that event and the arrivals alone (its expiry, the
+next arrival under its key, the next arrival at all, the end of its
+accumulation), so a quiet removal elsewhere only means they have nothing left
+to remove then: an intersection of those only is the fast plan here, an
+event leaving at the earliest of its members' removals, inserted at its own
+arrival.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from oracle.errors import UnsupportedWindow
 from oracle.model import (
     FirstEvent,
     FirstLength,
@@ -52,6 +53,7 @@ from oracle.model import (
 )
 from spark_impl.windows import Context, family
 from spark_impl.windows.base import ARRIVAL, events, quoted
+from spark_impl.windows.intersect import sequential_intersection
 
 FIRST_X = (FirstLength, FirstTime, FirstUnique, FirstEvent)
 #: members that may post in a timer's unit
@@ -133,15 +135,6 @@ def retain_union(items: DataFrame, spec: RetainUnion, ctx: Context) -> DataFrame
     return arrivals(arrived, _props(rows)).unionByName(removals(rows, "max_by", len(spec.members)))
 
 
-def check_intersection(spec: Intersection) -> None:
-    """`UnsupportedWindow` for an intersection with a member not in `ALONE`."""
-    sequential = [m for m in spec.members if not isinstance(m, ALONE)]
-    if sequential:
-        raise UnsupportedWindow(
-            f"the Spark implementation does not implement an intersection with the {sequential[0].KIND} window yet "
-            "(a member whose next removal depends on what the other members removed)")
-
-
 def _own_due(member, index: int) -> str:
     """SQL: the due time of the removal of the row's event by timed member
     `index` (`#at`: the event's arrival clock, `#ts`: its timestamp)."""
@@ -160,7 +153,8 @@ def intersection(items: DataFrame, spec: Intersection, ctx: Context) -> DataFram
     still-held events start earliest posts it. Without groupwin and with at
     most one timed member, that is the first removal by (unit, member): one
     aggregate per event."""
-    check_intersection(spec)
+    if not all(isinstance(m, ALONE) for m in spec.members):
+        return sequential_intersection(items, spec, ctx)
     if not ctx.group_keys and sum(isinstance(m, TIMED) for m in spec.members) <= 1:
         # one sub-window, at most one member posting in timer units: the members'
         # own due times order nothing, and the first removal by (unit, member) is it
@@ -186,5 +180,3 @@ def intersection(items: DataFrame, spec: Intersection, ctx: Context) -> DataFram
 
 
 POSTS = {Intersection: intersection, RetainUnion: retain_union}
-#: spec class -> a check raising `UnsupportedWindow` for the specs of that class not built
-CHECKS = {Intersection: check_intersection}
