@@ -189,6 +189,16 @@ class DerivedWindow(WindowBase):
     def on_set(self, values, now: int) -> list[Post]:
         return [] if self.source is None else self.derive(self.source.on_set(values, now))
 
+    @property
+    def variables(self):
+        """The source's variables: `make_window` sets them after the source exists."""
+        return WindowBase.variables if self.source is None else self.source.variables
+
+    @variables.setter
+    def variables(self, value) -> None:
+        if self.source is not None:
+            self.source.variables = value
+
     def contents(self) -> list[Event]:
         return []
 
