@@ -36,10 +36,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from oracle.model import (
-    FirstEvent,
-    FirstLength,
-    FirstTime,
-    FirstUnique,
     Intersection,
     KeepAll,
     LastEvent,
@@ -53,9 +49,8 @@ from oracle.model import (
 )
 from spark_impl.windows import Context, family
 from spark_impl.windows.base import ARRIVAL, events, quoted
-from spark_impl.windows.intersect import sequential_intersection
+from spark_impl.windows.intersect import FIRST_X, sequential_intersection
 
-FIRST_X = (FirstLength, FirstTime, FirstUnique, FirstEvent)
 #: members that may post in a timer's unit
 TIMED = (Time, TimeBatch, TimeLengthBatch, TimeAccum, TimeOrder)
 #: members whose removal of an event does not depend on what other members removed
