@@ -21,13 +21,14 @@ each in the source's posting order:
   adds the rows one by one in order, so the doubles are the same as the
   oracle's, bit for bit. `#weighted_avg` keeps its own sums, never reset
   and NaN before the first point (`WeightedAverageView`): one running SUM.
-* A unit's values are the state after its last row; its additional
-  properties are those of the last inserted row of the latest unit with
+* A post's values are the state after its last row; its additional
+  properties are those of the last inserted row of the latest post with
   one (carried forward with `last(..., true)`); before it, the named ones are
   null and `*` adds none.
-* A unit posts a new row (its values) and an old row (the row posted before;
-  the first time, the values before the unit). `#size` posts only units
-  that change the count.
+* A post gives a new row (its values) and an old row (the row given before;
+  the first time, the values before the post). `#size` gives rows only for
+  posts that change the count. The rows of a unit's posts are one update, in
+  posting order.
 
 Why set-oriented: the state is sums, whose running values window functions
 give directly; only the reset needs care, and a reset happens exactly where
@@ -35,7 +36,7 @@ the running count returns to 0, a fact each row computes from the count
 alone. No row needs the previous row's output, so no grouped Python is
 needed.
 
-Rows go out as two post rows per posted unit (`insert`: the new row,
+Rows go out as two post rows per source post (`insert`: the new row,
 `remove`: the old one) with `id` null and `values` the row as a JSON object
 (doubles written by hand, so NaN and infinities are bare `NaN`,
 `Infinity`, which Python's json reads as floats).
@@ -45,32 +46,33 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
-from oracle.errors import UnsupportedWindow
 from oracle.model import Correl, Intersection, Linest, RetainUnion, Size, Uni, WeightedAvg
 from spark_impl.windows import Context, family
 from spark_impl.windows.base import ARRIVAL, events, quoted
+from spark_impl.windows.intersect import MEMBER_SHIFT
 
 CONTRACT = ("trace_id", "seq", "phase", "time", "slot_due", "slot", "side", "pos", "id")
-_ORDER = "seq, phase, time, `#side`, slot_due, slot, pos"
+#: a source post: its unit and, within a unit of several posts, the firing timer
+_POST = ("seq", "phase", "time", "`#pd`", "`#ps`", "`#pm`")
+_POST_ORDER = ", ".join(_POST)
+_ORDER = f"{_POST_ORDER}, `#side`, slot_due, slot, pos"
 _TRACE = f"PARTITION BY trace_id ORDER BY {_ORDER}"
 _RUNNING = f"OVER ({_TRACE} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
-_UNIT_ORDER = "seq, phase, time"
-_BY_UNIT = f"PARTITION BY trace_id ORDER BY {_UNIT_ORDER}"
+_BY_POST = f"PARTITION BY trace_id ORDER BY {_POST_ORDER}"
 
 
 def check(spec) -> None:
-    """`UnsupportedWindow` for a source whose unit of work may hold several
-    posts (two members or more posting on timers), and for a source Spark
-    does not build."""
+    """`UnsupportedWindow` for a source Spark does not build."""
+    if spec.source is not None:
+        family(spec.source)
+
+
+def several_posts(source) -> bool:
+    """Whether `source` may post several times in one timer's unit: once per
+    firing member timer (an intersection or union of two timed members or more)."""
     from spark_impl.windows.several import TIMED
 
-    source = spec.source
-    if isinstance(source, (Intersection, RetainUnion)) and sum(isinstance(m, TIMED) for m in source.members) >= 2:
-        raise UnsupportedWindow(
-            f"the Spark implementation does not implement {spec.KIND} over an intersection or union with two "
-            "members or more that post on timers (several posts, so several rows, in one unit of work)")
-    if source is not None:
-        family(source)
+    return isinstance(source, (Intersection, RetainUnion)) and sum(isinstance(m, TIMED) for m in source.members) >= 2
 
 
 # --------------------------------------------------------------------------- SQL pieces
@@ -193,6 +195,14 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
     wanted = tuple(dict.fromkeys([*spec.values(), *spec.extra, *(props if spec.all_properties else ())]))
     wanted = tuple(p for p in wanted if p != "id")
     rows = _source_rows(items, spec, ctx)
+    if several_posts(spec.source):
+        timer = "phase = 0"
+        rows = rows.selectExpr("*", f"CASE WHEN {timer} THEN slot_due ELSE 0 END AS `#pd`",
+                               f"CASE WHEN {timer} THEN slot ELSE 0 END AS `#ps`",
+                               f"CASE WHEN {timer} THEN shiftright(pos, {MEMBER_SHIFT}) ELSE 0 END AS `#pm`")
+    else:
+        rows = rows.selectExpr("*", "CAST(0 AS BIGINT) AS `#pd`", "CAST(0 AS BIGINT) AS `#ps`",
+                               "CAST(0 AS BIGINT) AS `#pm`")
     if wanted:
         rows = rows.join(events(items).select("trace_id", "id", *wanted), ["trace_id", "id"], "left")
     values = [f"CAST({quoted(v)} AS DOUBLE)" for v in spec.values()]
@@ -228,30 +238,31 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
         extras += [f"'w_{name}', {quoted(name) if name != 'id' else 'id'}" for name in ("id", *props)]
     extra_struct = f"named_struct({', '.join(extras)})" if extras else "named_struct('n_', 0)"
     ordered = staged.selectExpr(
-        "trace_id", "seq", "phase", "time", *state,
+        "trace_id", *_POST, *state,
         f"CASE WHEN side = 'insert' THEN {extra_struct} END AS `#x`",
         f"row_number() OVER ({_TRACE}) AS `#o`")
-    units = ordered.groupBy("trace_id", "seq", "phase", "time").agg(
+    units = ordered.groupBy("trace_id", *(c.strip("`") for c in _POST)).agg(
         _agg(f"max_by(struct({', '.join(_names(state))}), `#o`) AS `#s`"),
         _agg("max_by(`#x`, CASE WHEN `#x` IS NOT NULL THEN `#o` END) AS `#x`"))
     units = units.selectExpr(
-        "trace_id", "seq", "phase", "time", "`#s`.*",
-        f"last(`#x`, true) OVER ({_BY_UNIT} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS `#x`")
+        "trace_id", *_POST, "`#s`.*",
+        f"last(`#x`, true) OVER ({_BY_POST} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS `#x`")
     new_json = _row_json(spec, props)
     units = units.selectExpr("*", f"{new_json} AS `#new`")
     initial = _initial(spec, props)
     units = units.selectExpr(
-        "*", f"coalesce(lag(`#new`) OVER ({_BY_UNIT}), {initial}) AS `#before`",
-        f"coalesce(lag(`#n`) OVER ({_BY_UNIT}), 0) AS `#n_before`")
+        "*", f"coalesce(lag(`#new`) OVER ({_BY_POST}), {initial}) AS `#before`",
+        f"coalesce(lag(`#n`) OVER ({_BY_POST}), 0) AS `#n_before`")
     if isinstance(spec, Size):
         units = units.where("`#n` <> `#n_before`")
     posted = units.selectExpr(
-        "trace_id", "seq", "phase", "time", "`#new`", f"coalesce(lag(`#new`) OVER ({_BY_UNIT}), `#before`) AS `#old`")
+        "trace_id", *_POST, "`#new`", f"coalesce(lag(`#new`) OVER ({_BY_POST}), `#before`) AS `#old`")
+    # a post's rows keep its place in the unit: (due, slot, member) order the posts
     return posted.selectExpr(
-        "trace_id", "seq", "phase", "time", "time AS slot_due", "CAST(0 AS BIGINT) AS slot",
+        "trace_id", "seq", "phase", "time", "`#pd` AS slot_due", "`#ps` AS slot",
         "explode(array(named_struct('side', 'insert', 'values', `#new`), "
-        "named_struct('side', 'remove', 'values', `#old`))) AS `#p`",
-    ).selectExpr(*(c for c in CONTRACT[:6]), "`#p`.side AS side", "CAST(0 AS BIGINT) AS pos",
+        "named_struct('side', 'remove', 'values', `#old`))) AS `#p`", "`#pm` AS `#pm`",
+    ).selectExpr(*(c for c in CONTRACT[:6]), "`#p`.side AS side", "CAST(`#pm` AS BIGINT) AS pos",
                  "CAST(NULL AS STRING) AS id", "`#p`.values AS `values`")
 
 
