@@ -27,7 +27,11 @@ next arrival under its key, the next arrival at all, the end of its
 accumulation), so a quiet removal elsewhere only means they have nothing left
 to remove then: an intersection of those only is the fast plan here, an
 event leaving at the earliest of its members' removals, inserted at its own
-arrival.
+arrival. Without groupwin and with `#time`, `#unique`, `#lastevent` and
+`#keepall` members only (one `#time` at most), each member's removal of an
+event is a column of the event's own row (`removed_on_row`): its expiry's hit
+(`clock.expiries`) or the next arrival under its key (`lead`), so the earliest
+is a `least` of structs, with no member posts to union and aggregate.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from oracle.model import (
     TimeOrder,
     Unique,
 )
+from spark_impl import clock
 from spark_impl.windows import Context, family
 from spark_impl.windows.base import ARRIVAL, events, quoted
 from spark_impl.windows.intersect import FIRST_X, sequential_intersection
@@ -55,6 +60,8 @@ from spark_impl.windows.intersect import FIRST_X, sequential_intersection
 TIMED = (Time, TimeBatch, TimeLengthBatch, TimeAccum, TimeOrder)
 #: members whose removal of an event does not depend on what other members removed
 ALONE = (Time, TimeAccum, TimeOrder, Unique, LastEvent, KeepAll)
+#: members whose removal of an event is a column of the event's row (`removed_on_row`)
+ON_ROW = (Time, Unique, LastEvent, KeepAll)
 CONTRACT = ("trace_id", "seq", "phase", "time", "slot_due", "slot", "side", "pos", "id")
 _KEY = "named_struct('seq', seq, 'phase', phase, 'time', time, 'due', slot_due, 'member', `#m`, 'pos', pos)"
 _ROW = "named_struct('seq', seq, 'phase', phase, 'time', time, 'slot_due', slot_due, 'slot', slot, 'pos', pos)"
@@ -150,6 +157,9 @@ def intersection(items: DataFrame, spec: Intersection, ctx: Context) -> DataFram
     aggregate per event."""
     if not all(isinstance(m, ALONE) for m in spec.members):
         return sequential_intersection(items, spec, ctx)
+    if (not ctx.group_keys and all(isinstance(m, ON_ROW) for m in spec.members)
+            and sum(isinstance(m, Time) for m in spec.members) <= 1):
+        return removed_on_row(items, spec, ctx)
     if not ctx.group_keys and sum(isinstance(m, TIMED) for m in spec.members) <= 1:
         # one sub-window, at most one member posting in timer units: the members'
         # own due times order nothing, and the first removal by (unit, member) is it
@@ -175,3 +185,50 @@ def intersection(items: DataFrame, spec: Intersection, ctx: Context) -> DataFram
 
 
 POSTS = {Intersection: intersection, RetainUnion: retain_union}
+
+
+def removed_on_row(items: DataFrame, spec: Intersection, ctx: Context) -> DataFrame:
+    """The intersection of `ON_ROW` members (at most one `#time`) over one
+    sub-window: per event, each member's removal as a struct (unit: seq, phase,
+    clock; the timer's due; the member; its place in the member's post), the
+    first of them by `least`, and two post rows from the event's own row.
+
+    `#time(t)`: the hit of arrival + t (`clock.expiries`), a timer post due at
+    arrival + t, in arrival order. `#unique(keys)`, `#lastevent`: the next
+    arrival under the key (none: of the sub-window), in that arrival's post.
+    `#keepall`: never."""
+    props = [quoted(p) for p in ctx.properties]
+    carry = [c for c in dict.fromkeys(["trace_id", "seq", "id", "time", *props])]
+    hit = quoted(clock.HIT)
+    removal = ("named_struct('seq', CAST({seq} AS BIGINT), 'phase', {phase}, 'time', CAST({time} AS BIGINT), "
+               "'due', CAST({due} AS BIGINT), 'member', {member}, 'pos', seq)")
+    timed = [(i, m) for i, m in enumerate(spec.members) if isinstance(m, Time)]
+    if timed:
+        index, member = timed[0]
+        due = f"(time + {member.span})"
+        rows = clock.expiries(items, member.span, carry, jumps=ctx.jumps).selectExpr(
+            *carry, f"CASE WHEN {hit} IS NOT NULL THEN "
+            + removal.format(seq=f"{hit}.seq", phase=0, time=clock.fire_time(hit, due), due=due, member=index)
+            + f" END AS `#r{index}`")
+    else:
+        rows = events(items).selectExpr(*carry)
+    for index, member in enumerate(spec.members):
+        if isinstance(member, (Unique, LastEvent)):
+            keys = member.keys if isinstance(member, Unique) else ()
+            order = f"OVER (PARTITION BY {', '.join(['trace_id', *(quoted(k) for k in keys)])} ORDER BY seq)"
+            rows = rows.selectExpr("*", f"lead(seq) {order} AS `#ns`", f"lead(time) {order} AS `#nt`").selectExpr(
+                *(quoted(c) for c in rows.columns), "CASE WHEN `#ns` IS NOT NULL THEN "
+                + removal.format(seq="`#ns`", phase=ARRIVAL, time="`#nt`", due="`#nt`", member=index)
+                + f" END AS `#r{index}`")
+    found = [f"`#r{i}`" for i, m in enumerate(spec.members) if not isinstance(m, KeepAll)]
+    if not found:
+        return arrivals(events(items), props)
+    first = f"least({', '.join(found)})" if len(found) > 1 else found[0]
+    inserted = f"named_struct('seq', seq, 'phase', {ARRIVAL}, 'time', time, 'due', time, 'side', 'insert', 'pos', seq)"
+    removed = ("CASE WHEN `#f` IS NOT NULL THEN named_struct('seq', `#f`.seq, 'phase', `#f`.phase, 'time', `#f`.time, "
+               "'due', `#f`.due, 'side', 'remove', 'pos', shiftleft(CAST(`#f`.member AS BIGINT), 40) + `#f`.pos) END")
+    posted = rows.selectExpr("trace_id", "id", *props, f"{first} AS `#f`", "seq", "time").selectExpr(
+        "trace_id", "id", *props, f"explode(array({inserted}, {removed})) AS `#p`").where("`#p` IS NOT NULL")
+    return posted.selectExpr(
+        "trace_id", "`#p`.seq AS seq", "`#p`.phase AS phase", "`#p`.time AS time", "`#p`.due AS slot_due",
+        "CAST(0 AS BIGINT) AS slot", "`#p`.side AS side", "`#p`.pos AS pos", "id", *props)
