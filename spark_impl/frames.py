@@ -75,6 +75,8 @@ START_SEQ = -1
 ONE_PARTITION_ROWS = 50_000
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: the metadata key of a string column holding JSON text (a list or object property)
+JSON_TEXT = "json_text"
 _WIDER = {frozenset({"long", "double"}): "double"}
 _NAMES = {"long": "an integer", "double": "a float", "string": "a string", "boolean": "a boolean",
           "json": "a list or object"}
@@ -280,7 +282,9 @@ def input_schema(schema: Mapping[str, str]):
         StructField("op", StringType(), True),
         StructField("vars", StringType(), True),
     ]
-    return StructType(base + [StructField(name, spark_type[kind], True) for name, kind in schema.items()])
+    # a list or object property is its JSON text, marked so that an output writing it as JSON embeds it as is
+    return StructType(base + [StructField(name, spark_type[kind], True, {JSON_TEXT: True} if kind == "json" else {})
+                              for name, kind in schema.items()])
 
 
 def to_dataframe(spark, traces: Sequence[tuple[str, Trace]], extra_properties: Iterable[str] = ()):

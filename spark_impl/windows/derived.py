@@ -19,8 +19,9 @@ each in the source's posting order:
   removed point adds the negated terms) are running SUMs per segment, 0 on
   the resetting row itself. A running SUM over `ROWS UNBOUNDED PRECEDING`
   adds the rows one by one in order, so the doubles are the same as the
-  oracle's, bit for bit. `#weighted_avg` keeps its own sums, never reset
-  and NaN before the first point (`WeightedAverageView`): one running SUM.
+  oracle's, bit for bit. `#weighted_avg` keeps its own sums
+  (`WeightedAverageView`), never reset to 0, NaN before the first point, and
+  restarted by a point added while sum(x*w) is NaN: see below.
 * A post's values are the state after its last row; its additional
   properties are those of the last inserted row of the latest post with
   one (carried forward with `last(..., true)`); before it, the named ones are
@@ -34,7 +35,13 @@ Why set-oriented: the state is sums, whose running values window functions
 give directly; only the reset needs care, and a reset happens exactly where
 the running count returns to 0, a fact each row computes from the count
 alone. No row needs the previous row's output, so no grouped Python is
-needed.
+needed, except for `#weighted_avg`: its sums restart where the running
+sum(x*w) itself is NaN (an infinity met its opposite), so where a segment
+starts depends on the sums of the segment before, which no window function
+can see. Its sums come from a grouped Arrow kernel per trace
+(`_weighted_sums`): numpy's cumulative sums (sequential, so bit for bit the
+oracle's additions) per segment, a new segment at the first point inserted
+after the running sum(x*w) turns NaN; one pass when no NaN occurs.
 
 Rows go out as two post rows per source post (`insert`: the new row,
 `remove`: the old one) with `id` null and `values` the row as a JSON object
@@ -45,8 +52,10 @@ Rows go out as two post rows per source post (`insert`: the new row,
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
+from pyspark.sql import types as T
 
 from oracle.model import Correl, Intersection, Linest, RetainUnion, Size, Uni, WeightedAvg
+from spark_impl.frames import JSON_TEXT
 from spark_impl.windows import Context, family
 from spark_impl.windows.base import ARRIVAL, events, quoted
 from spark_impl.windows.intersect import MEMBER_SHIFT
@@ -147,15 +156,19 @@ def _fragment(name: str, kind: str, expr: str) -> str:
     return f"concat('\"{name}\":', {value})"
 
 
-def _json_fragment(name: str, expr: str) -> str:
-    """`"name":value` through to_json (strings escaped), null kept."""
+def _json_fragment(name: str, expr: str, raw: bool = False) -> str:
+    """`"name":value` through to_json (strings escaped), null kept; `raw`: the
+    value is JSON text already (a list or object property), embedded as is."""
+    if raw:
+        return f"concat('\"{name}\":', coalesce({expr}, 'null'))"
     text = f"to_json(named_struct('{name}', {expr}), map('ignoreNullFields', 'false'))"
     return f"substring({text}, 2, length({text}) - 2)"
 
 
-def _row_json(spec, props: tuple[str, ...]) -> str:
+def _row_json(spec, props: tuple[str, ...], json_text: frozenset[str] = frozenset()) -> str:
     """SQL: the row as a JSON object, from the state columns and `#x`, the
-    carried additional properties (a struct, null before any new event)."""
+    carried additional properties (a struct, null before any new event);
+    `json_text`: the properties whose column holds JSON text."""
     named = spec.extra
     wildcard = ("id", *props) if spec.all_properties else ()
     pieces: list[str] = []
@@ -171,9 +184,9 @@ def _row_json(spec, props: tuple[str, ...]) -> str:
             pieces.append(f"CASE WHEN `#x` IS NULL THEN '\"{name}\":null' END")
     for name in wildcard:
         if name not in named:
-            pieces.append(f"CASE WHEN `#x`.`w_{name}` IS NOT NULL THEN {_json_fragment(name, f'`#x`.`w_{name}`')} END")
+            pieces.append(f"CASE WHEN `#x`.`w_{name}` IS NOT NULL THEN {_json_fragment(name, f'`#x`.`w_{name}`', name in json_text)} END")
     for name in named:
-        pieces.append(f"CASE WHEN `#x` IS NOT NULL THEN {_json_fragment(name, f'`#x`.`n_{name}`')} END")
+        pieces.append(f"CASE WHEN `#x` IS NOT NULL THEN {_json_fragment(name, f'`#x`.`n_{name}`', name in json_text)} END")
     return f"concat('{{', concat_ws(',', {', '.join(pieces)}), '}}')"
 
 
@@ -225,9 +238,10 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
             for name, t in terms.items()))
         state = ["`#n`", *(f"`{name}`" for name in terms)]
     elif isinstance(spec, WeightedAvg):
-        staged = staged.selectExpr("*", *(
-            f"coalesce(sum(CASE WHEN `#d` <> 0 THEN `#d` * ({t}) END) {_RUNNING}, double('NaN')) AS `{name}`"
-            for name, t in (("#sxw", "`#v0` * `#v1`"), ("#sw", "`#v1`"))))
+        staged = staged.selectExpr("*", f"row_number() OVER ({_TRACE}) AS `#o`")
+        schema = T.StructType([*staged.schema.fields, T.StructField("#sxw", T.DoubleType()),
+                               T.StructField("#sw", T.DoubleType())])
+        staged = staged.groupBy("trace_id").applyInArrow(_weighted_sums, schema)
         state = ["`#n`", "`#sxw`", "`#sw`"]
     else:
         staged = staged.selectExpr("*", f"sum(CASE WHEN side IS NULL THEN 0 ELSE {sign} END) {_RUNNING} AS `#size`")
@@ -247,7 +261,8 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
     units = units.selectExpr(
         "trace_id", *_POST, "`#s`.*",
         f"last(`#x`, true) OVER ({_BY_POST} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS `#x`")
-    new_json = _row_json(spec, props)
+    json_text = frozenset(f.name for f in items.schema.fields if f.metadata.get(JSON_TEXT))
+    new_json = _row_json(spec, props, json_text)
     units = units.selectExpr("*", f"{new_json} AS `#new`")
     initial = _initial(spec, props)
     units = units.selectExpr(
@@ -264,6 +279,43 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
         "named_struct('side', 'remove', 'values', `#old`))) AS `#p`", "`#pm` AS `#pm`",
     ).selectExpr(*(c for c in CONTRACT[:6]), "`#p`.side AS side", "CAST(`#pm` AS BIGINT) AS pos",
                  "CAST(NULL AS STRING) AS id", "`#p`.values AS `values`")
+
+
+def _weighted_sums(table):
+    """Grouped-map kernel (one trace's staged rows, `#o` their order): appends
+    `#sxw` and `#sw`, `#weighted_avg`'s sums after each row (module docstring)."""
+    import numpy as np
+    import pyarrow as pa
+
+    order = np.argsort(table.column("#o").to_numpy(zero_copy_only=False), kind="stable")
+    table = table.take(pa.array(order))
+    sign = table.column("#d").to_numpy(zero_copy_only=False)
+    points = np.flatnonzero(sign != 0)
+    x = table.column("#v0").to_numpy(zero_copy_only=False)[points].astype(float)
+    w = table.column("#v1").to_numpy(zero_copy_only=False)[points].astype(float)
+    signs = sign[points].astype(float)
+    with np.errstate(all="ignore"):  # infinities and NaN are values here, as in Java
+        xw, ww = signs * (x * w), signs * w
+    inserted = np.flatnonzero(signs > 0)
+    sxw, sw = np.full(len(points), np.nan), np.full(len(points), np.nan)
+    start = inserted[0] if len(inserted) else len(points)
+    while start < len(points):
+        # a segment from a point added while sum(x*w) was NaN to the next such point
+        with np.errstate(all="ignore"):
+            run = np.cumsum(xw[start:])
+        nan = np.flatnonzero(np.isnan(run))
+        later = inserted[inserted > start + nan[0]] if len(nan) else ()
+        end = later[0] if len(later) else len(points)
+        with np.errstate(all="ignore"):
+            sxw[start:end], sw[start:end] = run[:end - start], np.cumsum(ww[start:end])
+        start = end
+    # every row holds the sums after the last point row at or before it
+    last = np.searchsorted(points, np.arange(len(sign)), side="right") - 1
+    held = last >= 0
+    row_sxw, row_sw = np.full(len(sign), np.nan), np.full(len(sign), np.nan)
+    row_sxw[held], row_sw[held] = sxw[last[held]], sw[last[held]]
+    return table.append_column("#sxw", pa.array(row_sxw, pa.float64())).append_column(
+        "#sw", pa.array(row_sw, pa.float64()))
 
 
 def _names(columns: list[str]) -> list[str]:
