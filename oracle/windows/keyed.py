@@ -95,7 +95,7 @@ class KeyedWindow(WindowBase):
 
         self.keys = spec.keys
         self.lax = not isinstance(spec.retention, KeepAll)
-        self.policy: Window = make_window(spec.retention, now)
+        self.policy: Window = make_window(spec.retention, now, {})  # a policy reads no variables
         self.rows: dict[tuple[Any, ...], Event] = {}  # key -> the row stored now
         self.tokens: dict[tuple[Any, ...], Event] = {}  # key -> the row's first version, held by the policy
         self.key_of_token: dict[str, tuple[Any, ...]] = {}  # token id -> key
