@@ -42,11 +42,14 @@ The rules. A row's key is the tuple of its key columns' values
   policy's expiry) post the row stored under that key now, as old.
 * `contents()`: the stored rows, in the policy's order.
 
+Decided (apama-ccl.md §3 point 8): a row posted with CCL's `update` code is
+listed in the update's `update` field (CORPUS.md), never as an insert and a
+remove. Case `ccl/keyed-keep-all-update-of-a-missing-key-error`.
 Decided (apama-ccl.md §3 point 13): **strict or lax**. `KEEP ALL` (and no KEEP
 clause, its default) places no keep policy: nothing ever expires, so none of
 the inconsistencies the lax mode exists for can arise; the window is strict.
 Every count or time policy makes it lax. Cases `ccl/keyed-keep-all-*-error`
-and `ccl/keyed-rows-lax-*`.
+and `ccl/keyed-rows-lax-*`, `ccl/keyed-time-lax-after-expiry`.
 Decided (§3 point 13): an update, and a lax insert treated as one, replaces
 the row **in place**: it keeps the row's age (a time policy deletes it at its
 insert time + t) and its place in the count (a count policy pushes it out when
@@ -54,7 +57,8 @@ its insert's turn comes), and in the group its insert put it in under PER,
 even if the update changes the PER column ("update ... tuples do not trigger
 the retention mechanism"; "retains each record received for ten minutes").
 ESP's aging policy, a separate feature, is what restarts on an update. Cases
-`ccl/keyed-update-keeps-the-rows-age`, `ccl/keyed-update-keeps-the-rows-place`.
+`ccl/keyed-update-keeps-the-rows-age`, `ccl/keyed-rows-lax-insert-of-a-held-key-updates`,
+`ccl/keyed-update-keeps-the-rows-group`.
 Decided (§3 point 13): a lax update of a missing key is an insert in every
 way: posted as new and counted by the policy (it may push a row out). Case
 `ccl/keyed-rows-lax-update-of-a-missing-key-inserts`.
@@ -66,7 +70,7 @@ event's id; an update posts the new row's id in `update`, and the row it
 replaced is not posted. Case `ccl/keyed-delete-posts-the-stored-row`.
 Decided (§3 point 16): an error posts no row and changes nothing: no
 insert, no delete, no timer (the strict errors' "discarded and reported in the
-log").
+log"). Case `ccl/keyed-keep-all-duplicate-insert-error`.
 Decided: a missing key column is the null key, a key like any other, as for
 every key in this project (`oracle.windows.keys`). Case
 `ccl/keyed-null-key-is-a-key`.
