@@ -95,7 +95,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
 from oracle.errors import InvalidSpec, UnsupportedWindow, WindowSyntaxError
