@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Protocol, Union
 
 import oracle
+from oracle.dialects import IMPLEMENTED, writes
 from oracle.errors import WindowOracleError
 from oracle.model import Trace, Update, WindowSpec
 
@@ -136,7 +137,8 @@ class ImplEngine:
     `spark_impl.apply_window`): the cases of each window in one call and one
     collect. A call that raises or returns no usable frame is an error of each of
     those cases (`runner.ImplError`), and the other windows still run. Windows are
-    handed over as Esper text (the one dialect so far)."""
+    handed over as Esper text, or in the first dialect that writes them (CCL's
+    keyed and jumping windows)."""
 
     def __init__(self, function: Callable, name: str):
         self.function, self.name = function, name
@@ -152,8 +154,9 @@ class ImplEngine:
         out: list[Outcome] = [()] * len(pairs)
         for spec, indexes in by_spec.items():
             batch = [(str(i), pairs[i][1]) for i in indexes]
+            dialect = next((d for d in IMPLEMENTED if writes(spec, d)), "esper")
             try:
-                updates = impl.run(spec, oracle.render(spec, "esper"), "esper", batch)
+                updates = impl.run(spec, oracle.render(spec, dialect), dialect, batch)
             except WindowOracleError as exc:
                 updates = {tid: exc for tid, _ in batch}
             except Exception as exc:  # the implementation failing is a finding about it, named once per case

@@ -47,7 +47,7 @@ import oracle
 from difftest.compare import Difference, compare
 from difftest.shrink import shrink
 from difftest.known import KNOWN_DIFFERENCES, KnownDifference, known_difference
-from difftest.strategies import implemented_kinds, seeded_traces, trace_names, windows
+from difftest.strategies import implemented_kinds, seeded_traces, trace_names, trace_opcodes, windows
 from oracle.dialects import window_name
 from oracle.cases import Case, dump_case
 from oracle.errors import UnsupportedWindow, WindowOracleError
@@ -321,10 +321,11 @@ def targets(dialect: str, window: str | None, kinds: Iterable[str] | None = None
         except UnsupportedWindow as exc:
             raise RunnerError(f"unsupported window {window!r}: {exc}") from None
         return [Target(spec_kind(spec), st.just(spec))]
-    known = implemented_kinds()
+    known = implemented_kinds(dialect)
     for kind in kinds or ():
         if kind not in known:
-            raise RunnerError(f"unknown or unimplemented window kind {kind!r}; the oracle runs: {', '.join(known)}")
+            raise RunnerError(f"unknown or unimplemented window kind {kind!r} in the {dialect} dialect; "
+                              f"the oracle runs: {', '.join(known)}")
     return [Target(kind, windows(dialect, [kind])) for kind in (kinds or known)]
 
 
@@ -405,7 +406,7 @@ class Runner:
                 stats.unsupported_reason = stats.unsupported_reason or f"{oracle.render(spec, self.dialect)}: {reason}"
                 drawn += count
                 return
-            batch = label(seeded_traces(seed, count, trace_names(spec), self.max_items))
+            batch = label(seeded_traces(seed, count, trace_names(spec), self.max_items, trace_opcodes(spec)))
             drawn += count
             window = oracle.render(spec, self.dialect)
             expected = expected_updates(spec, batch)

@@ -50,10 +50,17 @@ from typing import Protocol, TypeVar
 from attrs import frozen
 from hypothesis import strategies as st
 
-from oracle.dialects import parse, render
+from oracle.dialects import IMPLEMENTED, parse, render, writes
 from oracle.errors import UnsupportedWindow
 from oracle.model import (
     BATCH_WINDOWS,
+    KEYED_GROUP_POLICIES,
+    KEYED_POLICIES,
+    JumpingLength,
+    JumpingTime,
+    Keyed,
+    SlackLength,
+    accepted_opcodes,
     Advance,
     Correl,
     Linest,
@@ -240,17 +247,39 @@ DERIVED_SPECS: dict[type, st.SearchStrategy] = {
 }
 """Derived-value windows (never grouped: out of scope, esper.md §7)."""
 
+RETENTION_SPECS: dict[type, st.SearchStrategy] = {
+    SlackLength: st.builds(SlackLength, sizes, st.integers(2, 4)),
+    JumpingLength: st.builds(JumpingLength, sizes),
+    JumpingTime: st.builds(JumpingTime, spans),
+}
+"""CCL's retention policies that are no other kind (`oracle.windows.retention`)."""
+
+_POLICY_SPECS = {cls: (RETENTION_SPECS | DATA_WINDOW_SPECS)[cls] for cls in KEYED_POLICIES}
+#: a keyed window's retention: a policy, or a count policy per group (PER)
+KEYED_SPECS: dict[str, st.SearchStrategy] = {
+    **{f"keyed/{cls.KIND}": st.builds(Keyed, key_names, inner) for cls, inner in _POLICY_SPECS.items()},
+    **{f"keyed/groupwin/{cls.KIND}": st.builds(Keyed, key_names, st.builds(GroupWin, key_names, _POLICY_SPECS[cls]))
+       for cls in KEYED_GROUP_POLICIES},
+}
+"""Keyed windows (CCL's PRIMARY KEY), one strategy per retention kind."""
+
 #: spec class -> its strategy: every kind of the model (the completeness test checks it)
 STRATEGIES: dict[type, st.SearchStrategy] = {
     **UNGROUPED_SPECS,
     GroupWin: st.builds(GroupWin, key_names, st.one_of(*UNGROUPED_SPECS.values())),
     **DERIVED_SPECS,
+    **RETENTION_SPECS,
+    Keyed: st.one_of(*KEYED_SPECS.values()),
 }
 
 SPECS: dict[str, st.SearchStrategy] = {
     **{cls.KIND: strategy for cls, strategy in UNGROUPED_SPECS.items()},
     **{f"groupwin/{cls.KIND}": st.builds(GroupWin, key_names, inner) for cls, inner in UNGROUPED_SPECS.items()},
     **{cls.KIND: strategy for cls, strategy in DERIVED_SPECS.items()},
+    **{cls.KIND: strategy for cls, strategy in RETENTION_SPECS.items()},
+    **{f"groupwin/{cls.KIND}": st.builds(GroupWin, key_names, RETENTION_SPECS[cls])
+       for cls in RETENTION_SPECS if cls in KEYED_GROUP_POLICIES},
+    **KEYED_SPECS,
 }
 """One strategy per kind, keyed by `spec_kind` name."""
 
@@ -269,7 +298,23 @@ EXAMPLES: dict[type, WindowSpec] = {
     GroupWin: GroupWin(("symbol",), Length(1)),
     Size: Size(), Uni: Uni("price"), Linest: Linest("price", "ts"), Correl: Correl("price", "ts"),
     WeightedAvg: WeightedAvg("price", "ts"),
+    SlackLength: SlackLength(1, 2), JumpingLength: JumpingLength(1), JumpingTime: JumpingTime(GRID),
+    Keyed: Keyed(("symbol",), KeepAll()),
 }
+
+
+def _kind_example(kind: str) -> WindowSpec:
+    """The simplest spec of a kind named as `spec_kind` names it."""
+    if kind.startswith("keyed/"):
+        return Keyed(("symbol",), _kind_example(kind[len("keyed/"):]))
+    if kind.startswith("groupwin/"):
+        return GroupWin(("symbol",), _kind_example(kind[len("groupwin/"):]))
+    return next(example for cls, example in EXAMPLES.items() if cls.KIND == kind)
+
+
+#: kind -> its simplest spec, to ask the oracle whether it runs the kind and a
+#: dialect whether it writes it
+KIND_EXAMPLES: dict[str, WindowSpec] = {kind: _kind_example(kind) for kind in KINDS}
 
 
 def _runs(spec: WindowSpec) -> bool:
@@ -280,18 +325,22 @@ def _runs(spec: WindowSpec) -> bool:
     return True
 
 
-def implemented_kinds() -> tuple[str, ...]:
-    """The kinds the oracle runs now: a grouped kind when the oracle has both
-    groupwin and the grouped window's classes."""
-    ungrouped = [cls for cls in UNGROUPED_SPECS if _runs(EXAMPLES[cls])]
-    grouped = [f"groupwin/{cls.KIND}" for cls in ungrouped if _runs(GroupWin(("symbol",), EXAMPLES[cls]))]
-    derived = [cls.KIND for cls in DERIVED_SPECS if _runs(EXAMPLES[cls])]
-    return tuple([cls.KIND for cls in ungrouped] + grouped + derived)
+def implemented_kinds(dialect: str | None = "esper") -> tuple[str, ...]:
+    """The kinds the oracle runs now that `dialect` writes (None: any
+    implemented dialect): a grouped kind when the oracle has both groupwin and
+    the grouped window's classes."""
+    return tuple(kind for kind, example in KIND_EXAMPLES.items()
+                 if _runs(example) and (writes(example, dialect) if dialect else writer(kind) is not None))
 
 
-def _kinds(kinds: str | Iterable[str] | None) -> tuple[str, ...]:
+def writer(kind: str) -> str | None:
+    """The first implemented dialect that writes `kind`, or None."""
+    return next((d for d in IMPLEMENTED if writes(KIND_EXAMPLES[kind], d)), None)
+
+
+def _kinds(kinds: str | Iterable[str] | None, dialect: str = "esper") -> tuple[str, ...]:
     if kinds is None:
-        chosen = implemented_kinds()
+        chosen = implemented_kinds(dialect)
         if not chosen:
             raise ValueError("the oracle implements no window kind yet")
         return chosen
@@ -313,7 +362,7 @@ def windows(dialect: str = "esper", kinds: str | Iterable[str] | None = None) ->
             raise AssertionError(f"the {dialect} dialect does not round-trip {spec!r}: {text!r} parses to {parsed!r}")
         return parsed
 
-    return st.one_of(*(SPECS[kind] for kind in _kinds(kinds))).map(through_text)
+    return st.one_of(*(SPECS[kind] for kind in _kinds(kinds, dialect))).map(through_text)
 
 
 # --------------------------------------------------------------------------- traces
@@ -381,7 +430,20 @@ def trace_names(spec: WindowSpec) -> tuple[str, ...]:
     return tuple(dict.fromkeys(spec_keys(spec) + spec_expression_names(spec)))
 
 
-def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int = 25) -> Trace:
+#: an event's operation code, where the window takes more than inserts: None
+#: (no code: an insert) first and twice as likely as each other code
+_OPS = (None, "update", "delete", None, "upsert", "safedelete", "insert")
+
+
+def trace_opcodes(spec: WindowSpec) -> tuple[str, ...]:
+    """The operation codes a trace for `spec` draws: those it takes, when more
+    than inserts (a keyed window); none otherwise (every event an insert)."""
+    taken = accepted_opcodes(spec)
+    return tuple(sorted(taken)) if taken != {"insert"} else ()
+
+
+def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int = 25,
+                opcodes: Iterable[str] = ()) -> Trace:
     """A trace of at most `max_items` items (now and then four times as many).
 
     Every event has an id `E1`, `E2`, ... in arrival order, a float `price`, an
@@ -389,11 +451,14 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
     Each name in `properties` (the names the window under test reads) that is
     not one of these gets a value from `KEY_VALUES` or is missing, except a name
     in `VARIABLES`: the trace declares it, and `set` items change it.
-    `start_time` is usually 0."""
+    `start_time` is usually 0. With `opcodes` (a keyed window's codes), each
+    event carries one of them or none (an insert), so keys repeat under every
+    code: duplicate inserts, updates and deletes of missing keys included."""
     names = tuple(dict.fromkeys(properties))
     variables = tuple(name for name in names if name in VARIABLES)
     extra = tuple(name for name in names if name not in ("symbol", "price", "ts", "id") and name not in VARIABLES)
     steps = _STEPS_WITH_SET if variables else _STEPS
+    ops = tuple(op for op in _OPS if op is None or op in set(opcodes)) if opcodes else ()
     target = choose.integer(0, max_items * 4 if choose.pick(_LONG) else max_items)
     start = choose.pick(_START_TIMES)
     declared = {name: choose.pick(VARIABLES[name]) for name in variables}
@@ -412,15 +477,19 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
                 props[name] = value
         return Event(f"E{count}", props)
 
+    def arrive(time: int | None = None) -> Arrive:
+        made = event()
+        return Arrive(made, time=time, op=choose.pick(ops) if ops else None)
+
     while len(items) < target:
         step = choose.pick(steps)
         if step == "event":
-            items.append(Arrive(event()))
+            items.append(arrive())
         elif step == "burst":
-            items += [Arrive(event()) for _ in range(choose.integer(2, 4))]
+            items += [arrive() for _ in range(choose.integer(2, 4))]
         elif step == "event_at":
             clock += choose.pick(_MOVES)
-            items.append(Arrive(event(), time=clock))
+            items.append(arrive(clock))
         elif step == "set":
             name = choose.pick(variables)
             items.append(SetVariables({name: choose.pick(VARIABLES[name])}))
@@ -431,19 +500,20 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
 
 
 @st.composite
-def traces(draw, properties: Iterable[str] = (), max_items: int = 25) -> Trace:
+def traces(draw, properties: Iterable[str] = (), max_items: int = 25, opcodes: Iterable[str] = ()) -> Trace:
     """A trace (`build_trace`) whose every choice is a Hypothesis draw, so a
     failing trace shrinks to a minimal one."""
-    return build_trace(HypothesisChoices(draw), properties, max_items)
+    return build_trace(HypothesisChoices(draw), properties, max_items, opcodes)
 
 
-def seeded_traces(seed: int, count: int, properties: Iterable[str] = (), max_items: int = 25) -> list[Trace]:
+def seeded_traces(seed: int, count: int, properties: Iterable[str] = (), max_items: int = 25,
+                  opcodes: Iterable[str] = ()) -> list[Trace]:
     """`count` traces (`build_trace`) from one `random.Random(seed)`: the cheap
     way to make a big batch. Hypothesis draws the seed, so a run with a fixed
     Hypothesis seed makes the same batches; a failing trace is then shrunk by
     the harness (`difftest.shrink`), not by Hypothesis."""
     choose = SeededChoices(random.Random(seed))
-    return [build_trace(choose, properties, max_items) for _ in range(count)]
+    return [build_trace(choose, properties, max_items, opcodes) for _ in range(count)]
 
 
 # --------------------------------------------------------------------------- cases
@@ -464,5 +534,5 @@ def cases(draw, dialect: str = "esper", kinds: str | Iterable[str] | None = None
     """A window of `kinds` (see `windows`) and a trace whose events carry the
     properties the window keys by."""
     spec = draw(windows(dialect, kinds))
-    trace = draw(traces(properties=trace_names(spec), max_items=max_items))
+    trace = draw(traces(properties=trace_names(spec), max_items=max_items, opcodes=trace_opcodes(spec)))
     return GeneratedCase(dialect, spec, render(spec, dialect), trace)

@@ -10,6 +10,7 @@
   updates by the window's `delivery` rule: Esper's, at most one `Update`, the
   inserted rows of all its posts in posting order, then the removed rows; or
   one update per post. No post, no update; an empty post gives an empty update.
+* An event with an operation code goes to `on_operation`, one without to `on_event`.
 * An item the window cannot take (`oracle.model.item_problem`) makes the trace
   invalid, or, where the spec rejects bad items, is one update with its
   `error`; the window does not see it.
@@ -95,7 +96,10 @@ class Driver:
                 return
             if item.time is not None:
                 self.walk(index, item.time)
-            self.unit(index, self.clock, self.window.on_event(item.event, self.clock))
+            if item.op is None:
+                self.unit(index, self.clock, self.window.on_event(item.event, self.clock))
+            else:
+                self.unit(index, self.clock, self.window.on_operation(item.op, item.event, self.clock))
         elif isinstance(item, Advance):
             self.walk(index, item.time)
         elif isinstance(item, Jump):

@@ -325,6 +325,9 @@ class Spec:
       Esper window): the trace is invalid, `InvalidTrace` naming the item. True
       (a CCL window): the item is rejected, an update with its `error`, the
       window unchanged, and the trace goes on.
+    * `APPLIES_OPCODES`: the spec applies the operation codes itself (a keyed
+      window), so the specs inside it see inserts only and do not narrow its
+      `OPCODES` (`accepted_opcodes`).
 
     A field holding a property name carries its role in its metadata
     (`role="key"` or `role="timestamp"`); `spec_keys` and `spec_timestamps`
@@ -333,6 +336,7 @@ class Spec:
     KIND: ClassVar[str]
     OPCODES: ClassVar[frozenset[str]] = frozenset({"insert"})
     REJECTS_BAD_ITEMS: ClassVar[bool] = False
+    APPLIES_OPCODES: ClassVar[bool] = False
 
 
 def _role(role: str) -> dict:
@@ -689,6 +693,51 @@ BATCH_WINDOWS = (LengthBatch, TimeBatch, TimeLengthBatch, ExtTimedBatch, ExprBat
 NOT_MEMBERS = (Expr, ExprBatch)
 
 
+# --------------------------------------------------------------------------- retention policies
+# CCL's count and time retention policies whose rule no other kind has (apama-ccl.md
+# §2.3, §2.4, §2.6). The policies that are an existing kind's rule map to that kind:
+# `KEEP n ROWS` is `Length`, `KEEP t` is `Time`, `KEEP ALL` is `KeepAll`.
+
+
+@frozen
+class SlackLength(Spec):
+    """The last `size` rows, cleaned `slack` at a time: when an insert makes the
+    window hold `size + slack` rows, the `slack` oldest leave. Slack 1 is
+    `Length`'s rule, so `slack` is 2 or more here (one spec per rule)."""
+
+    KIND: ClassVar[str] = "length_slack"
+    size: int = field(validator=_positive)
+    slack: int = field()
+
+    @slack.validator
+    def _check_slack(self, attribute, value):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+            raise InvalidSpec(f"length_slack: slack must be a size of 2 or more (slack 1 is the length window), got {value!r}")
+
+
+@frozen
+class JumpingLength(Spec):
+    """At most `size` rows: an insert that would make `size + 1` deletes the
+    `size` held before it and stays, alone."""
+
+    KIND: ClassVar[str] = "jumping_length"
+    size: int = field(validator=_positive)
+
+
+@frozen
+class JumpingTime(Spec):
+    """Rows held until the end of the `span`-long interval they arrived in;
+    intervals are `[k * span, (k + 1) * span)` of the clock, every row held
+    leaving together at an interval's end."""
+
+    KIND: ClassVar[str] = "jumping_time"
+    span: int = field(validator=_positive)
+
+
+RetentionWindow = Union[SlackLength, JumpingLength, JumpingTime]
+RETENTION_WINDOWS: tuple[type, ...] = RetentionWindow.__args__  # type: ignore[attr-defined]
+
+
 def _members(inst, attribute, value):
     if len(value) < 2:
         raise InvalidSpec(f"{type(inst).KIND}: needs at least two data windows")
@@ -717,7 +766,7 @@ class RetainUnion(Spec):
 
 
 def _grouped(inst, attribute, value):
-    if not isinstance(value, DATA_WINDOWS + (Intersection, RetainUnion)):
+    if not isinstance(value, DATA_WINDOWS + RETENTION_WINDOWS + (Intersection, RetainUnion)):
         raise InvalidSpec(f"groupwin: cannot group {value!r}")
 
 
@@ -728,7 +777,38 @@ class GroupWin(Spec):
 
     KIND: ClassVar[str] = "groupwin"
     keys: tuple[str, ...] = field(converter=tuple, validator=_property_names, metadata=_role("key"))
-    window: DataWindow | Intersection | RetainUnion = field(validator=_grouped)
+    window: DataWindow | RetentionWindow | Intersection | RetainUnion = field(validator=_grouped)
+
+
+# --------------------------------------------------------------------------- keyed windows
+
+#: the retention policies a keyed window applies to its rows, and those it may apply per group
+KEYED_POLICIES: tuple[type, ...] = (KeepAll, Length, SlackLength, JumpingLength, Time, JumpingTime)
+KEYED_GROUP_POLICIES: tuple[type, ...] = (Length, SlackLength, JumpingLength)
+
+
+def _keyed_retention(inst, attribute, value):
+    inner = value.window if isinstance(value, GroupWin) else value
+    allowed = KEYED_GROUP_POLICIES if isinstance(value, GroupWin) else KEYED_POLICIES
+    if not isinstance(inner, allowed):
+        what = "per group" if isinstance(value, GroupWin) else "to its rows"
+        raise InvalidSpec(f"keyed: applies a {', '.join(c.KIND for c in allowed)} policy {what}, not {value!r}")
+
+
+@frozen
+class Keyed(Spec):
+    """A store of rows keyed by the values of `keys` (a primary key), changed
+    by the operation codes of arriving events, with a retention policy over
+    its rows (`retention`: keep-all, a count or time policy, or a count policy
+    per group as a `GroupWin`). Its rules: `oracle.windows.keyed`. It applies
+    the operation codes itself (`APPLIES_OPCODES`): its policy sees inserts only."""
+
+    KIND: ClassVar[str] = "keyed"
+    OPCODES: ClassVar[frozenset[str]] = frozenset(OPCODES)  # the module's OPCODES: every code
+    REJECTS_BAD_ITEMS: ClassVar[bool] = True
+    APPLIES_OPCODES: ClassVar[bool] = True
+    keys: tuple[str, ...] = field(converter=tuple, validator=_property_names, metadata=_role("key"))
+    retention: Any = field(factory=KeepAll, validator=_keyed_retention)
 
 
 # --------------------------------------------------------------------------- derived-value windows
@@ -874,14 +954,17 @@ class WeightedAvg(Derived):
 DerivedWindow = Union[Size, Uni, Linest, Correl, WeightedAvg]
 DERIVED_WINDOWS: tuple[type, ...] = DerivedWindow.__args__  # type: ignore[attr-defined]
 
-WindowSpec = Union[DataWindow, Intersection, RetainUnion, GroupWin, DerivedWindow]
-WINDOW_SPECS: tuple[type, ...] = DATA_WINDOWS + (Intersection, RetainUnion, GroupWin) + DERIVED_WINDOWS
+WindowSpec = Union[DataWindow, RetentionWindow, Intersection, RetainUnion, GroupWin, Keyed, DerivedWindow]
+WINDOW_SPECS: tuple[type, ...] = (DATA_WINDOWS + RETENTION_WINDOWS + (Intersection, RetainUnion, GroupWin, Keyed)
+                                  + DERIVED_WINDOWS)
 
 
 def spec_kind(spec: WindowSpec) -> str:
     """A short name for reports: `length`, `groupwin/time_batch`, `intersection`."""
     if isinstance(spec, GroupWin):
         return f"groupwin/{spec_kind(spec.window)}"
+    if isinstance(spec, Keyed):
+        return f"keyed/{spec_kind(spec.retention)}"
     return spec.KIND
 
 
@@ -943,8 +1026,20 @@ def spec_extras(spec: WindowSpec) -> tuple[str, ...]:
 
 
 def accepted_opcodes(spec: WindowSpec) -> frozenset[str]:
-    """The operation codes every window inside `spec` takes."""
-    return frozenset.intersection(*(type(inner).OPCODES for inner in nested_specs(spec)))
+    """The operation codes `spec` takes: those every window inside it takes,
+    except inside a spec that applies the codes itself (`APPLIES_OPCODES`, a
+    keyed window: what it wraps sees inserts only), which takes its own."""
+    if type(spec).APPLIES_OPCODES:
+        return type(spec).OPCODES
+    return frozenset.intersection(type(spec).OPCODES, *(accepted_opcodes(inner) for inner in _children(spec)))
+
+
+def _children(spec: WindowSpec) -> tuple[WindowSpec, ...]:
+    """The specs directly inside `spec` (a grouped window, members, a source)."""
+    found = []
+    for value in attrs.astuple(spec, recurse=False):
+        found += [inner for inner in (value if isinstance(value, tuple) else (value,)) if isinstance(inner, Spec)]
+    return tuple(found)
 
 
 def rejects_bad_items(spec: WindowSpec) -> bool:

@@ -1,8 +1,9 @@
 """Every spec kind of the model has everything a kind needs, each found in one
 table keyed by spec class: an oracle window (`oracle.windows.WINDOW_CLASSES`), a
 Spark family (`spark_impl.windows.FAMILIES`, its module imported, or the
-pipeline's grouping around one), a writer in every implemented dialect (render and parse back), a
-strategy (`difftest.strategies.STRATEGIES`) and at least three corpus cases.
+pipeline's grouping around one), a writer in at least one implemented dialect
+(and in each dialect that writes it, render and parse back: most kinds exist in
+one engine only), a strategy (`difftest.strategies.STRATEGIES`) and at least three corpus cases.
 
 PENDING lists what is knowingly missing, kind by kind, until the issue that
 builds it closes: the test fails when a piece is missing that PENDING does not
@@ -18,16 +19,22 @@ import pytest
 
 from difftest.strategies import EXAMPLES, STRATEGIES
 from oracle.cases import case_files, load_case
-from oracle.dialects import IMPLEMENTED, parse, render
+from oracle.dialects import IMPLEMENTED, parse, render, writes
 from oracle.errors import UnsupportedWindow, WindowOracleError
-from oracle.model import WINDOW_SPECS, nested_specs
+from oracle.model import WINDOW_SPECS, JumpingLength, JumpingTime, Keyed, SlackLength, nested_specs
 from oracle.windows import WINDOW_CLASSES
 
 ROOT = Path(__file__).resolve().parent.parent
 ASPECTS = ("oracle", "spark", "dialects", "strategies", "corpus")
 
 #: spec class -> the aspects still missing
-PENDING: dict[type, set[str]] = {}
+PENDING: dict[type, set[str]] = {
+    # issue 13: the CCL kinds' Spark families are built on the Spark side
+    SlackLength: {"spark"},
+    JumpingLength: {"spark"},
+    JumpingTime: {"spark"},
+    Keyed: {"spark"},
+}
 
 
 def _corpus_counts() -> Counter:
@@ -54,7 +61,8 @@ def _has(aspect: str, cls: type, corpus: Counter) -> bool:
             return False
     if aspect == "dialects":
         example = EXAMPLES[cls]
-        return all(parse(render(example, dialect), dialect) == example for dialect in IMPLEMENTED)
+        writers = [dialect for dialect in IMPLEMENTED if writes(example, dialect)]
+        return bool(writers) and all(parse(render(example, dialect), dialect) == example for dialect in writers)
     if aspect == "strategies":
         return cls in STRATEGIES and cls in EXAMPLES
     return corpus[cls] >= 3

@@ -17,6 +17,10 @@ update stream:
 * a deep copy of the window taken between two items, fed the rest of the trace,
   posts the same updates as the original.
 
+A keyed window (CCL's PRIMARY KEY) also posts `update` rows: a row so posted
+replaces the row of its key, so it counts as inserted, and the replaced row
+leaves what a replay holds. Each kind is drawn in a dialect that writes it.
+
 The first three are also checked in bulk, on fifty seeded traces per drawn
 window (`seeded_traces`): many more traces per run, for little time. A kind
 the oracle does not run yet is skipped, naming it.
@@ -31,12 +35,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from difftest.strategies import KINDS, GeneratedCase, cases, implemented_kinds, seeded_traces, trace_names, windows
-from oracle.model import Arrive, GroupWin, Intersection, Trace, Update
+from difftest.strategies import (
+    KINDS, GeneratedCase, implemented_kinds, seeded_traces, trace_names, trace_opcodes, windows, writer,
+)
+from difftest.strategies import cases as _cases
+from oracle.model import Arrive, GroupWin, Intersection, Keyed, Trace, Update
+from oracle.windows.keys import key_of
 from oracle.windows.several import FIRST_X
 from oracle.driver import Driver, start
 
-IMPLEMENTED = implemented_kinds()
+IMPLEMENTED = implemented_kinds(None)
+
+
+def cases(kinds: str):
+    """Cases of one kind, in a dialect that writes it."""
+    return _cases(writer(kinds), kinds=kinds)
 
 
 def _kind(kind: str) -> str:
@@ -60,6 +73,21 @@ def _ids(events) -> Counter:
     return Counter(e.id for e in events)
 
 
+def _replay(spec, held: dict, update: Update) -> None:
+    """`held` (id -> event) after `update`: inserted rows in, an update row in
+    place of its key's row (a keyed window), removed rows out."""
+    for event in update.insert:
+        held[event.id] = event
+    for event in update.update:
+        key = key_of(event, spec.keys)
+        replaced = [i for i, e in held.items() if key_of(e, spec.keys) == key]
+        assert len(replaced) == 1, f"the update row {event.id} replaces {replaced}, not one row"
+        del held[replaced[0]]
+        held[event.id] = event
+    for event in update.remove:
+        held.pop(event.id, None)
+
+
 def _refused_arrivals(spec, trace: Trace, update: Update) -> set[str]:
     """The arrival of the update's item, where the window may post it as old
     only (an intersection with a first-X member)."""
@@ -78,11 +106,11 @@ def _where(update: Update) -> str:
 @pytest.mark.parametrize("kind", KINDS)
 @given(data=st.data())
 def test_nothing_removed_that_was_not_inserted_before(kind, data):
-    case = data.draw(cases(kinds=_kind(kind)), label="case")
+    case = data.draw(cases(_kind(kind)), label="case")
     inserted: set[str] = set()
     for _, updates in _steps(_driver(case), case.trace):
         for update in updates:
-            inserted |= {e.id for e in update.insert}
+            inserted |= {e.id for e in update.insert + update.update}
             never = [e.id for e in update.remove if e.id not in inserted | _refused_arrivals(case.spec, case.trace, update)]
             assert not never, f"{case.window}: {never} removed, never inserted, in the {_where(update)}"
 
@@ -90,11 +118,11 @@ def test_nothing_removed_that_was_not_inserted_before(kind, data):
 @pytest.mark.parametrize("kind", KINDS)
 @given(data=st.data())
 def test_no_event_removed_more_often_than_inserted(kind, data):
-    case = data.draw(cases(kinds=_kind(kind)), label="case")
+    case = data.draw(cases(_kind(kind)), label="case")
     inserted, removed = Counter(), Counter()
     for _, updates in _steps(_driver(case), case.trace):
         for update in updates:
-            inserted += _ids(update.insert) + Counter(_refused_arrivals(case.spec, case.trace, update))
+            inserted += _ids(update.insert + update.update) + Counter(_refused_arrivals(case.spec, case.trace, update))
             removed += _ids(update.remove)
             excess = removed - inserted
             assert not excess, f"{case.window}: {sorted(excess)} removed more often than inserted, by the {_where(update)}"
@@ -103,13 +131,17 @@ def test_no_event_removed_more_often_than_inserted(kind, data):
 @pytest.mark.parametrize("kind", KINDS)
 @given(data=st.data())
 def test_replaying_the_updates_gives_the_contents(kind, data):
-    case = data.draw(cases(kinds=_kind(kind)), label="case")
+    case = data.draw(cases(_kind(kind)), label="case")
     driver = _driver(case)
     held = Counter()
+    rows: dict = {}
     for index, updates in _steps(driver, case.trace):
         for update in updates:
             held += _ids(update.insert)
             held -= _ids(update.remove)
+            if isinstance(case.spec, Keyed):
+                _replay(case.spec, rows, update)
+                held = Counter(rows.keys())
         contents = _ids(driver.window.contents())
         assert held == contents, (
             f"{case.window}: after item {index} the updates hold {sorted(held.elements())}, "
@@ -119,7 +151,7 @@ def test_replaying_the_updates_gives_the_contents(kind, data):
 @pytest.mark.parametrize("kind", KINDS)
 @given(data=st.data())
 def test_a_deep_copy_mid_trace_posts_the_same(kind, data):
-    case = data.draw(cases(kinds=_kind(kind)), label="case")
+    case = data.draw(cases(_kind(kind)), label="case")
     trace = case.trace
     cut = data.draw(st.integers(0, len(trace.items)), label="cut")
     original = _driver(case)
@@ -138,21 +170,24 @@ SEEDED_PER_EXAMPLE = 50
 @pytest.mark.parametrize("kind", KINDS)
 @given(data=st.data())
 def test_the_update_stream_invariants_hold_over_many_seeded_traces(kind, data):
-    spec = data.draw(windows(kinds=_kind(kind)), label="spec")
+    spec = data.draw(windows(writer(_kind(kind)), kinds=kind), label="spec")
     seed = data.draw(st.integers(0, 2**64 - 1), label="seed")
-    for n, trace in enumerate(seeded_traces(seed, SEEDED_PER_EXAMPLE, trace_names(spec))):
+    for n, trace in enumerate(seeded_traces(seed, SEEDED_PER_EXAMPLE, trace_names(spec), opcodes=trace_opcodes(spec))):
         where = f"{spec!r}, seeded_traces({seed}, ...)[{n}]"
         driver = start(spec, trace)
-        inserted, removed, held = Counter(), Counter(), Counter()
+        inserted, removed, held, rows = Counter(), Counter(), Counter(), {}
         for index, updates in _steps(driver, trace):
             for update in updates:
-                inserted += _ids(update.insert) + Counter(_refused_arrivals(spec, trace, update))
+                inserted += _ids(update.insert + update.update) + Counter(_refused_arrivals(spec, trace, update))
                 removed += _ids(update.remove)
                 never = [e.id for e in update.remove if e.id not in inserted]
                 assert not never, f"{where}: {never} removed, never inserted, in the {_where(update)}"
                 assert not removed - inserted, f"{where}: removed more often than inserted, by the {_where(update)}"
                 held += _ids(update.insert)
                 held -= _ids(update.remove)
+                if isinstance(spec, Keyed):
+                    _replay(spec, rows, update)
+                    held = Counter(rows.keys())
             assert held == _ids(driver.window.contents()), f"{where}: updates and contents() differ after item {index}"
 
 
@@ -164,7 +199,7 @@ DERIVED = [kind for kind in KINDS if kind in ("size", "uni", "linest", "correl",
 def test_a_derived_window_posts_as_old_the_row_it_posted_last_as_new(kind, data):
     """Each values row posted as old is the row posted as new just before
     (esper.md §7), and a derived window posts no events."""
-    case = data.draw(cases(kinds=_kind(kind)), label="case")
+    case = data.draw(cases(_kind(kind)), label="case")
     last = None
     for _, updates in _steps(_driver(case), case.trace):
         for update in updates:

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from difftest.strategies import (
-    GRID, KEY_VALUES, KINDS, SYMBOLS, cases, implemented_kinds, seeded_traces, traces, windows,
+    GRID, KEY_VALUES, KINDS, SYMBOLS, cases, implemented_kinds, seeded_traces, trace_opcodes, traces, windows, writer,
 )
 from oracle.dialects import parse
 from oracle.model import Arrive, GroupWin, Intersection, Length, Time, Unique, check_trace, clock_times, spec_keys, spec_kind
@@ -15,15 +15,44 @@ from oracle.model import Arrive, GroupWin, Intersection, Length, Time, Unique, c
 
 @given(st.data())
 def test_windows_are_of_the_kinds_asked_for(data):
-    kinds = data.draw(st.lists(st.sampled_from(KINDS), min_size=1, max_size=3, unique=True), label="kinds")
-    spec = data.draw(windows("esper", kinds), label="spec")
+    dialect = data.draw(st.sampled_from(("esper", "ccl")), label="dialect")
+    written = implemented_kinds(dialect)
+    kinds = data.draw(st.lists(st.sampled_from(written), min_size=1, max_size=3, unique=True), label="kinds")
+    spec = data.draw(windows(dialect, kinds), label="spec")
     assert spec_kind(spec) in kinds
 
 
-def test_default_kinds_are_the_ones_the_oracle_runs():
+def test_default_kinds_are_the_ones_the_oracle_runs_in_the_dialect():
     kinds = implemented_kinds()
-    assert "length" in kinds and "groupwin/length" in kinds
+    assert "length" in kinds and "groupwin/length" in kinds and "keyed/length" not in kinds
     assert set(kinds) <= set(KINDS)
+    ccl = implemented_kinds("ccl")
+    assert {"length", "keepall", "time", "groupwin/length", "length_slack", "jumping_time", "keyed/groupwin/jumping_length"} <= set(ccl)
+    assert not {"intersection", "length_batch", "groupwin/time", "groupwin/jumping_time"} & set(ccl)
+    assert set(implemented_kinds(None)) == set(kinds) | set(ccl)
+    assert writer("keyed/time") == "ccl" and writer("length") == "esper" and writer("groupwin/sort") == "esper"
+
+
+def test_a_kind_the_dialect_does_not_write_is_refused_by_the_runner():
+    from difftest.runner import RunnerError, targets
+
+    assert [t.kind for t in targets("ccl", None, ["keyed/keepall"])] == ["keyed/keepall"]
+    with pytest.raises(RunnerError, match="'keyed/keepall' in the esper dialect"):
+        targets("esper", None, ["keyed/keepall"])
+
+
+@given(st.data())
+def test_traces_of_a_keyed_window_carry_every_operation_code(data):
+    spec = data.draw(windows("ccl", ["keyed/keepall", "keyed/length"]), label="spec")
+    assert trace_opcodes(spec) == ("delete", "insert", "safedelete", "update", "upsert")
+    assert trace_opcodes(Length(2)) == ()
+    made = seeded_traces(7, 200, spec_keys(spec), opcodes=trace_opcodes(spec))
+    ops = [item.op for trace in made for item in trace.items if isinstance(item, Arrive)]
+    assert set(ops) == {None, "insert", "update", "upsert", "delete", "safedelete"}
+    assert ops.count(None) > ops.count("update")  # inserts stay the commonest
+    keys = [tuple(item.event.get(k) for k in spec.keys) for trace in made for item in trace.items
+            if isinstance(item, Arrive)]
+    assert len(set(keys)) < len(keys) / 10  # keys repeat: updates and deletes find rows, inserts collide
 
 
 def test_an_unknown_kind_is_refused():

@@ -8,7 +8,7 @@ from oracle.errors import UnsupportedWindow
 from oracle.model import WindowSpec
 
 DIALECTS = ("esper", "ccl", "apama", "kuiper")
-IMPLEMENTED = ("esper",)
+IMPLEMENTED = ("esper", "ccl")
 
 
 def _module(dialect: str):
@@ -27,6 +27,16 @@ def parse(text: str, dialect: str = "esper") -> WindowSpec:
 def render(spec: WindowSpec, dialect: str = "esper") -> str:
     """`spec` written in `dialect`'s syntax; `parse(render(s)) == s`."""
     return _module(dialect).render(spec)
+
+
+def writes(spec: WindowSpec, dialect: str) -> bool:
+    """Whether `dialect` can write `spec` (most kinds exist in one engine only:
+    CCL has no intersection, Esper no keyed window)."""
+    try:
+        render(spec, dialect)
+    except UnsupportedWindow:
+        return False
+    return True
 
 
 def window_name(spec: WindowSpec, dialect: str = "esper") -> str:

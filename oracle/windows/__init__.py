@@ -17,12 +17,16 @@ from oracle.model import (
     FirstUnique,
     GroupWin,
     Intersection,
+    JumpingLength,
+    JumpingTime,
     KeepAll,
+    Keyed,
     LastEvent,
     Length,
     LengthBatch,
     Rank,
     RetainUnion,
+    SlackLength,
     Sort,
     Time,
     TimeAccum,
@@ -33,7 +37,9 @@ from oracle.model import (
     WindowSpec,
     spec_kind,
 )
-from oracle.windows import derived, expr, groupwin, keep, length, several, sort, time, time_batch, time_order, unique
+from oracle.windows import (
+    derived, expr, groupwin, keep, keyed, length, retention, several, sort, time, time_batch, time_order, unique,
+)
 from oracle.windows.base import Delivery, Post, Window, WindowBase
 
 #: spec class -> window class, built as cls(spec, now), `now` the clock when the
@@ -62,6 +68,10 @@ WINDOW_CLASSES: dict[type, type] = {
     Expr: expr.ExprWindow,
     ExprBatch: expr.ExprBatchWindow,
     GroupWin: groupwin.GroupWinWindow,
+    SlackLength: retention.SlackLengthWindow,
+    JumpingLength: retention.JumpingLengthWindow,
+    JumpingTime: retention.JumpingTimeWindow,
+    Keyed: keyed.KeyedWindow,
     **derived.WINDOWS,
 }
 

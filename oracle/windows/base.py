@@ -1,6 +1,11 @@
 """The contract every oracle window keeps. The driver (`oracle.run`) owns the clock.
 
 * `on_event(event, now)`: called once per arriving event, `now` the clock at arrival.
+* `on_operation(op, event, now)`: instead of `on_event`, for an event that
+  carries an operation code (`oracle.model.OPCODES`), one the spec accepts
+  (`accepted_opcodes`; the driver rejects the others first). By default an
+  `insert` is `on_event`; a window that applies the codes (a keyed window)
+  overrides it.
 * `on_timer(now)`: called when `next_timer()` is due: on a walk at each due time
   (`now` is that due time), on a jump once with `now` the jump target. Fires every
   timer of the window due at or before `now`, once each, in (due time, slot) order.
@@ -94,6 +99,8 @@ class Window(Protocol):
 
     def on_event(self, event: Event, now: int) -> list[Post]: ...
 
+    def on_operation(self, op: str, event: Event, now: int) -> list[Post]: ...
+
     def on_timer(self, now: int) -> list[Post]: ...
 
     def next_timer(self) -> int | None: ...
@@ -118,6 +125,13 @@ class WindowBase:
 
     def next_timer(self) -> int | None:
         return None
+
+    def on_operation(self, op: str, event: Event, now: int) -> list[Post]:
+        """An event with an operation code: a window that takes inserts only
+        is handed `insert` alone (the driver rejects the other codes)."""
+        if op != "insert":
+            raise AssertionError(f"a window that takes inserts only was handed operation code {op!r}")
+        return self.on_event(event, now)
 
     def on_timer(self, now: int) -> list[Post]:
         return []

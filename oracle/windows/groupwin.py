@@ -63,6 +63,11 @@ class GroupWinWindow(WindowBase):
     def on_set(self, values, now: int) -> list[Post]:
         return [post for group in self.groups.values() for post in group.on_set(values, now)]
 
+    def discard(self, gone) -> None:
+        """`gone` left elsewhere (a keyed window's delete): each group drops those it holds."""
+        for group in self.groups.values():
+            group.discard(gone)
+
     def next_timer(self) -> int | None:
         return min((at for group in self.groups.values() if (at := group.next_timer()) is not None), default=None)
 

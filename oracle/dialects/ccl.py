@@ -1,0 +1,413 @@
+"""SAP ESP / HANA smart data streaming CCL: the KEEP clause, optionally after a
+PRIMARY KEY clause. `parse(text) -> WindowSpec`, `render(spec) -> str`.
+
+Syntax (ccl-keep-clause.txt; apama-ccl.md §2.1):
+
+    KEEP {{[EVERY] count ROW[S] [SLACK slackcount] [PER(col1[,...])]} | ALL [ROW[S]]}
+    KEEP [EVERY] interval [PER (col1[,...])]
+
+preceded, for a keyed window, by `PRIMARY KEY (col1[,...])` (the PRIMARY KEY
+clause, ESP 5.1 CCL Reference; written before KEEP as in the seed's `CREATE
+INPUT WINDOW TradesWin1 SCHEMA TradesSchema PRIMARY KEY(Id) KEEP 2 ROWS
+PER(Symbol)`, apama-ccl.md §3 point 15).
+
+* Intervals (ESP 5.1 CCL Reference, Intervals, infocenter dc01612.0512
+  ksi1307643825421): `value | {value [{DAY[S] | {HOUR[S] | HR} | MIN[UTE[S]] |
+  SEC[OND[S]] | {MILLISECOND[S] | MILLIS} | {MICROSECOND[S] | MICROS}] [...]}`.
+  "If only value is specified, the timestamp default is MICROSECOND[S]. You can
+  specify multiple time units by separating each unit with a space, however,
+  you can specify each unit only once." The seeds also write `10 MINS`, so
+  MINS is a minute too. Values are whole numbers.
+* Keywords and units are case-insensitive (`keep 5 rows`); column names are
+  matched exactly as written (they name the events' properties).
+
+What each form is (the model's kinds; a form that is an existing kind's rule is
+that kind, apama-ccl.md §2):
+
+| CCL | spec | rule |
+|---|---|---|
+| `KEEP ALL [ROWS]`, no KEEP clause after PRIMARY KEY | `KeepAll` | `#keepall` |
+| `KEEP n ROWS` (`SLACK 1`, the default) | `Length(n)` | `#length(n)` |
+| `KEEP LAST [ROW]` | `Length(1)` | Studio's "Last row"; CEP 4: "functionally identical to a KEEP 1 ROW window" |
+| `KEEP n ROWS SLACK s`, s >= 2 | `SlackLength(n, s)` | `oracle.windows.retention` |
+| `KEEP EVERY n ROWS` | `JumpingLength(n)` | `oracle.windows.retention` |
+| `KEEP interval` | `Time(t)` | `#time(t)` |
+| `KEEP EVERY interval` | `JumpingTime(t)` | `oracle.windows.retention` |
+| a count policy `... PER(cols)` | `GroupWin(cols, policy)` | `#groupwin(cols)` |
+| a time policy `... PER(cols)` | the policy alone | see below |
+| `PRIMARY KEY (cols) <policy>` | `Keyed(cols, policy)` | `oracle.windows.keyed` |
+| `PRIMARY KEY DEDUCED <policy>` | the policy alone | see below |
+
+Decided and documented:
+
+* Sliding time expiry (apama-ccl.md §3 point 12): a row leaves at exactly its
+  insert time + t, as Sybase CEP 4 states ("the row which entered at 07:15:05
+  expires at 07:15:15") and as `#time(t)` does; ESP's "As each individual row
+  exceeds the ... retention time limit" does not say otherwise. So `KEEP t`
+  is `Time(t)`. Case `ccl/interval-expires-at-exactly-t`.
+* A time policy with PER (§2.5, §3 point 11): ccl-retention.txt, "Note: Time
+  based windows retain data for a specified time regardless of their
+  grouping." A sliding row's expiry does not depend on its group, and the
+  jumping grid is one for all groups (`oracle.windows.retention`), so PER
+  changes nothing: it is checked (columns, duplicates) and dropped, and
+  `render` never writes it. Rows of several groups leaving at one instant
+  leave oldest first, where Esper's `#groupwin(k)#time(t)` posts them group by
+  group: case `ccl/interval-per-expires-oldest-first-across-groups` and its
+  Esper twin `esper/groupwin-time-beside-ccl-keep-interval-per`.
+* A count policy with PER is `#groupwin`: "arrival of a third record (with
+  the same Symbol value) will result in deletion of the oldest stored record
+  with the same Symbol value"; a missing PER column is the null group, a
+  group like any other (`oracle.windows.keys`). Case `ccl/rows-per-*`.
+* Without a PRIMARY KEY clause, or with `PRIMARY KEY DEDUCED` (the key
+  deduced from the source: here the events themselves), each event is its own
+  row (§3 point 15): only inserts happen, and an event with another
+  operation code makes the trace invalid, naming the item. With `PRIMARY KEY
+  (cols)` the window is keyed and takes every operation code.
+* PER naming a primary key column is accepted: the documentation calls it a
+  compiler warning, not an error (each such group holds one row).
+* `SLACK 1` is the default and parses to the same spec as no SLACK;
+  `render` leaves it off. `KEEP ALL ROWS` and `KEEP LAST ROW` are written back
+  as `KEEP ALL` and `KEEP 1 ROW`.
+* Several interval parts may be separated by spaces or commas (the Intervals
+  page's examples: `3 DAYS, 1 HOUR, 54 MINUTES`), in any order, each unit once.
+  A bare number is microseconds (`KEEP 5000` is 5 ms).
+* An interval must be whole milliseconds (the trace's clock unit), above 0;
+  a count and a slack are 1 or more and fit a 32-bit int.
+
+Errors: a clause that does not parse is a `WindowSyntaxError` with its
+1-based column. What the documentation forbids is an `InvalidSpec` naming the
+column: SLACK with EVERY ("The SLACK value cannot be used with the EVERY
+modifier"), SLACK with a time policy ("Slack cannot be specified for windows
+using time-based retention policies"), a column twice in PER ("A column can
+only be used once in a PER sub-clause") or in PRIMARY KEY, a unit twice in an
+interval, a count, slack or interval of 0, an interval that is not whole
+milliseconds, a reserved column name.
+
+`render` writes the canonical text: keywords in capitals, `ROWS` (`ROW` for
+1), intervals in the largest unit that divides them exactly (`10 MINUTES`,
+`1500 MILLISECONDS`), `PER(a, b)`, `PRIMARY KEY (a, b) `. `parse(render(s)) ==
+s` for every spec the dialect writes; any other spec is `UnsupportedWindow`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+
+from oracle.errors import InvalidSpec, UnsupportedWindow, WindowSyntaxError
+from oracle.model import (
+    MAX_CLOCK,
+    GroupWin,
+    JumpingLength,
+    JumpingTime,
+    KeepAll,
+    Keyed,
+    KEYED_GROUP_POLICIES,
+    Length,
+    SlackLength,
+    Time,
+    WindowSpec,
+    reserved_name_error,
+)
+
+GRAMMAR = r"""
+clause: primary_key keep? | keep
+
+primary_key: PRIMARY KEY LPAR columns RPAR | PRIMARY KEY DEDUCED
+keep: KEEP policy
+?policy: all | last | count | time
+all: ALL ROWS?
+last: LAST ROWS?
+count: EVERY? NUMBER ROWS slack? per?
+time: EVERY? interval slack? per?
+interval: NUMBER | part (COMMA? part)*
+part: NUMBER UNIT
+slack: SLACK NUMBER
+per: PER LPAR columns RPAR
+columns: NAME (COMMA NAME)*
+
+PRIMARY.2: /primary\b/i
+KEY.2: /key\b/i
+DEDUCED.2: /deduced\b/i
+KEEP.2: /keep\b/i
+EVERY.2: /every\b/i
+ALL.2: /all\b/i
+LAST.2: /last\b/i
+ROWS.2: /rows?\b/i
+SLACK.2: /slack\b/i
+PER.2: /per\b/i
+UNIT.2: /(days?|hours?|hr|minutes?|mins?|min|seconds?|sec|milliseconds?|millis|microseconds?|micros)\b/i
+NAME: /[A-Za-z_][A-Za-z0-9_]*/
+NUMBER: /\d+/
+LPAR: "("
+RPAR: ")"
+COMMA: ","
+
+%import common.WS
+%ignore WS
+"""
+
+_DESCRIBE = {
+    "PRIMARY": "PRIMARY", "KEY": "KEY", "DEDUCED": "DEDUCED", "KEEP": "KEEP", "EVERY": "EVERY", "ALL": "ALL",
+    "LAST": "LAST", "ROWS": "ROWS", "SLACK": "SLACK", "PER": "PER",
+    "UNIT": "a time unit (DAYS, HOURS, MINUTES, SECONDS, MILLISECONDS, MICROSECONDS, ...)",
+    "NAME": "a column name", "NUMBER": "a whole number", "LPAR": "'('", "RPAR": "')'", "COMMA": "','",
+    "$END": "the end of the clause",
+}
+
+#: unit keyword (lower case) -> (the unit's name, microseconds per unit)
+_UNITS: dict[str, tuple[str, int]] = {}
+for _name, _micros, _words in (
+    ("DAYS", 86_400_000_000, ("day", "days")),
+    ("HOURS", 3_600_000_000, ("hour", "hours", "hr")),
+    ("MINUTES", 60_000_000, ("min", "mins", "minute", "minutes")),
+    ("SECONDS", 1_000_000, ("sec", "second", "seconds")),
+    ("MILLISECONDS", 1_000, ("millisecond", "milliseconds", "millis")),
+    ("MICROSECONDS", 1, ("microsecond", "microseconds", "micros")),
+):
+    _UNITS.update({word: (_name, _micros) for word in _words})
+
+MAX_COUNT = 2**31 - 1
+
+_PARSER = Lark(GRAMMAR, start="clause", parser="lalr", lexer="contextual")
+
+
+def _syntax_error(exc: UnexpectedInput, text: str) -> WindowSyntaxError:
+    if isinstance(exc, UnexpectedCharacters):
+        column, found, expected = exc.pos_in_stream + 1, f"unexpected character {text[exc.pos_in_stream]!r}", exc.allowed
+    else:
+        assert isinstance(exc, UnexpectedToken)
+        token = exc.token
+        if token.type == "$END":
+            column, found = len(text) + 1, "unexpected end of the clause"
+        else:
+            column, found = token.start_pos + 1, f"unexpected {str(token)!r}"
+        expected = exc.expected
+    shown = sorted({_DESCRIBE.get(name, name) for name in expected})
+    return WindowSyntaxError(f"{found}; expected {' or '.join(shown)}", text, column)
+
+
+def _column(token: Token) -> int:
+    return token.start_pos + 1
+
+
+# --------------------------------------------------------------------------- the parse tree to specs
+
+
+def _count(token: Token, what: str) -> int:
+    value = int(token)
+    if value < 1:
+        raise InvalidSpec(f"{what} must be 1 or more, got {value} at column {_column(token)}")
+    if value > MAX_COUNT:
+        raise InvalidSpec(f"{what} must fit a 32-bit int (at most {MAX_COUNT}), got {value} at column {_column(token)}")
+    return value
+
+
+def _names(tokens: list[Token], what: str) -> tuple[str, ...]:
+    """Column names, each once and none reserved; an error names the column."""
+    seen: dict[str, Token] = {}
+    for token in tokens:
+        name = str(token)
+        if name in seen:
+            raise InvalidSpec(f"{what}: column {name!r} is named twice (columns {_column(seen[name])} and "
+                              f"{_column(token)}); a column can only be used once")
+        problem = reserved_name_error(name)
+        if problem:
+            raise InvalidSpec(f"{what}: {problem} (column {_column(token)})")
+        seen[name] = token
+    return tuple(seen)
+
+
+class _Policy:
+    """A KEEP policy as written: the spec without PER, its PER columns, and
+    where its words stand (for errors)."""
+
+    def __init__(self, spec, keyword: Token, per: tuple[str, ...] = (), every: Token | None = None,
+                 slack: Token | None = None, timed: bool = False):
+        self.spec, self.keyword, self.per, self.every, self.slack, self.timed = spec, keyword, per, every, slack, timed
+
+
+class _ToSpec(Transformer):
+    """Parse tree -> spec, checking what the grammar cannot (InvalidSpec with a column)."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.text = text
+
+    def columns(self, items: list[Token]) -> list[Token]:
+        return [t for t in items if t.type == "NAME"]
+
+    def per(self, items: list) -> tuple[Token, tuple[str, ...]]:
+        return items[0], _names(items[2], "PER")
+
+    def slack(self, items: list[Token]) -> tuple[Token, int]:
+        return items[0], _count(items[1], "SLACK")
+
+    def part(self, items: list[Token]) -> tuple[Token, Token]:
+        return items[0], items[1]
+
+    def interval(self, items: list) -> tuple[Token, int]:
+        """(the first token, milliseconds)."""
+        parts = [p for p in items if isinstance(p, tuple)]
+        if not parts:  # a bare number: microseconds
+            number = items[0]
+            return number, self._ms(number, Decimal(int(number)), f"{number} (a bare number is microseconds)")
+        seen: dict[str, Token] = {}
+        micros = 0
+        for number, unit in parts:
+            name, per_unit = _UNITS[unit.lower()]
+            if name in seen:
+                raise InvalidSpec(f"interval: the unit {name} is given twice (columns {_column(seen[name])} and "
+                                  f"{_column(unit)}); each unit may be given once")
+            seen[name] = unit
+            micros += int(number) * per_unit
+        first = parts[0][0]
+        written = self.text[first.start_pos:parts[-1][1].end_pos]
+        return first, self._ms(first, Decimal(micros), written)
+
+    @staticmethod
+    def _ms(first: Token, micros: Decimal, written: str) -> int:
+        if micros == 0:
+            raise InvalidSpec(f"interval {written} at column {_column(first)} must be above 0")
+        ms = micros / 1000
+        if ms != ms.to_integral_value():
+            raise InvalidSpec(f"interval {written} at column {_column(first)} is not whole milliseconds "
+                              "(the clock counts milliseconds)")
+        if ms > MAX_CLOCK:
+            raise InvalidSpec(f"interval {written} at column {_column(first)} is longer than 2**62 ms")
+        return int(ms)
+
+    def all(self, items: list[Token]) -> _Policy:
+        return _Policy(KeepAll(), items[0])
+
+    def last(self, items: list[Token]) -> _Policy:
+        return _Policy(Length(1), items[0])
+
+    def count(self, items: list) -> _Policy:
+        every = next((t for t in items if isinstance(t, Token) and t.type == "EVERY"), None)
+        number = next(t for t in items if isinstance(t, Token) and t.type == "NUMBER")
+        slack, per = self._options(items)
+        size = _count(number, "the row count")
+        if every is not None:
+            spec = JumpingLength(size)
+        elif slack is None or slack[1] == 1:
+            spec = Length(size)
+        else:
+            spec = SlackLength(size, slack[1])
+        return _Policy(spec, number, per[1] if per else (), every, slack[0] if slack else None)
+
+    def time(self, items: list) -> _Policy:
+        every = next((t for t in items if isinstance(t, Token) and t.type == "EVERY"), None)
+        first, span = next(t for t in items if isinstance(t, tuple) and isinstance(t[1], int))
+        slack, per = self._options(items)
+        spec = JumpingTime(span) if every is not None else Time(span)
+        return _Policy(spec, first, per[1] if per else (), every, slack[0] if slack else None, timed=True)
+
+    @staticmethod
+    def _options(items: list):
+        slack = next((t for t in items if isinstance(t, tuple) and t[0].type == "SLACK"), None)
+        per = next((t for t in items if isinstance(t, tuple) and t[0].type == "PER"), None)
+        return slack, per
+
+    def keep(self, items: list) -> _Policy:
+        return items[1]
+
+    def primary_key(self, items: list) -> tuple[str, ...] | None:
+        """The key columns; None for DEDUCED."""
+        if isinstance(items[2], Token) and items[2].type == "DEDUCED":
+            return None
+        return _names(items[3], "PRIMARY KEY")
+
+    def clause(self, items: list) -> WindowSpec:
+        policy = items[-1] if isinstance(items[-1], _Policy) else None
+        keys = items[0] if not isinstance(items[0], _Policy) else None
+        spec = KeepAll() if policy is None else _retention(policy)
+        return Keyed(keys, spec) if keys else spec
+
+
+def _retention(policy: _Policy):
+    """The policy's spec: the forbidden combinations refused, PER applied."""
+    if policy.slack is not None and policy.every is not None:
+        raise InvalidSpec(f"SLACK (column {_column(policy.slack)}) cannot be used with EVERY (column "
+                          f"{_column(policy.every)}): a jumping window has no slack")
+    if policy.slack is not None and policy.timed:
+        raise InvalidSpec(f"SLACK (column {_column(policy.slack)}) cannot be used with a time policy: slack applies "
+                          "to a count policy (n ROWS) only")
+    if policy.per and not policy.timed:
+        return GroupWin(policy.per, policy.spec)
+    return policy.spec  # a time policy retains rows "regardless of their grouping": PER changes nothing
+
+
+def parse(text: str) -> WindowSpec:
+    """The spec of a CCL window clause (`PRIMARY KEY (Id) KEEP 2 ROWS PER(Symbol)`)."""
+    if not isinstance(text, str):
+        raise TypeError(f"a window clause is a string, got {type(text).__name__}")
+    try:
+        return _ToSpec(text).transform(_PARSER.parse(text))
+    except UnexpectedInput as exc:
+        raise _syntax_error(exc, text) from None
+    except VisitError as exc:
+        raise exc.orig_exc from None
+
+
+# --------------------------------------------------------------------------- render
+
+#: (unit, ms per unit), largest first: an interval is written in the largest that divides it
+_RENDER_UNITS = (("DAY", 86_400_000), ("HOUR", 3_600_000), ("MINUTE", 60_000), ("SECOND", 1000), ("MILLISECOND", 1))
+
+
+def render_interval(ms: int) -> str:
+    """`ms` in the largest unit that divides it exactly: `10 MINUTES`, `1 SECOND`, `1500 MILLISECONDS`."""
+    unit, per = next((u, p) for u, p in _RENDER_UNITS if ms % p == 0)
+    count = ms // per
+    return f"{count} {unit}" + ("" if count == 1 else "S")
+
+
+def _rows(n: int) -> str:
+    return f"{n} ROW" if n == 1 else f"{n} ROWS"
+
+
+#: spec class -> the text of its KEEP clause (one table: what the dialect writes)
+SYNTAX: dict[type, Callable[[Any], str]] = {
+    KeepAll: lambda spec: "KEEP ALL",
+    Length: lambda spec: f"KEEP {_rows(spec.size)}",
+    SlackLength: lambda spec: f"KEEP {_rows(spec.size)} SLACK {spec.slack}",
+    JumpingLength: lambda spec: f"KEEP EVERY {_rows(spec.size)}",
+    Time: lambda spec: f"KEEP {render_interval(spec.span)}",
+    JumpingTime: lambda spec: f"KEEP EVERY {render_interval(spec.span)}",
+}
+
+
+def _render_policy(spec) -> str:
+    if isinstance(spec, GroupWin) and isinstance(spec.window, KEYED_GROUP_POLICIES):
+        return f"{SYNTAX[type(spec.window)](spec.window)} PER({', '.join(spec.keys)})"
+    write = SYNTAX.get(type(spec))
+    if write is None:
+        raise UnsupportedWindow(f"the ccl dialect cannot write {spec!r}: CCL's KEEP clause has no such policy")
+    return write(spec)
+
+
+def render(spec: WindowSpec) -> str:
+    """The canonical CCL text of `spec`; `parse(render(spec)) == spec`."""
+    if isinstance(spec, Keyed):
+        return f"PRIMARY KEY ({', '.join(spec.keys)}) {_render_policy(spec.retention)}"
+    return _render_policy(spec)
+
+
+_NAMES = {KeepAll: "all", Length: "rows", SlackLength: "rows-slack", JumpingLength: "every-rows",
+          Time: "interval", JumpingTime: "every-interval"}
+
+
+def name(spec: WindowSpec) -> str:
+    """A short, file-safe name of `spec`'s window in CCL's words: `rows`,
+    `every-interval`, `rows-per`, `primary_key-rows-slack-per`."""
+    render(spec)  # UnsupportedWindow for what CCL cannot write
+    if isinstance(spec, Keyed):
+        return "primary_key-" + name(spec.retention)
+    if isinstance(spec, GroupWin):
+        return name(spec.window) + "-per"
+    return _NAMES[type(spec)]
