@@ -29,11 +29,12 @@ from oracle.model import (
     TimeBatch,
     TimeLengthBatch,
     TimeOrder,
+    Query,
     Unique,
     WindowSpec,
     spec_kind,
 )
-from oracle.windows import derived, expr, groupwin, keep, length, several, sort, time, time_batch, time_order, unique
+from oracle.windows import derived, expr, groupwin, keep, length, panes, several, sort, time, time_batch, time_order, unique
 from oracle.windows.base import Delivery, Post, Window, WindowBase
 
 #: spec class -> window class, built as cls(spec, now), `now` the clock when the
@@ -63,6 +64,8 @@ WINDOW_CLASSES: dict[type, type] = {
     ExprBatch: expr.ExprBatchWindow,
     GroupWin: groupwin.GroupWinWindow,
     **derived.WINDOWS,
+    **panes.WINDOWS,
+    Query: panes.query_window,
 }
 
 
