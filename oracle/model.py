@@ -1216,6 +1216,8 @@ def spec_kind(spec: WindowSpec) -> str:
     """A short name for reports: `length`, `groupwin/time_batch`, `intersection`."""
     if isinstance(spec, GroupWin):
         return f"groupwin/{spec_kind(spec.window)}"
+    if isinstance(spec, Query):
+        return f"query/{spec_kind(spec.window)}"
     return spec.KIND
 
 
