@@ -459,7 +459,7 @@ def _window(group: _GroupItem, settings: Mapping[str, Any]) -> Any:
     call = group.expr
     filter_ = _condition(group.filter, "the FILTER condition")
     if group.over is not None and call.name != "slidingwindow":
-        raise InvalidSpec(f"OVER (WHEN ...) at column {group.over.column} is only for SLIDINGWINDOW; "
+        raise InvalidSpec(f"OVER (WHEN ...) (its condition at column {group.over.column}) is only for SLIDINGWINDOW; "
                           f"eKuiper would ignore it for {call.name.upper()}, so the dialect refuses it")
     trigger = _condition(group.over, "the OVER (WHEN ...) condition")
     if group.over is not None:
