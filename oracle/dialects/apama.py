@@ -311,7 +311,7 @@ def _spec(window: _Window, alias: Token | None) -> WindowSpec:
     if window.form == "retain":
         size = _count(window.number, "the retain size")
         batch = _count(window.every, "the batch size") if window.every is not None else 1
-        if batch == size and not unique:
+        if window.every is not None and batch == size and not unique:
             spec = LengthBatch(size)  # retain 1 every 1 too: the model's two kinds of that one rule are Esper's
         elif batch == 1:
             spec = LengthUnique(size, unique) if unique else Length(size)
