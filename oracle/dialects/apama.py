@@ -239,8 +239,8 @@ class _ToSpec(Transformer):
     def istream(self, items: list[Token]) -> tuple[str, Token, None]:
         return "istream", items[0], None
 
-    def rstream(self, items: list[Token]) -> tuple[str, Token, None]:
-        return "rstream", items[1], None
+    def rstream(self, items: list[Token]) -> tuple[str, Token, Token]:
+        return "rstream", items[1], items[0]  # the item, and the keyword (where an error points)
 
     def aggregate(self, items: list) -> tuple[str, Token, tuple | None]:
         argument = items[2] if len(items) == 4 else None
@@ -252,7 +252,7 @@ class _ToSpec(Transformer):
         if output in ("istream", "rstream"):
             _same_alias(where, alias)
             if output == "rstream" and isinstance(spec, KeepAll):
-                raise InvalidSpec(f"select rstream (column {_column(where)}) cannot be combined with retain all "
+                raise InvalidSpec(f"select rstream (column {_column(argument)}) cannot be combined with retain all "
                                   f"(column {_column(window.keyword)}): an unbounded window removes nothing")
             return StreamQuery(spec, output)
         if output == "count":

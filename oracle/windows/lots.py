@@ -151,7 +151,7 @@ class LotsWindow(WindowBase):
         self.rule = rule
         self.created = now
         self.items: list[_Item] = []  # arrived and able to show, in arrival order
-        self.shown: list[Event] = []  # what the window shows, in lot order
+        self.shown: list[_Item] = []  # what the window shows, partition by partition
         self.parts: dict[tuple[Any, ...], int] = {}  # partition -> first-seen order
         self.waiting: dict[tuple[Any, ...], int] = {}  # count batching: items waiting per partition
         self.seq = 0
@@ -218,14 +218,27 @@ class LotsWindow(WindowBase):
         return min(dues, default=None)
 
     def _activate(self, at: int) -> list[Post]:
-        """Recompute what shows at `at`; post the change, if any."""
+        """Recompute what shows at `at`; post the change, if any, in lot order."""
         self.items = self._kept(at)
         shown = self._shown(self.items)
-        before, after = set(self.shown), set(shown)
-        inserted = tuple(e for e in shown if e not in before)
-        removed = tuple(e for e in self.shown if e not in after)
+        before, after = {item.event for item in self.shown}, {item.event for item in shown}
+        inserted = [item for item in shown if item.event not in before]
+        removed = [item for item in self.shown if item.event not in after]
         self.shown = shown
-        return [Post(inserted, removed)] if inserted or removed else []
+        if not inserted and not removed:
+            return []
+        # a partition's place in the lot: the earliest instant the lot changes it (a
+        # jump passes several expiries), then first seen
+        first: dict[tuple[Any, ...], int] = {}
+        for item in inserted + removed:
+            leaves = self._exit(item)
+            when = leaves if item in removed and leaves is not None and leaves <= at else at
+            first[item.part] = min(first.get(item.part, when), when)
+
+        def order(item: _Item):
+            return first[item.part], self.parts[item.part], item.seq
+
+        return [Post(tuple(i.event for i in sorted(inserted, key=order)), tuple(i.event for i in sorted(removed, key=order)))]
 
     def _kept(self, at: int) -> list[_Item]:
         """The items that can still show after `at`: waiting ones (that will
@@ -249,15 +262,15 @@ class LotsWindow(WindowBase):
                 kept.append(item)
         return kept[::-1]
 
-    def _shown(self, items: list[_Item]) -> list[Event]:
-        """Entered items, the latest per unique key of each partition, in lot
-        order: partition by partition (first seen first), then arrival order."""
+    def _shown(self, items: list[_Item]) -> list[_Item]:
+        """Entered items, the latest per unique key of each partition,
+        partition by partition (first seen first), then in arrival order."""
         entered = [item for item in items if item.entered]
         if self.rule.unique:
             latest = {(item.part, key_of(item.event, self.rule.unique)): item for item in entered}
             entered = sorted(latest.values(), key=lambda item: item.seq)
         entered.sort(key=lambda item: self.parts[item.part])  # stable: arrival order within a partition
-        return [item.event for item in entered]
+        return entered
 
     def contents(self) -> list[Event]:
-        return list(self.shown)
+        return [item.event for item in self.shown]
