@@ -282,9 +282,8 @@ def save_found(result: TraceResult, batch: BatchResult, folder: Path, impl_name:
     its trace and expectation; `-2`, `-3`, ... where another finding of another
     run holds that name), the oracle's output as `expected`."""
     kind = f"{batch.dialect}-{window_name(batch.spec, batch.dialect)}"
-    window, extra = case_fields(batch.spec, batch.dialect)  # eKuiper: the query and settings are keys of their own
-    case = Case(name="", dialect=batch.dialect, window=window, trace=result.trace, expected=result.expected,
-                extra=extra)
+    window, extra = case_fields(batch.spec, batch.dialect)
+    case = Case(name="", dialect=batch.dialect, window=window, trace=result.trace, expected=result.expected, extra=extra)
     body = dump_case(case)
     digest = hashlib.sha1(body.encode()).hexdigest()[:10]
     headline = result.error or (result.difference.headline() if result.difference else "")

@@ -57,6 +57,9 @@ from oracle.model import (
     MILLISECOND,
     SECOND,
     BATCH_WINDOWS,
+    BatchedLength,
+    BatchedTime,
+    LengthUnique,
     KEYED_GROUP_POLICIES,
     KEYED_POLICIES,
     JumpingLength,
@@ -124,6 +127,7 @@ from oracle.model import (
     spec_expression_names,
     spec_keys,
 )
+from oracle.stream_query import AGGREGATES, PROJECTIONS, StreamQuery
 from oracle.windows import make_window
 
 T = TypeVar("T")
@@ -278,6 +282,51 @@ KEYED_SPECS: dict[str, st.SearchStrategy] = {
 }
 """Keyed windows (CCL's PRIMARY KEY), one strategy per retention kind."""
 
+_unique_key = st.sampled_from(KEY_PROPERTIES).map(lambda name: (name,))
+#: batch periods: on the grid and off it (250 ms), shorter and longer than the spans
+_periods = st.sampled_from((GRID, 2 * GRID, 250, 3 * GRID, 4 * GRID, 8 * GRID, 2))
+
+
+def _batched_time(span, period, size, unique, partition):
+    return BatchedTime(span, period, size, unique, partition if size is not None or unique else ())
+
+
+LOT_SPECS: dict[type, st.SearchStrategy] = {
+    BatchedTime: st.builds(_batched_time, spans, _periods, st.none() | sizes, st.just(()) | _unique_key,
+                           st.just(()) | key_names),
+    # a batch as large as the size, without a unique key, is length_batch: one larger then
+    BatchedLength: st.builds(lambda size, batch, unique: BatchedLength(size, batch + (batch == size and not unique), unique),
+                             sizes, st.integers(2, 5), st.just(()) | _unique_key),
+    LengthUnique: st.builds(LengthUnique, sizes, _unique_key, st.none() | spans),
+}
+"""Apama's lot windows (`oracle.windows.lots`); a `BatchedTime` keeps its own partitions."""
+
+#: Apama's windows: the lot kinds and the forms that are other kinds (`oracle.dialects.apama`)
+APAMA_WINDOWS = st.one_of(
+    DATA_WINDOW_SPECS[Length], DATA_WINDOW_SPECS[LengthBatch], DATA_WINDOW_SPECS[Time], DATA_WINDOW_SPECS[KeepAll],
+    st.builds(lambda span, size: Intersection((Time(span), Length(size))), spans, sizes),
+    st.builds(lambda key, span: Intersection((Unique(key), Time(span))), _unique_key, spans),
+    *LOT_SPECS.values(),
+    st.builds(GroupWin, key_names, st.one_of(DATA_WINDOW_SPECS[Length], DATA_WINDOW_SPECS[LengthBatch],
+                                             LOT_SPECS[BatchedLength], LOT_SPECS[LengthUnique])),
+)
+
+
+def _stream_query(window, output, argument):
+    if output == "rstream" and isinstance(window, KeepAll):
+        output = "istream"  # `retain all` never removes: rstream over it is refused (InvalidSpec)
+    return StreamQuery(window, output, argument if output in ("sum", "avg", "min", "max") else None)
+
+
+STREAM_QUERY_SPECS: dict[type, st.SearchStrategy] = {
+    StreamQuery: st.builds(_stream_query, APAMA_WINDOWS, st.sampled_from(PROJECTIONS + AGGREGATES),
+                           st.sampled_from(VALUE_PROPERTIES)),
+}
+"""Stream queries over Apama's windows: `select v`, `select rstream v`, aggregates."""
+
+#: the kinds that are queries, not windows (what they post is a projection of a window's lots)
+QUERY_KINDS: tuple[str, ...] = tuple(cls.KIND for cls in STREAM_QUERY_SPECS)
+
 #: spec class -> its strategy: every kind of the model (the completeness test checks it)
 STRATEGIES: dict[type, st.SearchStrategy] = {
     **UNGROUPED_SPECS,
@@ -285,6 +334,8 @@ STRATEGIES: dict[type, st.SearchStrategy] = {
     **DERIVED_SPECS,
     **RETENTION_SPECS,
     Keyed: st.one_of(*KEYED_SPECS.values()),
+    **LOT_SPECS,
+    **STREAM_QUERY_SPECS,
 }
 
 SPECS: dict[str, st.SearchStrategy] = {
@@ -295,6 +346,9 @@ SPECS: dict[str, st.SearchStrategy] = {
     **{f"groupwin/{cls.KIND}": st.builds(GroupWin, key_names, RETENTION_SPECS[cls])
        for cls in RETENTION_SPECS if cls in KEYED_GROUP_POLICIES},
     **KEYED_SPECS,
+    **{cls.KIND: strategy for cls, strategy in LOT_SPECS.items()},
+    **{f"groupwin/{cls.KIND}": st.builds(GroupWin, key_names, LOT_SPECS[cls]) for cls in (BatchedLength, LengthUnique)},
+    **{cls.KIND: strategy for cls, strategy in STREAM_QUERY_SPECS.items()},
 }
 """One strategy per kind, keyed by `spec_kind` name (eKuiper's are added below)."""
 
@@ -412,7 +466,7 @@ def _query(draw) -> Query:
     return Query(tuple(items), "demo", window, where, keys, having, order)
 
 
-QUERY_SPECS: dict[type, st.SearchStrategy] = {Query: _query()}
+PANE_QUERY_SPECS: dict[type, st.SearchStrategy] = {Query: _query()}
 
 KUIPER_SPECS: dict[str, st.SearchStrategy] = {
     **{cls.KIND: strategy for cls, strategy in PANE_SPECS.items()},
@@ -424,7 +478,7 @@ SPECS.update(KUIPER_SPECS)
 KINDS: tuple[str, ...] = tuple(SPECS)
 """Every kind; a dialect's are those it writes (`implemented_kinds`)."""
 STRATEGIES.update(PANE_SPECS)
-STRATEGIES.update(QUERY_SPECS)
+STRATEGIES.update(PANE_QUERY_SPECS)
 
 #: the simplest spec of each class, to ask the oracle whether it runs the kind
 EXAMPLES: dict[type, WindowSpec] = {
@@ -444,6 +498,8 @@ EXAMPLES: dict[type, WindowSpec] = {
     Tumbling: Tumbling(SECOND), Hopping: Hopping(2 * SECOND, SECOND), Sliding: Sliding(SECOND),
     Session: Session(2 * SECOND, SECOND), CountPanes: CountPanes(1, 1),
     Query: Query((SelectItem(Aggregate("count"), "c"),), "demo", Tumbling(SECOND)),
+    BatchedTime: BatchedTime(GRID, GRID), BatchedLength: BatchedLength(1, 2), LengthUnique: LengthUnique(1, ("symbol",)),
+    StreamQuery: StreamQuery(Length(1), "istream"),
 }
 
 

@@ -784,6 +784,94 @@ RetentionWindow = Union[SlackLength, JumpingLength, JumpingTime]
 RETENTION_WINDOWS: tuple[type, ...] = RetentionWindow.__args__  # type: ignore[attr-defined]
 
 
+# --------------------------------------------------------------------------- lot windows
+# Apama's stream-query windows whose rule no other kind has (apama-ccl.md §1.5 to
+# §1.8): batched entry, and a uniqueness applied after the rest of the window. A
+# form that is an existing kind's rule maps to that kind (`oracle.dialects.apama`).
+# Their rules: `oracle.windows.lots`; one activation posts one lot, the change of
+# what the window shows, and nothing when it did not change.
+
+
+def _optional_positive(inst, attribute, value):
+    if value is not None:
+        _positive(inst, attribute, value)
+
+
+def _optional_names(inst, attribute, value):
+    if value:
+        _property_names(inst, attribute, value)
+
+
+@frozen
+class BatchedTime(Spec):
+    """Items enter in batches on the grid `creation + k * period` (k >= 0): an
+    item arriving on the grid at once, any other at the next grid point; each
+    leaves at the first grid point at or after its arrival + `span`, so one
+    that would leave where it would enter never enters. With `size`, the
+    newest `size` of a partition stay; with `unique`, only the latest item per
+    key of a partition shows (after the rest). `partition` keys partitions
+    sharing the one grid (not a `GroupWin`: a group's copy would start its
+    own grid)."""
+
+    KIND: ClassVar[str] = "batched_time"
+    span: int = field(validator=_positive)
+    period: int = field()
+    size: int | None = field(default=None, validator=_optional_positive)
+    unique: tuple[str, ...] = field(default=(), converter=tuple, validator=_optional_names, metadata=_role("key"))
+    partition: tuple[str, ...] = field(default=(), converter=tuple, validator=_optional_names, metadata=_role("key"))
+
+    @period.validator
+    def _check_period(self, attribute, value):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+            raise InvalidSpec(f"batched_time: period must be a time period of 2 ms or more (a 1 ms grid is the "
+                              f"sliding window's rule), got {value!r}")
+
+    def __attrs_post_init__(self):
+        if self.partition and self.size is None and not self.unique:
+            raise InvalidSpec("batched_time: a partition changes nothing without a size or a unique key; leave it out")
+
+
+@frozen
+class BatchedLength(Spec):
+    """Items enter `batch` at a time, when the `batch`-th item since the last
+    batch arrives; the newest `size` stay, so a batch's items that newer ones
+    of the same batch displace never enter. With `unique`, only the latest item
+    per key shows (after the rest). A batch of 1 is the sliding rule, and
+    `size == batch` without `unique` is `LengthBatch`'s rule."""
+
+    KIND: ClassVar[str] = "batched_length"
+    size: int = field(validator=_positive)
+    batch: int = field()
+    unique: tuple[str, ...] = field(default=(), converter=tuple, validator=_optional_names, metadata=_role("key"))
+
+    @batch.validator
+    def _check_batch(self, attribute, value):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+            raise InvalidSpec(f"batched_length: batch must be a size of 2 or more (a batch of 1 is the sliding "
+                              f"rule), got {value!r}")
+
+    def __attrs_post_init__(self):
+        if not self.unique and self.batch == self.size:
+            raise InvalidSpec("batched_length: a batch as large as the size, without a unique key, is the "
+                              "length_batch rule")
+
+
+@frozen
+class LengthUnique(Spec):
+    """The newest `size` items (of those that arrived in the last `span` ms,
+    with a span), of which only the latest per `unique` key shows: a hidden
+    item still holds one of the `size` places."""
+
+    KIND: ClassVar[str] = "length_unique"
+    size: int = field(validator=_positive)
+    unique: tuple[str, ...] = field(converter=tuple, validator=_property_names, metadata=_role("key"))
+    span: int | None = field(default=None, validator=_optional_positive)
+
+
+LotWindow = Union[BatchedTime, BatchedLength, LengthUnique]
+LOT_WINDOWS: tuple[type, ...] = LotWindow.__args__  # type: ignore[attr-defined]
+
+
 def _members(inst, attribute, value):
     if len(value) < 2:
         raise InvalidSpec(f"{type(inst).KIND}: needs at least two data windows")
@@ -811,8 +899,12 @@ class RetainUnion(Spec):
     members: tuple[DataWindow, ...] = field(converter=tuple, validator=_members)
 
 
+#: lot windows a group may hold (a `BatchedTime` keeps its partitions itself: they share its grid)
+GROUPED_LOT_WINDOWS: tuple[type, ...] = (BatchedLength, LengthUnique)
+
+
 def _grouped(inst, attribute, value):
-    if not isinstance(value, DATA_WINDOWS + RETENTION_WINDOWS + (Intersection, RetainUnion)):
+    if not isinstance(value, DATA_WINDOWS + RETENTION_WINDOWS + GROUPED_LOT_WINDOWS + (Intersection, RetainUnion)):
         raise InvalidSpec(f"groupwin: cannot group {value!r}")
 
 
@@ -1287,10 +1379,10 @@ class Query(Spec):
         return any(isinstance(node, GROUP_NODES) for e in exprs for node in expression_nodes(e))
 
 
-WindowSpec = Union[DataWindow, RetentionWindow, Intersection, RetainUnion, GroupWin, Keyed, DerivedWindow, Tumbling,
-                   Hopping, Sliding, Session, CountPanes, Query]
-WINDOW_SPECS: tuple[type, ...] = (DATA_WINDOWS + RETENTION_WINDOWS + (Intersection, RetainUnion, GroupWin, Keyed)
-                                  + DERIVED_WINDOWS + PANE_WINDOWS + (Query,))
+WindowSpec = Union[DataWindow, RetentionWindow, LotWindow, Intersection, RetainUnion, GroupWin, Keyed, DerivedWindow,
+                   Tumbling, Hopping, Sliding, Session, CountPanes, Query]
+WINDOW_SPECS: tuple[type, ...] = (DATA_WINDOWS + RETENTION_WINDOWS + LOT_WINDOWS
+                                  + (Intersection, RetainUnion, GroupWin, Keyed) + DERIVED_WINDOWS + PANE_WINDOWS + (Query,))
 
 
 def spec_kind(spec: WindowSpec) -> str:

@@ -15,7 +15,7 @@ from oracle.model import Arrive, GroupWin, Intersection, Length, Time, Unique, c
 
 @given(st.data())
 def test_windows_are_of_the_kinds_asked_for(data):
-    dialect = data.draw(st.sampled_from(("esper", "ccl")), label="dialect")
+    dialect = data.draw(st.sampled_from(("esper", "ccl", "apama")), label="dialect")
     written = implemented_kinds(dialect)
     kinds = data.draw(st.lists(st.sampled_from(written), min_size=1, max_size=3, unique=True), label="kinds")
     spec = data.draw(windows(dialect, kinds), label="spec")
@@ -32,7 +32,12 @@ def test_default_kinds_are_the_ones_the_oracle_runs_in_the_dialect():
     kuiper = implemented_kinds("kuiper")
     assert {"tumbling", "hopping", "sliding", "session", "count", "query/tumbling"} <= set(kuiper)
     assert not {"length", "time", "keyed/length"} & set(kuiper)
-    assert set(implemented_kinds(None)) == set(kinds) | set(ccl) | set(kuiper)
+    apama = implemented_kinds("apama")
+    assert {"length", "time", "keepall", "length_batch", "batched_time", "groupwin/batched_length", "stream_query"} <= set(apama)
+    assert not {"intersection", "jumping_time", "groupwin/time", "time_batch"} & set(apama)
+    assert set(implemented_kinds(None)) == set(kinds) | set(ccl) | set(kuiper) | set(apama)
+    assert writer("batched_time") == "apama" and writer("stream_query") == "apama"
+    assert writer("query/session") == "kuiper"
     assert writer("keyed/time") == "ccl" and writer("length") == "esper" and writer("groupwin/sort") == "esper"
     assert writer("query/session") == "kuiper"
 

@@ -4,8 +4,9 @@ A dialect module has `parse(text)`, `render(spec)` and `name(spec)`; one whose
 windows need more than their text (eKuiper's time mode, timestamp field, late
 tolerance and time zone: case keys of ../shared/CORPUS.md) also has
 `SETTING_KEYS`, `parse(text, settings)` and `settings(spec)`, the case keys
-`spec` needs. `case_spec(case)` is the spec a conformance case runs, and
-`case_fields(spec, dialect)` the case keys that write it back.
+`spec` needs. A case with the `query` key (CORPUS.md) runs the query's spec:
+`case_spec(case)`; and `case_fields(spec, dialect)` gives the `window` text and
+the other case keys (`query`, settings) back.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from typing import Any
 
 from oracle.errors import InvalidCase, UnsupportedWindow
 from oracle.model import Query, WindowSpec
+from oracle.stream_query import QUERY_SPECS
 
 DIALECTS = ("esper", "ccl", "apama", "kuiper")
-IMPLEMENTED = ("esper", "ccl", "kuiper")
+IMPLEMENTED = ("esper", "ccl", "apama", "kuiper")
 #: the optional case keys a dialect's windows may read besides `window` (CORPUS.md)
 CASE_SETTINGS = ("time_mode", "timestamp_field", "late_tolerance", "time_zone")
+#: the specs a case's `query` key may hold: eKuiper's statements over panes, Apama's stream queries
+QUERIES = (Query, *QUERY_SPECS)
 
 
 def _module(dialect: str):
@@ -71,9 +75,10 @@ def window_name(spec: WindowSpec, dialect: str = "esper") -> str:
 
 
 def case_spec(case) -> WindowSpec:
-    """The spec a conformance case runs: its `window` (and `query`, whose window
-    must be the same) with its settings. Raises `InvalidCase` for a query whose
-    window differs from the `window` key, or a `query` that is not a statement."""
+    """The spec a conformance case runs: its `window`, or with a `query` key the
+    query, whose window must be the `window` key's; with its settings. Raises
+    `InvalidCase` for a `query` that is not a string or not a query, or whose
+    window differs."""
     extra = case.extra
     chosen = {key: extra[key] for key in CASE_SETTINGS if key in extra}
     window = parse(case.window, case.dialect, chosen)
@@ -83,8 +88,8 @@ def case_spec(case) -> WindowSpec:
     if not isinstance(text, str):
         raise InvalidCase(f"'query' must be a string, got {text!r}")
     query = parse(text, case.dialect, chosen)
-    if not isinstance(query, Query):
-        raise InvalidCase(f"'query' must be a whole statement (SELECT ...), got {text!r}")
+    if not isinstance(query, QUERIES):
+        raise InvalidCase(f"'query' must be a whole statement over the window (a query), got {text!r}")
     if query.window != window:
         raise InvalidCase(f"the query's window ({render(query.window, case.dialect)}) is not the case's "
                           f"'window' ({case.window})")
@@ -94,7 +99,7 @@ def case_spec(case) -> WindowSpec:
 def case_fields(spec: WindowSpec, dialect: str) -> tuple[str, dict[str, Any]]:
     """The `window` text and the other case keys (`query`, settings) that write `spec`."""
     extra = dict(settings(spec, dialect))
-    if isinstance(spec, Query):
+    if isinstance(spec, QUERIES):
         extra = {"query": render(spec, dialect), **extra}
         return render(spec.window, dialect), extra
     return render(spec, dialect), extra

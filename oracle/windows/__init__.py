@@ -7,6 +7,8 @@ from typing import Any
 
 from oracle.errors import UnsupportedWindow
 from oracle.model import (
+    BatchedLength,
+    BatchedTime,
     Expr,
     ExprBatch,
     ExtTimed,
@@ -23,6 +25,7 @@ from oracle.model import (
     Keyed,
     LastEvent,
     Length,
+    LengthUnique,
     LengthBatch,
     Rank,
     RetainUnion,
@@ -39,9 +42,11 @@ from oracle.model import (
     spec_kind,
 )
 from oracle.windows import (
-    derived, expr, groupwin, keep, keyed, length, panes, retention, several, sort, time, time_batch, time_order,
-    unique,
+    derived, expr, groupwin, keep, keyed, length, lots, panes, retention, several, sort, time, time_batch,
+    time_order, unique,
 )
+from oracle.stream_query import StreamQuery
+from oracle.windows import stream_query
 from oracle.windows.base import Delivery, Post, Window, WindowBase
 
 #: spec class -> window class, built as cls(spec, now), `now` the clock when the
@@ -74,6 +79,10 @@ WINDOW_CLASSES: dict[type, type] = {
     JumpingLength: retention.JumpingLengthWindow,
     JumpingTime: retention.JumpingTimeWindow,
     Keyed: keyed.KeyedWindow,
+    BatchedTime: lots.LotsWindow,
+    BatchedLength: lots.LotsWindow,
+    LengthUnique: lots.LotsWindow,
+    StreamQuery: stream_query.StreamQueryWindow,
     **derived.WINDOWS,
     **panes.WINDOWS,
     Query: panes.query_window,
