@@ -21,20 +21,14 @@ from difftest.strategies import EXAMPLES, STRATEGIES
 from oracle.cases import case_files, load_case
 from oracle.dialects import IMPLEMENTED, parse, render, writes
 from oracle.errors import UnsupportedWindow, WindowOracleError
-from oracle.model import WINDOW_SPECS, JumpingLength, JumpingTime, Keyed, SlackLength, nested_specs
+from oracle.model import WINDOW_SPECS, nested_specs
 from oracle.windows import WINDOW_CLASSES
 
 ROOT = Path(__file__).resolve().parent.parent
 ASPECTS = ("oracle", "spark", "dialects", "strategies", "corpus")
 
 #: spec class -> the aspects still missing
-PENDING: dict[type, set[str]] = {
-    # issue 13: the CCL kinds' Spark families are built on the Spark side
-    SlackLength: {"spark"},
-    JumpingLength: {"spark"},
-    JumpingTime: {"spark"},
-    Keyed: {"spark"},
-}
+PENDING: dict[type, set[str]] = {}
 
 
 def _corpus_counts() -> Counter:
