@@ -31,18 +31,27 @@ arrived in the interval the window's timer closes, `retention.py`). An update
 keeps the row's age. The expiry of a row is before an operation of its key iff
 the operation's clock reaches the due time (the timer due at an arrival's
 clock fires first; any earlier item reaching it fired it before), so a key's
-fate depends on its own operations and clocks alone, not on other keys. But
-it is a chain: whether an upsert at clock c inserts depends on the insert
-that began the row it meets, c - t or later, which depends on the ones before
-it (a greedy cover, as `#time_length_batch`'s cut): no bounded window
-function gives it. So each key's operations (one shuffle by (trace, key))
-go through a small kernel (`_timed_kernel`, `applyInArrow`) that walks them
-once in seq order, holding one row; it emits the arrivals' posts and, for
-each row that expires, its due time, its insert's seq (the order of rows
-expiring in one unit: arrival order) and the id of its latest version. Where
-the expiry fires (the item whose walk stops there, or the jump that passes
-it) comes from `clock.hits`, as for every timed family; the rows of one
-firing are one post, oldest first.
+fate depends on its own operations and clocks alone, not on other keys.
+Where an expiry fires (the item whose walk stops there, or the jump that
+passes it) comes from `clock.hits`, as for every timed family; the rows of
+one firing are one post, oldest first (pos: the insert's seq).
+
+* Jumping: a row held at an operation began in the same interval, after the
+  key's last delete. So a key's operations fall in segments, (interval,
+  number of deletes before): the first upsert of a segment inserts, the
+  others update, a delete (always its segment's last operation) removes the
+  row iff an upsert came before it in the segment, posting the last one; a
+  segment ending in an upsert expires at its interval's end. Window
+  functions over (trace, key) in seq order (the deletes before), then over
+  the segment (a finer partition of the same shuffle: one more sort).
+* Sliding: a chain. Whether an upsert at clock c inserts depends on the
+  insert that began the row it meets, at c - t or later, which depends on the
+  ones before it (a greedy cover, as `#time_length_batch`'s cut): no bounded
+  window function gives it. So each key's operations (one shuffle by
+  (trace, key)) go through a small kernel (`_timed_kernel`, `applyInArrow`)
+  that walks them once in seq order, holding one row; it emits the
+  arrivals' posts and, for each row that expires, its due time, its insert's
+  seq and the id of its latest version. Keys spread over the cluster.
 
 **Lax, a count policy** (`KEEP n ROWS`, `SLACK`, `EVERY n ROWS`, each also
 `PER(cols)`): a row is pushed out by the count of rows held in its group,
@@ -93,8 +102,10 @@ def keyed(items: DataFrame, spec: Keyed, ctx: Context) -> DataFrame:
     if isinstance(policy, KeepAll):
         return strict(items, spec, ctx)
     inner = policy.window if isinstance(policy, GroupWin) else policy
-    if isinstance(inner, (Time, JumpingTime)):
+    if isinstance(inner, Time):
         return lax_timed(items, spec, inner, ctx)
+    if isinstance(inner, JumpingTime):
+        return lax_jumping(items, spec, inner, ctx)
     return lax_counted(items, spec, ctx)
 
 
@@ -181,29 +192,57 @@ _TIMED_SCHEMA = T.StructType([
 ])
 
 
-def lax_timed(items: DataFrame, spec: Keyed, policy: Time | JumpingTime, ctx: Context) -> DataFrame:
+def lax_timed(items: DataFrame, spec: Keyed, policy: Time, ctx: Context) -> DataFrame:
     keys = [quoted(k) for k in spec.keys]
     ops = events(items).selectExpr("trace_id", *keys, "seq", "time", "id", f"{OP} AS op")
-    kernel = _timed_kernel(policy.span, isinstance(policy, JumpingTime))
-    posted = ops.groupBy("trace_id", *spec.keys).applyInArrow(kernel, _TIMED_SCHEMA)
+    posted = ops.groupBy("trace_id", *spec.keys).applyInArrow(_timed_kernel(policy.span), _TIMED_SCHEMA)
     at_arrival = _at_arrival(posted.where("seq IS NOT NULL"), "side", "id", pos="pos")
-    due, hit = quoted(clock.DUE), quoted(clock.HIT)
     expiring = posted.where("seq IS NULL").select("trace_id", clock.DUE, "pos", "id")
-    found = clock.hits(items, expiring, reach=policy.span, jumps=ctx.jumps).where(f"{hit} IS NOT NULL")
-    at_timer = found.selectExpr(
+    return at_arrival.unionByName(_expiries(items, expiring, policy.span, ctx))
+
+
+def lax_jumping(items: DataFrame, spec: Keyed, policy: JumpingTime, ctx: Context) -> DataFrame:
+    keys = ", ".join(quoted(k) for k in spec.keys)
+    span = policy.span
+    upsert = f"`#op` IN ({', '.join(repr(code) for code in UPSERTS)})"
+    by_key = f"OVER (PARTITION BY trace_id, {keys} ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+    ops = events(items).selectExpr("trace_id", "seq", "time", "id", *(quoted(k) for k in spec.keys), f"{OP} AS `#op`")
+    segmented = ops.selectExpr(
+        "*", f"{clock.floor_div('time', span)} AS `#interval`",
+        f"coalesce(sum(CASE WHEN NOT {upsert} THEN 1 END) {by_key}, 0) AS `#deletes`")
+    segment = f"PARTITION BY trace_id, {keys}, `#interval`, `#deletes` ORDER BY seq"
+    before = f"OVER ({segment} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+    looked = segmented.selectExpr(
+        "*", f"count(CASE WHEN {upsert} THEN 1 END) {before} > 0 AS `#held`",
+        f"last(CASE WHEN {upsert} THEN id END, true) {before} AS `#stored`",
+        f"min(CASE WHEN {upsert} THEN seq END) OVER ({segment} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS `#start`",
+        f"lead(seq) OVER ({segment}) IS NULL AS `#last`")
+    side = (f"CASE WHEN {upsert} THEN CASE WHEN `#held` THEN 'update' ELSE 'insert' END "
+            "WHEN `#held` THEN 'remove' END")
+    sided = looked.selectExpr("*", f"{side} AS side").where("side IS NOT NULL")
+    at_arrival = _at_arrival(sided, "side", "CASE WHEN side = 'remove' THEN `#stored` ELSE id END")
+    expiring = looked.where(f"`#last` AND {upsert}").selectExpr(
+        "trace_id", f"(`#interval` + 1) * {span} AS {quoted(clock.DUE)}", "`#start` AS pos", "id")
+    return at_arrival.unionByName(_expiries(items, expiring, span, ctx))
+
+
+def _expiries(items: DataFrame, expiring: DataFrame, span: int, ctx: Context) -> DataFrame:
+    """Post rows removing each expiring row (`trace_id`, `#due`, `pos`: its
+    insert's seq, `id`: its latest version) in the unit of the first item
+    reaching its due time (`clock.hits`), at the due time on a walk, at the
+    target on a jump; one firing's rows by (due, insert)."""
+    due, hit = quoted(clock.DUE), quoted(clock.HIT)
+    found = clock.hits(items, expiring, reach=span, jumps=ctx.jumps).where(f"{hit} IS NOT NULL")
+    return found.selectExpr(
         "trace_id", f"{hit}.seq AS seq", f"{TIMER} AS phase", f"{clock.fire_time(hit, due)} AS time",
         f"{due} AS slot_due", "CAST(0 AS BIGINT) AS slot", "'remove' AS side", "pos", "id",
         "CAST(NULL AS STRING) AS error")
-    return at_arrival.unionByName(at_timer)
 
 
-def _timed_kernel(span: int, jumping: bool):
+def _timed_kernel(span: int):
     """The grouped-map function over one key's operations (module docstring):
     rows `(seq, time, side, pos, id)` posted at arrivals, and `(#due, pos, id)`
     for each row that expires, `pos` its insert's seq."""
-
-    def due_of(time: int) -> int:
-        return (time // span + 1) * span if jumping else time + span
 
     def kernel(table):
         import pyarrow as pa
@@ -224,7 +263,7 @@ def _timed_kernel(span: int, jumping: bool):
                 row = None
             if op[r] in UPSERTS:
                 if row is None:
-                    row = [seq[r], due_of(time[r]), ids[r]]
+                    row = [seq[r], time[r] + span, ids[r]]
                     emit(seq[r], time[r], "insert", 0, ids[r])
                 else:
                     row[2] = ids[r]
