@@ -113,7 +113,7 @@ def check_pair(spec: WindowSpec, trace: Trace) -> None:
         if not isinstance(item, Arrive):
             continue
         problem = item_problem(spec, item)
-        if problem is not None:  # no Spark family rejects items (CCL windows will): the trace is invalid
+        if problem is not None:  # a code the window does not take (a keyed window takes every code): invalid
             raise InvalidTrace(problem, index)
         event = item.event
         for name in keys:
