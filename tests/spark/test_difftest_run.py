@@ -44,7 +44,7 @@ def test_spark_agrees_with_the_oracle(spark, family, tmp_path):
     assert by_dialect
     for dialect, kinds in sorted(by_dialect.items()):
         runner = Runner(ImplUnderTest(load_impl("spark_impl:apply_window"), spark), batch_size=40,
-                        found_dir=tmp_path, seed=20261122)
+                        found_dir=tmp_path, seed=20261122, dialect=dialect)
         stats = runner.run(targets(dialect, None, kinds), examples=40, budget=None)
         totals = runner.totals()
         assert totals["mismatches"] == 0, "\n".join(
