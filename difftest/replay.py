@@ -24,7 +24,7 @@ from attrs import frozen
 from difftest.compare import Difference, compare
 from difftest.engines import Engine
 from oracle.cases import Case, case_files, load_case
-from oracle.dialects import parse
+from oracle.dialects import case_spec
 from oracle.errors import WindowOracleError
 from oracle.model import WindowSpec
 
@@ -76,7 +76,7 @@ def _prepare(path: Path) -> tuple[Case, WindowSpec] | CaseResult:
     case = None
     try:
         case = load_case(path)
-        return case, parse(case.window, case.dialect)
+        return case, case_spec(case)
     except WindowOracleError as exc:
         name, window = (case.name, case.window) if case else (None, None)
         return CaseResult(path, name, window, error=_reason(exc, path))

@@ -48,7 +48,7 @@ from difftest.compare import Difference, compare
 from difftest.shrink import shrink
 from difftest.known import KNOWN_DIFFERENCES, KnownDifference, known_difference
 from difftest.strategies import implemented_kinds, seeded_traces, trace_names, trace_opcodes, windows
-from oracle.dialects import window_name
+from oracle.dialects import case_fields, window_name
 from oracle.cases import Case, dump_case
 from oracle.errors import UnsupportedWindow, WindowOracleError
 from oracle.model import Arrive, Trace, Update, WindowSpec, spec_kind
@@ -283,7 +283,9 @@ def save_found(result: TraceResult, batch: BatchResult, folder: Path, impl_name:
     its trace and expectation; `-2`, `-3`, ... where another finding of another
     run holds that name), the oracle's output as `expected`."""
     kind = f"{batch.dialect}-{window_name(batch.spec, batch.dialect)}"
-    case = Case(name="", dialect=batch.dialect, window=batch.window, trace=result.trace, expected=result.expected)
+    window, extra = case_fields(batch.spec, batch.dialect)  # eKuiper: the query and settings are keys of their own
+    case = Case(name="", dialect=batch.dialect, window=window, trace=result.trace, expected=result.expected,
+                extra=extra)
     body = dump_case(case)
     digest = hashlib.sha1(body.encode()).hexdigest()[:10]
     headline = result.error or (result.difference.headline() if result.difference else "")
@@ -291,7 +293,7 @@ def save_found(result: TraceResult, batch: BatchResult, folder: Path, impl_name:
         name=f"found-{kind}-{digest}",
         about=f"{impl_name} disagrees with the oracle: {headline}",
         source=f"found by difftest run (Hypothesis-drawn, shrunk by batched delta debugging){note}",
-        dialect=batch.dialect, window=batch.window, trace=result.trace, expected=result.expected,
+        dialect=batch.dialect, window=window, trace=result.trace, expected=result.expected, extra=extra,
     )
     folder.mkdir(parents=True, exist_ok=True)
     text = dump_case(case)

@@ -47,12 +47,15 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, TypeVar
 
+import attrs
 from attrs import frozen
 from hypothesis import strategies as st
 
-from oracle.dialects import IMPLEMENTED, parse, render, writes
+from oracle.dialects import IMPLEMENTED, parse, render, settings, writes
 from oracle.errors import UnsupportedWindow
 from oracle.model import (
+    MILLISECOND,
+    SECOND,
     BATCH_WINDOWS,
     KEYED_GROUP_POLICIES,
     KEYED_POLICIES,
@@ -61,6 +64,18 @@ from oracle.model import (
     Keyed,
     SlackLength,
     accepted_opcodes,
+    Call,
+    Collect,
+    CountPanes,
+    Hopping,
+    Index,
+    Member,
+    OrderKey,
+    Query,
+    SelectItem,
+    Session,
+    Sliding,
+    Tumbling,
     Advance,
     Correl,
     Linest,
@@ -281,9 +296,135 @@ SPECS: dict[str, st.SearchStrategy] = {
        for cls in RETENTION_SPECS if cls in KEYED_GROUP_POLICIES},
     **KEYED_SPECS,
 }
-"""One strategy per kind, keyed by `spec_kind` name."""
+"""One strategy per kind, keyed by `spec_kind` name (eKuiper's are added below)."""
 
+# --------------------------------------------------------------------------- eKuiper's pane windows and queries
+# Periods on the trace grid: seconds mostly (1 to 4 s: ends fall on arrivals
+# and on idle stretches), milliseconds in GRID steps; event time on `ts` with
+# tolerances around the grid, so rows come late and several panes close at
+# once; conditions over the generated events' `price`, `symbol` and `ts`.
+
+_conditions = st.one_of(
+    st.builds(_binary(">"), st.just(Name("price")), _amounts),
+    st.builds(_binary("<="), st.just(Name("price")), _amounts),
+    st.builds(_binary("="), st.just(Name("symbol")), st.sampled_from([Literal(s) for s in SYMBOLS if s])),
+    st.builds(_binary("!="), st.just(Name("symbol")), st.sampled_from([Literal(s) for s in SYMBOLS if s])),
+)
+_row_conditions = _conditions | st.builds(lambda op, a, b: Binary(op, a, b), st.sampled_from(("and", "or")),
+                                          _conditions, _conditions) | _conditions.map(Not)
+_filters = st.one_of(st.none(), st.none(), _row_conditions)
+_triggers = st.one_of(
+    st.none(), st.none(), _row_conditions,
+    st.builds(lambda t: Binary(">", Binary("-", Name(TIMESTAMP), Call("last_hit_time")), Literal(t)),
+              st.sampled_from((0, GRID, 2 * GRID, 1000))),
+)
+_units = st.sampled_from((SECOND, SECOND, SECOND, MILLISECOND))
+
+
+def _unit_period(unit: int, low: int = 1, high: int = 4) -> st.SearchStrategy[int]:
+    """A period of `unit`: 1 to 4 s, or GRID multiples in ms."""
+    if unit == MILLISECOND:
+        return st.integers(low, high * 2).map(lambda k: k * GRID)
+    return st.integers(low, high).map(lambda k: k * unit)
+
+
+@st.composite
+def _time_fields(draw) -> dict:
+    """Processing time, or event time on `ts` with a late tolerance; a zone."""
+    fields: dict = {}
+    if draw(st.booleans()):
+        fields["timestamp"] = TIMESTAMP
+        fields["late_tolerance"] = draw(st.sampled_from((0, 0, GRID, 1000, 2 * GRID + 1, 3000)))
+    fields["time_zone"] = draw(st.sampled_from(("UTC", "UTC", "UTC", "Asia/Shanghai")))
+    return fields
+
+
+@st.composite
+def _tumbling(draw) -> Tumbling:
+    unit = draw(_units)
+    return Tumbling(draw(_unit_period(unit)), unit, filter=draw(_filters), **draw(_time_fields()))
+
+
+@st.composite
+def _hopping(draw) -> Hopping:
+    unit = draw(_units)
+    return Hopping(draw(_unit_period(unit)), draw(_unit_period(unit)), unit, filter=draw(_filters),
+                   **draw(_time_fields()))
+
+
+@st.composite
+def _sliding(draw) -> Sliding:
+    unit = draw(_units)
+    delay = draw(st.just(0) | _unit_period(unit, 1, 2))
+    return Sliding(draw(_unit_period(unit, 1, 3)), unit, delay, trigger=draw(_triggers), filter=draw(_filters),
+                   **draw(_time_fields()))
+
+
+@st.composite
+def _session(draw) -> Session:
+    unit = draw(_units)
+    return Session(draw(_unit_period(unit)), draw(_unit_period(unit, 1, 3)), unit, filter=draw(_filters),
+                   **draw(_time_fields()))
+
+
+@st.composite
+def _count(draw) -> CountPanes:
+    size = draw(sizes)
+    return CountPanes(size, draw(st.integers(1, size)), filter=draw(_filters))
+
+
+PANE_SPECS: dict[type, st.SearchStrategy] = {
+    Tumbling: _tumbling(), Hopping: _hopping(), Sliding: _sliding(), Session: _session(), CountPanes: _count(),
+}
+"""eKuiper's windows, one strategy per pane-window spec class."""
+
+_AGGREGATE_ITEMS = (
+    SelectItem(Aggregate("count"), "c"), SelectItem(Aggregate("sum", Name("price")), "total"),
+    SelectItem(Aggregate("avg", Name("price"))), SelectItem(Aggregate("min", Name("price")), "low"),
+    SelectItem(Aggregate("max", Name(TIMESTAMP)), "latest"), SelectItem(Aggregate("count", Name("symbol")), "named"),
+    SelectItem(Member(Index(Collect(), 0), "symbol"), "first_symbol"), SelectItem(Index(Collect(Name("id")), 1)),
+)
+_ROW_ITEMS = (
+    SelectItem(), SelectItem(Name("symbol")), SelectItem(Name("price")), SelectItem(Name("id")),
+    SelectItem(Binary("*", Name("price"), Literal(2)), "double"),
+)
+_PANE_ITEMS = (SelectItem(Call("window_start")), SelectItem(Call("window_end"), "we"), SelectItem(Call("row_number"), "rn"))
+
+
+@st.composite
+def _query(draw) -> Query:
+    """A statement over a drawn pane window: grouped by nothing or `symbol`, or
+    row by row; WHERE, HAVING and ORDER BY now and then."""
+    window = draw(st.one_of(*PANE_SPECS.values()))
+    aggregate = draw(st.booleans())
+    if aggregate:
+        keys = draw(st.sampled_from(((), (Name("symbol"),))))
+        items = draw(st.lists(st.sampled_from(_AGGREGATE_ITEMS), min_size=1, max_size=3, unique=True))
+        items = ([SelectItem(Name("symbol"))] if keys else []) + items
+        having = draw(st.none() | st.builds(_binary(">"), st.just(Aggregate("count")), _counts))
+        order = draw(st.sampled_from(((), (OrderKey(Name("symbol")),), (OrderKey(Aggregate("count"), True),))))
+    else:
+        keys, having = (), None
+        items = draw(st.lists(st.sampled_from(_ROW_ITEMS), min_size=1, max_size=3, unique=True))
+        order = draw(st.sampled_from(((), (OrderKey(Name("price"), True),), (OrderKey(Name("symbol")),))))
+    items += draw(st.lists(st.sampled_from(_PANE_ITEMS), max_size=2, unique=True))
+    where = draw(st.one_of(st.none(), st.none(), _row_conditions))
+    return Query(tuple(items), "demo", window, where, keys, having, order)
+
+
+QUERY_SPECS: dict[type, st.SearchStrategy] = {Query: _query()}
+
+KUIPER_SPECS: dict[str, st.SearchStrategy] = {
+    **{cls.KIND: strategy for cls, strategy in PANE_SPECS.items()},
+    **{f"query/{cls.KIND}": _query().filter(lambda q, cls=cls: type(q.window) is cls) for cls in PANE_SPECS},
+}
+"""eKuiper's kinds, keyed by `spec_kind` name."""
+
+SPECS.update(KUIPER_SPECS)
 KINDS: tuple[str, ...] = tuple(SPECS)
+"""Every kind; a dialect's are those it writes (`implemented_kinds`)."""
+STRATEGIES.update(PANE_SPECS)
+STRATEGIES.update(QUERY_SPECS)
 
 #: the simplest spec of each class, to ask the oracle whether it runs the kind
 EXAMPLES: dict[type, WindowSpec] = {
@@ -300,6 +441,9 @@ EXAMPLES: dict[type, WindowSpec] = {
     WeightedAvg: WeightedAvg("price", "ts"),
     SlackLength: SlackLength(1, 2), JumpingLength: JumpingLength(1), JumpingTime: JumpingTime(GRID),
     Keyed: Keyed(("symbol",), KeepAll()),
+    Tumbling: Tumbling(SECOND), Hopping: Hopping(2 * SECOND, SECOND), Sliding: Sliding(SECOND),
+    Session: Session(2 * SECOND, SECOND), CountPanes: CountPanes(1, 1),
+    Query: Query((SelectItem(Aggregate("count"), "c"),), "demo", Tumbling(SECOND)),
 }
 
 
@@ -309,6 +453,8 @@ def _kind_example(kind: str) -> WindowSpec:
         return Keyed(("symbol",), _kind_example(kind[len("keyed/"):]))
     if kind.startswith("groupwin/"):
         return GroupWin(("symbol",), _kind_example(kind[len("groupwin/"):]))
+    if kind.startswith("query/"):
+        return attrs.evolve(EXAMPLES[Query], window=_kind_example(kind[len("query/"):]))
     return next(example for cls, example in EXAMPLES.items() if cls.KIND == kind)
 
 
@@ -352,12 +498,13 @@ def _kinds(kinds: str | Iterable[str] | None, dialect: str = "esper") -> tuple[s
 
 
 def windows(dialect: str = "esper", kinds: str | Iterable[str] | None = None) -> st.SearchStrategy[WindowSpec]:
-    """Valid specs of `kinds` (None: `implemented_kinds()`), each rendered in
-    `dialect` and parsed back; the parsed spec is drawn."""
+    """Valid specs of `dialect`'s `kinds` (None: `implemented_kinds(dialect)`),
+    each rendered in `dialect` (its text and settings) and parsed back; the
+    parsed spec is drawn."""
 
     def through_text(spec: WindowSpec) -> WindowSpec:
         text = render(spec, dialect)
-        parsed = parse(text, dialect)
+        parsed = parse(text, dialect, settings(spec, dialect))
         if parsed != spec:
             raise AssertionError(f"the {dialect} dialect does not round-trip {spec!r}: {text!r} parses to {parsed!r}")
         return parsed

@@ -131,7 +131,7 @@ class Driver:
             return
         if len(posts) == 1 or not self.one_per_unit:
             for post in posts:
-                if post.update or post.values is not None or post.error is not None:
+                if post.update or post.values is not None or post.error is not None or post.window is not None:
                     self.updates.append(_update(index, time, [post]))
                 else:  # the fast path: an update of events only, the post's own tuples
                     self.updates.append(Update.posted(index, time, post.insert, post.remove))
@@ -143,6 +143,7 @@ def _update(index: int, time: int, posts: list[Post]) -> Update:
     """Posts flattened into one update: each field's rows in posting order."""
     values = [post.values for post in posts if post.values is not None]
     errors = [post.error for post in posts if post.error is not None]
+    panes = [post.window for post in posts if post.window is not None]
     return Update(
         index, time,
         insert=tuple(e for post in posts for e in post.insert),
@@ -150,4 +151,5 @@ def _update(index: int, time: int, posts: list[Post]) -> Update:
         update=tuple(e for post in posts for e in post.update),
         values=DerivedValues([r for v in values for r in v.insert], [r for v in values for r in v.remove]) if values else None,
         error="; ".join(errors) if errors else None,
+        window=panes[0] if panes else None,
     )

@@ -181,7 +181,8 @@ def clock_times(trace: Trace) -> list[int]:
 
 @frozen
 class Pane:
-    """The bounds of a pane a window emits (eKuiper): [start, end) in ms."""
+    """The bounds of a pane a window emits (eKuiper), in ms, as the engine reports
+    them (which is not always the span of the pane's rows)."""
 
     start: int
     end: int
@@ -634,13 +635,58 @@ class Aggregate:
                 raise InvalidSpec(f"the argument of {self.function} may read the events' properties and literals only")
 
 
-EXPRESSIONS = (Literal, Name, Builtin, EventProperty, Negate, Not, Binary, Aggregate)
-Expression = Union[Literal, Name, Builtin, EventProperty, Negate, Not, Binary, Aggregate]
+#: functions of a query over a pane (eKuiper) that are not aggregates: the
+#: pane's bounds, the output row's number, and the state of a sliding
+#: window's trigger condition (the row time and count of its last hit)
+CALLS = ("window_start", "window_end", "row_number", "last_hit_time", "last_hit_count")
+
+
+@frozen
+class Call:
+    """A function of no arguments (`CALLS`): `window_start()`."""
+
+    function: str = field(validator=_one_of(CALLS, "a function"))
+
+
+@frozen
+class Collect:
+    """`collect(*)`: the rows of a group, each an object of its fields (`argument`
+    None), or `collect(x)`: the values of `x`, one per row, nulls included."""
+
+    argument: Any = field(default=None)
+
+    @argument.validator
+    def _check_argument(self, attribute, value):
+        if value is not None:
+            _expression(self, attribute, value)
+
+
+@frozen
+class Index:
+    """`operand[index]`: an element of a list (null when out of range or not a list)."""
+
+    operand: Any = field(validator=_expression)
+    index: int = field(validator=attrs.validators.instance_of(int))
+
+
+@frozen
+class Member:
+    """`operand->name`: a field of an object (null when missing or not an object)."""
+
+    operand: Any = field(validator=_expression)
+    name: str = field(validator=_identifier)
+
+
+EXPRESSIONS = (Literal, Name, Builtin, EventProperty, Negate, Not, Binary, Aggregate, Call, Collect, Index, Member)
+Expression = Union[Literal, Name, Builtin, EventProperty, Negate, Not, Binary, Aggregate, Call, Collect, Index, Member]
+#: nodes that aggregate over a group of rows
+GROUP_NODES = (Aggregate, Collect)
 
 
 def expression_nodes(node: Expression) -> tuple[Expression, ...]:
     """`node` and every node under it, depth first, parents first."""
-    children = {Negate: ("operand",), Not: ("operand",), Binary: ("left", "right"), Aggregate: ("argument",)}
+    children = {Negate: ("operand",), Not: ("operand",), Binary: ("left", "right"), Aggregate: ("argument",),
+                Collect: ("argument",), Index: ("operand",), Member: ("operand",)}
     found = [node]
     for name in children.get(type(node), ()):
         child = getattr(node, name)
@@ -954,9 +1000,297 @@ class WeightedAvg(Derived):
 DerivedWindow = Union[Size, Uni, Linest, Correl, WeightedAvg]
 DERIVED_WINDOWS: tuple[type, ...] = DerivedWindow.__args__  # type: ignore[attr-defined]
 
-WindowSpec = Union[DataWindow, RetentionWindow, Intersection, RetainUnion, GroupWin, Keyed, DerivedWindow]
+
+# --------------------------------------------------------------------------- pane windows
+# Windows that emit panes: each firing posts the rows of one pane with its
+# bounds (eKuiper's TUMBLINGWINDOW, HOPPINGWINDOW, SLIDINGWINDOW, SESSIONWINDOW,
+# COUNTWINDOW; kuiper.md). The rules are in oracle/windows/panes.py.
+
+#: the units a pane window's periods are written in, ms each: the unit decides
+#: how the first pane end is aligned (to the minute for seconds, the hour for
+#: minutes, the local day for hours; kuiper.md §2)
+MILLISECOND, SECOND, MINUTE, HOUR, DAY = 1, 1000, 60_000, 3_600_000, 86_400_000
+PERIOD_UNITS = (MILLISECOND, SECOND, MINUTE, HOUR, DAY)
+
+
+def _unit(inst, attribute, value):
+    if value not in PERIOD_UNITS or isinstance(value, bool):
+        raise InvalidSpec(f"{type(inst).KIND}: {attribute.name} must be one of {', '.join(map(str, PERIOD_UNITS))} ms, "
+                          f"got {value!r}")
+
+
+def _optional_condition(inst, attribute, value):
+    if value is None:
+        return
+    _expression(inst, attribute, value)
+    for node in expression_nodes(value):
+        if isinstance(node, GROUP_NODES):
+            raise InvalidSpec(f"{type(inst).KIND}: {attribute.name} is evaluated for one row; it cannot aggregate")
+        if isinstance(node, (Builtin, EventProperty)):
+            raise InvalidSpec(f"{type(inst).KIND}: {attribute.name} cannot read {node!r}")
+        if isinstance(node, Name) and reserved_name_error(node.name):
+            raise InvalidSpec(f"{type(inst).KIND}: {reserved_name_error(node.name)}")
+
+
+def _optional_timestamp(inst, attribute, value):
+    if value is not None:
+        _property_name(inst, attribute, value)
+
+
+def _time_zone(inst, attribute, value):
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    if not isinstance(value, str) or not value:
+        raise InvalidSpec(f"{type(inst).KIND}: the time zone must be an IANA zone name, got {value!r}")
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidSpec(f"{type(inst).KIND}: unknown time zone {value!r} (an IANA name such as UTC or "
+                          "Asia/Shanghai)") from None
+
+
+class PaneWindow(Spec):
+    """What the timed pane windows share besides their periods:
+
+    * `unit`: the unit the periods are written in (`PERIOD_UNITS`); every
+      period is a whole number of it, and it decides the alignment.
+    * `filter`: a condition a row must meet to enter the window at all
+      (eKuiper's `FILTER(WHERE ...)`), or None.
+    * `timestamp`: None for processing time (a row's time is the clock at its
+      arrival); else event time, the property holding each row's time in ms,
+      with `late_tolerance`, how far the watermark trails the largest event
+      time seen.
+    * `time_zone`: the IANA zone whose local hours and days align `HOUR` and
+      `DAY` periods."""
+
+    PERIODS: ClassVar[tuple[str, ...]]
+
+    def periods(self) -> tuple[int, ...]:
+        return tuple(getattr(self, name) for name in self.PERIODS)
+
+    @property
+    def event_time(self) -> bool:
+        return self.timestamp is not None
+
+    def _check_periods(self) -> None:
+        for name in self.PERIODS:
+            value = getattr(self, name)
+            if value % self.unit:
+                raise InvalidSpec(f"{self.KIND}: {name} {value} ms is not a whole number of the unit ({self.unit} ms)")
+        if self.timestamp is None and self.late_tolerance:
+            raise InvalidSpec(f"{self.KIND}: a late tolerance needs event time (a timestamp property)")
+
+
+def _filter_field():
+    return field(default=None, validator=_optional_condition, kw_only=True, metadata=_role("expression"))
+
+
+def _timestamp_field():
+    return field(default=None, validator=_optional_timestamp, kw_only=True, metadata=_role("timestamp"))
+
+
+def _tolerance_field():
+    return field(default=0, validator=_not_negative, kw_only=True)
+
+
+def _zone_field():
+    return field(default="UTC", validator=_time_zone, kw_only=True)
+
+
+@frozen
+class Tumbling(PaneWindow):
+    """Panes of `size` one after the other, each emitted at its end."""
+
+    KIND: ClassVar[str] = "tumbling"
+    PERIODS: ClassVar[tuple[str, ...]] = ("size",)
+    size: int = field(validator=_positive)
+    unit: int = field(default=SECOND, validator=_unit)
+    filter: Any = _filter_field()
+    timestamp: str | None = _timestamp_field()
+    late_tolerance: int = _tolerance_field()
+    time_zone: str = _zone_field()
+
+    def __attrs_post_init__(self):
+        self._check_periods()
+
+
+@frozen
+class Hopping(PaneWindow):
+    """Panes of `size` emitted every `hop` (a `hop` larger than `size` skips rows)."""
+
+    KIND: ClassVar[str] = "hopping"
+    PERIODS: ClassVar[tuple[str, ...]] = ("size", "hop")
+    size: int = field(validator=_positive)
+    hop: int = field(validator=_positive)
+    unit: int = field(default=SECOND, validator=_unit)
+    filter: Any = _filter_field()
+    timestamp: str | None = _timestamp_field()
+    late_tolerance: int = _tolerance_field()
+    time_zone: str = _zone_field()
+
+    def __attrs_post_init__(self):
+        self._check_periods()
+
+
+@frozen
+class Sliding(PaneWindow):
+    """A pane per triggering row: the rows of the `size` before it, and with a
+    `delay` the rows of the `delay` after it; `trigger` (eKuiper's `OVER (WHEN
+    cond)`) decides which rows trigger (None: every row)."""
+
+    KIND: ClassVar[str] = "sliding"
+    PERIODS: ClassVar[tuple[str, ...]] = ("size", "delay")
+    size: int = field(validator=_positive)
+    unit: int = field(default=SECOND, validator=_unit)
+    delay: int = field(default=0, validator=_not_negative)
+    trigger: Any = field(default=None, validator=_optional_condition, kw_only=True, metadata=_role("expression"))
+    filter: Any = _filter_field()
+    timestamp: str | None = _timestamp_field()
+    late_tolerance: int = _tolerance_field()
+    time_zone: str = _zone_field()
+
+    def __attrs_post_init__(self):
+        self._check_periods()
+
+
+@frozen
+class Session(PaneWindow):
+    """Rows closer than `timeout` to the one before form a session, cut at
+    aligned checks every `max_duration`."""
+
+    KIND: ClassVar[str] = "session"
+    PERIODS: ClassVar[tuple[str, ...]] = ("max_duration", "timeout")
+    max_duration: int = field(validator=_positive)
+    timeout: int = field(validator=_positive)
+    unit: int = field(default=SECOND, validator=_unit)
+    filter: Any = _filter_field()
+    timestamp: str | None = _timestamp_field()
+    late_tolerance: int = _tolerance_field()
+    time_zone: str = _zone_field()
+
+    def __attrs_post_init__(self):
+        self._check_periods()
+
+
+@frozen
+class CountPanes(Spec):
+    """Every `every`-th row, a pane of the last `size` rows if that many are held
+    (eKuiper's `COUNTWINDOW(size[, every])`); no time involved."""
+
+    KIND: ClassVar[str] = "count"
+    size: int = field(validator=_positive)
+    every: int = field(validator=_positive)
+    filter: Any = _filter_field()
+
+    def __attrs_post_init__(self):
+        if self.every > self.size:
+            raise InvalidSpec(f"count: the interval {self.every} must not be larger than the size {self.size}")
+
+    @property
+    def event_time(self) -> bool:
+        return False
+
+
+TIMED_PANE_WINDOWS: tuple[type, ...] = (Tumbling, Hopping, Sliding, Session)
+PANE_WINDOWS: tuple[type, ...] = TIMED_PANE_WINDOWS + (CountPanes,)
+
+# --------------------------------------------------------------------------- queries over panes
+
+
+def _optional_expression(inst, attribute, value):
+    if value is not None:
+        _expression(inst, attribute, value)
+
+
+@frozen
+class SelectItem:
+    """One item of a query's select list: an expression with an optional
+    alias; `expression` None is `*` (every field of the row)."""
+
+    expression: Any = field(default=None, validator=_optional_expression)
+    alias: str | None = field(default=None)
+
+    @alias.validator
+    def _check_alias(self, attribute, value):
+        if value is not None:
+            _identifier(self, attribute, value)
+            if self.expression is None:
+                raise InvalidSpec("`*` takes no alias")
+
+
+@frozen
+class OrderKey:
+    """One ORDER BY criterion: an expression, ascending unless `descending`."""
+
+    expression: Any = field(validator=_expression)
+    descending: bool = False
+
+
+def _select(inst, attribute, value):
+    if not value:
+        raise InvalidSpec("query: the select list is empty")
+    for item in value:
+        if not isinstance(item, SelectItem):
+            raise InvalidSpec(f"query: {item!r} is not a select item")
+
+
+def _pane_window(inst, attribute, value):
+    if not isinstance(value, PANE_WINDOWS):
+        raise InvalidSpec(f"query: {value!r} is not a window that emits panes")
+
+
+def _row_condition(inst, attribute, value):
+    if value is None:
+        return
+    _expression(inst, attribute, value)
+    if any(isinstance(node, GROUP_NODES) for node in expression_nodes(value)):
+        raise InvalidSpec(f"query: the {attribute.name} condition is evaluated for one row; it cannot aggregate")
+
+
+def _group_keys(inst, attribute, value):
+    for key in value:
+        _expression(inst, attribute, key)
+        if any(isinstance(node, GROUP_NODES + (Call,)) for node in expression_nodes(key)):
+            raise InvalidSpec("query: a GROUP BY key reads the row's fields only")
+
+
+def _orders(inst, attribute, value):
+    for key in value:
+        if not isinstance(key, OrderKey):
+            raise InvalidSpec(f"query: {key!r} is not an ORDER BY criterion")
+
+
+@frozen
+class Query(Spec):
+    """A statement over the panes of `window`: each pane's rows (the WHERE
+    condition applied), grouped by `keys` when the query aggregates, filtered
+    by `having`, sorted by `order`, projected by `select`. `stream` is the
+    name of the one stream read."""
+
+    KIND: ClassVar[str] = "query"
+    select: tuple[SelectItem, ...] = field(converter=tuple, validator=_select, metadata=_role("expression"))
+    stream: str = field(validator=_identifier)
+    window: Any = field(validator=_pane_window)
+    where: Any = field(default=None, validator=_row_condition, metadata=_role("expression"))
+    keys: tuple[Any, ...] = field(default=(), converter=tuple, validator=_group_keys, metadata=_role("expression"))
+    having: Any = field(default=None, validator=_optional_expression, metadata=_role("expression"))
+    order: tuple[OrderKey, ...] = field(default=(), converter=tuple, validator=_orders, metadata=_role("expression"))
+
+    @property
+    def aggregates(self) -> bool:
+        """Whether the query groups rows: it has GROUP BY keys, or an aggregate
+        in its select list or HAVING."""
+        if self.keys:
+            return True
+        exprs = [item.expression for item in self.select if item.expression is not None]
+        exprs += [self.having] if self.having is not None else []
+        return any(isinstance(node, GROUP_NODES) for e in exprs for node in expression_nodes(e))
+
+
+WindowSpec = Union[DataWindow, RetentionWindow, Intersection, RetainUnion, GroupWin, Keyed, DerivedWindow, Tumbling,
+                   Hopping, Sliding, Session, CountPanes, Query]
 WINDOW_SPECS: tuple[type, ...] = (DATA_WINDOWS + RETENTION_WINDOWS + (Intersection, RetainUnion, GroupWin, Keyed)
-                                  + DERIVED_WINDOWS)
+                                  + DERIVED_WINDOWS + PANE_WINDOWS + (Query,))
 
 
 def spec_kind(spec: WindowSpec) -> str:
@@ -965,6 +1299,8 @@ def spec_kind(spec: WindowSpec) -> str:
         return f"groupwin/{spec_kind(spec.window)}"
     if isinstance(spec, Keyed):
         return f"keyed/{spec_kind(spec.retention)}"
+    if isinstance(spec, Query):
+        return f"query/{spec_kind(spec.window)}"
     return spec.KIND
 
 
@@ -978,16 +1314,29 @@ def nested_specs(spec: WindowSpec) -> tuple[WindowSpec, ...]:
     return tuple(found)
 
 
+def _expressions_in(value) -> list:
+    """The expressions a field holds: one, none (None), a tuple of them, or of
+    items that hold one (a query's `SelectItem`s and `OrderKey`s)."""
+    found = []
+    for item in value if isinstance(value, tuple) else (value,):
+        item = getattr(item, "expression", item)
+        if item is not None:
+            found.append(item)
+    return found
+
+
 def _with_role(spec: WindowSpec, role: str) -> tuple[str, ...]:
     names: list[str] = []
     for inner in nested_specs(spec):
         for attribute in attrs.fields(type(inner)):
             if attribute.metadata.get("role") == "expression" and role == "expression":
-                names += expression_names(getattr(inner, attribute.name))
+                for expression in _expressions_in(getattr(inner, attribute.name)):
+                    names += expression_names(expression)
             elif attribute.metadata.get("role") == role:
                 value = getattr(inner, attribute.name)
                 for item in value if isinstance(value, tuple) else (value,):
-                    names.append(item.property if isinstance(item, SortKey) else item)
+                    if item is not None:
+                        names.append(item.property if isinstance(item, SortKey) else item)
     return tuple(dict.fromkeys(names))
 
 

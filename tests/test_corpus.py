@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from difftest.compare import compare
-from oracle import parse, run
+from oracle import run
 from oracle.cases import case_files, load_case
+from oracle.dialects import case_spec
 from oracle.errors import UnsupportedWindow
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,7 +23,7 @@ OBSERVED = case_files([OBSERVED_DIR]) if OBSERVED_DIR.is_dir() else []
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: str(p.relative_to(ROOT / "corpus")))
 def test_corpus_case_replays_on_the_oracle(path):
     case = load_case(path)
-    difference = compare(case.expected, run(parse(case.window, case.dialect), case.trace))
+    difference = compare(case.expected, run(case_spec(case), case.trace))
     assert difference is None, f"{path}:\n{difference}"
 
 
@@ -31,7 +32,7 @@ def test_corpus_case_replays_on_the_oracle(path):
 def test_observed_esper_case_replays_on_the_oracle(path):
     case = load_case(path)
     try:
-        spec = parse(case.window, case.dialect)
+        spec = case_spec(case)
         actual = run(spec, case.trace)
     except UnsupportedWindow as exc:
         pytest.skip(f"window {case.window} not built yet: {exc}")

@@ -29,8 +29,12 @@ def test_default_kinds_are_the_ones_the_oracle_runs_in_the_dialect():
     ccl = implemented_kinds("ccl")
     assert {"length", "keepall", "time", "groupwin/length", "length_slack", "jumping_time", "keyed/groupwin/jumping_length"} <= set(ccl)
     assert not {"intersection", "length_batch", "groupwin/time", "groupwin/jumping_time"} & set(ccl)
-    assert set(implemented_kinds(None)) == set(kinds) | set(ccl)
+    kuiper = implemented_kinds("kuiper")
+    assert {"tumbling", "hopping", "sliding", "session", "count", "query/tumbling"} <= set(kuiper)
+    assert not {"length", "time", "keyed/length"} & set(kuiper)
+    assert set(implemented_kinds(None)) == set(kinds) | set(ccl) | set(kuiper)
     assert writer("keyed/time") == "ccl" and writer("length") == "esper" and writer("groupwin/sort") == "esper"
+    assert writer("query/session") == "kuiper"
 
 
 def test_a_kind_the_dialect_does_not_write_is_refused_by_the_runner():

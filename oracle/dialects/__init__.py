@@ -1,14 +1,26 @@
-"""Each engine's window syntax, parsed into the one spec model and rendered back."""
+"""Each engine's window syntax, parsed into the one spec model and rendered back.
+
+A dialect module has `parse(text)`, `render(spec)` and `name(spec)`; one whose
+windows need more than their text (eKuiper's time mode, timestamp field, late
+tolerance and time zone: case keys of ../shared/CORPUS.md) also has
+`SETTING_KEYS`, `parse(text, settings)` and `settings(spec)`, the case keys
+`spec` needs. `case_spec(case)` is the spec a conformance case runs, and
+`case_fields(spec, dialect)` the case keys that write it back.
+"""
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
+from typing import Any
 
-from oracle.errors import UnsupportedWindow
-from oracle.model import WindowSpec
+from oracle.errors import InvalidCase, UnsupportedWindow
+from oracle.model import Query, WindowSpec
 
 DIALECTS = ("esper", "ccl", "apama", "kuiper")
-IMPLEMENTED = ("esper", "ccl")
+IMPLEMENTED = ("esper", "ccl", "kuiper")
+#: the optional case keys a dialect's windows may read besides `window` (CORPUS.md)
+CASE_SETTINGS = ("time_mode", "timestamp_field", "late_tolerance", "time_zone")
 
 
 def _module(dialect: str):
@@ -19,19 +31,32 @@ def _module(dialect: str):
     return importlib.import_module(f"oracle.dialects.{dialect}")
 
 
-def parse(text: str, dialect: str = "esper") -> WindowSpec:
-    """The spec of a window clause written in `dialect`'s syntax."""
-    return _module(dialect).parse(text)
+def parse(text: str, dialect: str = "esper", settings: Mapping[str, Any] | None = None) -> WindowSpec:
+    """The spec of a window clause (or statement) written in `dialect`'s syntax,
+    with the case `settings` (`CASE_SETTINGS`) where the dialect takes them."""
+    module = _module(dialect)
+    if getattr(module, "SETTING_KEYS", None) is not None:
+        return module.parse(text, settings)
+    if settings:
+        raise UnsupportedWindow(f"the {dialect} dialect takes no setting ({', '.join(sorted(settings))}); "
+                                "those case keys are eKuiper's")
+    return module.parse(text)
 
 
 def render(spec: WindowSpec, dialect: str = "esper") -> str:
-    """`spec` written in `dialect`'s syntax; `parse(render(s)) == s`."""
+    """`spec` written in `dialect`'s syntax; `parse(render(s), d, settings(s, d)) == s`."""
     return _module(dialect).render(spec)
+
+
+def settings(spec: WindowSpec, dialect: str = "esper") -> dict[str, Any]:
+    """The case keys besides the text that `spec` needs in `dialect` (none for most)."""
+    module = _module(dialect)
+    return module.settings(spec) if hasattr(module, "settings") else {}
 
 
 def writes(spec: WindowSpec, dialect: str) -> bool:
     """Whether `dialect` can write `spec` (most kinds exist in one engine only:
-    CCL has no intersection, Esper no keyed window)."""
+    CCL has no intersection, Esper no keyed window, eKuiper only panes)."""
     try:
         render(spec, dialect)
     except UnsupportedWindow:
@@ -43,3 +68,33 @@ def window_name(spec: WindowSpec, dialect: str = "esper") -> str:
     """A short, file-safe name of `spec`'s window in `dialect`'s words
     (`groupwin-time_batch`), for reports and the names of saved cases."""
     return _module(dialect).name(spec)
+
+
+def case_spec(case) -> WindowSpec:
+    """The spec a conformance case runs: its `window` (and `query`, whose window
+    must be the same) with its settings. Raises `InvalidCase` for a query whose
+    window differs from the `window` key, or a `query` that is not a statement."""
+    extra = case.extra
+    chosen = {key: extra[key] for key in CASE_SETTINGS if key in extra}
+    window = parse(case.window, case.dialect, chosen)
+    if "query" not in extra:
+        return window
+    text = extra["query"]
+    if not isinstance(text, str):
+        raise InvalidCase(f"'query' must be a string, got {text!r}")
+    query = parse(text, case.dialect, chosen)
+    if not isinstance(query, Query):
+        raise InvalidCase(f"'query' must be a whole statement (SELECT ...), got {text!r}")
+    if query.window != window:
+        raise InvalidCase(f"the query's window ({render(query.window, case.dialect)}) is not the case's "
+                          f"'window' ({case.window})")
+    return query
+
+
+def case_fields(spec: WindowSpec, dialect: str) -> tuple[str, dict[str, Any]]:
+    """The `window` text and the other case keys (`query`, settings) that write `spec`."""
+    extra = dict(settings(spec, dialect))
+    if isinstance(spec, Query):
+        extra = {"query": render(spec, dialect), **extra}
+        return render(spec.window, dialect), extra
+    return render(spec, dialect), extra

@@ -33,12 +33,14 @@ from oracle.model import (
     TimeBatch,
     TimeLengthBatch,
     TimeOrder,
+    Query,
     Unique,
     WindowSpec,
     spec_kind,
 )
 from oracle.windows import (
-    derived, expr, groupwin, keep, keyed, length, retention, several, sort, time, time_batch, time_order, unique,
+    derived, expr, groupwin, keep, keyed, length, panes, retention, several, sort, time, time_batch, time_order,
+    unique,
 )
 from oracle.windows.base import Delivery, Post, Window, WindowBase
 
@@ -73,6 +75,8 @@ WINDOW_CLASSES: dict[type, type] = {
     JumpingTime: retention.JumpingTimeWindow,
     Keyed: keyed.KeyedWindow,
     **derived.WINDOWS,
+    **panes.WINDOWS,
+    Query: panes.query_window,
 }
 
 

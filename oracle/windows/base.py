@@ -40,30 +40,33 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from oracle.errors import WindowOracleError
-from oracle.model import DerivedValues, Event
+from oracle.model import DerivedValues, Event, Pane
 
 
 class Post:
     """One view post: events as inserted (new data) and as removed (old data);
     `update`, rows posted with CCL's update code; `values`, the rows a
-    derived-value window posts instead of events; `error`, the message of an
-    item the window rejected (then nothing else).
+    derived-value window posts instead of events (or a query's output rows
+    over a pane); `error`, the message of an item the window rejected (then
+    nothing else); `window`, the bounds of the pane a pane window emits (its
+    rows are `insert`).
 
     A plain slotted value class rather than an attrs one: windows make one per
     event, and this is the oracle's hottest allocation."""
 
-    __slots__ = ("insert", "remove", "update", "values", "error")
+    __slots__ = ("insert", "remove", "update", "values", "error", "window")
 
     def __init__(self, insert: Sequence[Event] = (), remove: Sequence[Event] = (), update: Sequence[Event] = (),
-                 values: DerivedValues | None = None, error: str | None = None):
+                 values: DerivedValues | None = None, error: str | None = None, window: Pane | None = None):
         self.insert: tuple[Event, ...] = insert if type(insert) is tuple else tuple(insert)
         self.remove: tuple[Event, ...] = remove if type(remove) is tuple else tuple(remove)
         self.update: tuple[Event, ...] = update if type(update) is tuple else tuple(update)
         self.values = values
         self.error = error
+        self.window = window
 
     def _fields(self) -> tuple:
-        return self.insert, self.remove, self.update, self.values, self.error
+        return self.insert, self.remove, self.update, self.values, self.error, self.window
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Post) and self._fields() == other._fields()
@@ -73,7 +76,8 @@ class Post:
 
     def __repr__(self) -> str:
         extra = "".join(f", {name}={value!r}" for name, value in
-                        (("update", self.update), ("values", self.values), ("error", self.error)) if value)
+                        (("update", self.update), ("values", self.values), ("error", self.error),
+                         ("window", self.window)) if value)
         return f"Post(insert={self.insert!r}, remove={self.remove!r}{extra})"
 
 

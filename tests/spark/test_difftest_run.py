@@ -9,11 +9,12 @@ import pytest
 
 from difftest.__main__ import main
 from difftest.runner import ImplUnderTest, Runner, check_batch, load_impl, targets
-from difftest.strategies import implemented_kinds, writer
+from difftest.strategies import KIND_EXAMPLES, implemented_kinds, writer
 from oracle import parse
 from oracle.cases import load_case
-from oracle.model import Arrive, Event, Trace
+from oracle.model import Arrive, Event, Trace, nested_specs
 from spark_impl.windows import FAMILIES as SPARK_FAMILIES
+from test_completeness import PENDING  # tests/ is on sys.path (rootdir conftest, prepend import mode)
 
 # family module -> the kinds it runs (spark_impl.windows.FAMILIES, by module)
 FAMILIES: dict[str, list[str]] = {}
@@ -28,9 +29,17 @@ def _family_kind(kind: str) -> str:
     return kind.split("/")[0]
 
 
+def _built_kinds() -> list[str]:
+    """The kinds the oracle runs in some dialect, but those whose Spark family
+    the completeness test lists as pending (eKuiper's, until issue 12)."""
+    pending = {cls for cls, aspects in PENDING.items() if "spark" in aspects}
+    return [kind for kind in implemented_kinds(None)
+            if not {type(inner) for inner in nested_specs(KIND_EXAMPLES[kind])} & pending]
+
+
 def test_families_cover_every_implemented_kind():
     plain = {kind for kinds in FAMILIES.values() for kind in kinds}
-    assert {_family_kind(k) for k in implemented_kinds(None)} == plain
+    assert {_family_kind(k) for k in _built_kinds()} == plain
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -38,7 +47,7 @@ def test_spark_agrees_with_the_oracle(spark, family, tmp_path):
     """Every kind a family runs, drawn in the dialect that writes it (CCL's
     retention and keyed kinds in ccl, the others in esper)."""
     by_dialect: dict[str, list[str]] = {}
-    for kind in implemented_kinds(None):
+    for kind in _built_kinds():
         if _family_kind(kind) in FAMILIES[family]:
             by_dialect.setdefault(writer(kind), []).append(kind)
     assert by_dialect

@@ -1,0 +1,304 @@
+"""A query over one pane (eKuiper's statements; kuiper.md, "Pipeline order").
+
+A pane window hands each pane's rows here; the query's output rows are the
+pane update's `values` (`insert` side). The order of the steps is eKuiper's
+operator pipeline (planner.go): the pane's rows (FILTER and a pushed-down WHERE
+already applied by the window; a WHERE that stays after the window applied by
+the window before this), then
+
+1. grouping: a query that aggregates (GROUP BY keys, or an aggregate in its
+   select list or HAVING) makes one group per distinct key value, in the order
+   the keys are first seen in the pane; without keys the whole pane is one
+   group, even an empty pane ("GroupRange" calls once on the window). A query
+   that does not aggregate works row by row.
+2. HAVING keeps the groups (rows) for which it is true; when it keeps none,
+   nothing reaches the sink: `evaluate` returns None and the pane is not posted
+   (kuiper.md §5: HAVING suppresses an empty result).
+3. ORDER BY sorts the groups (rows), stably; null sorts first ascending, last
+   descending.
+4. The select list is evaluated for each group (row): a plain column of a
+   group reads its first row; `*` copies every field of the row (the group's
+   first row). A field whose value is null is left out of the output row
+   (ProjectOp sets only non-nil values). `row_number()` is the output row's
+   1-based number after ORDER BY.
+
+Output field names (eKuiper's): the alias; a column's name; a function call's
+name (`count(*)` is `count`, `window_end()` is `window_end`); any other
+expression `kuiper_field_<n>`, n counting such items from 0.
+
+Values (decided; eKuiper evaluates Go values, its JSON numbers are float64
+unless a stream schema says BIGINT): integers and floats as the events carry
+them; `+ - *` of two integers is an integer, else a float; `/` and `%` of two
+integers truncate toward zero (Go's int64), of floats are float division and
+`math.fmod`; division by zero, a null operand, or operands of mismatched types
+give null. Comparisons of numbers with numbers, strings with strings and
+booleans (`=`, `!=` only) with booleans; anything else is null. `and`/`or`
+treat anything but true as false; `not` of a non-boolean is null. A condition
+holds only when it is true.
+
+Aggregates (decided): `count(*)` counts the group's rows, `count(x)` the
+non-null values; `sum` of integers is an integer, with a float among them a
+float, of no non-null value null; `avg` is always a float (the mean), null
+without values; `min`/`max` of the non-null values (numbers, or strings),
+null without values; `collect(*)` lists the rows as objects, `collect(x)` the
+values of x, nulls included. `a[i]` is the i-th element (0-based; null out of
+range or on a non-list), `a->f` the field f of an object (null if missing).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from oracle.model import (
+    Aggregate,
+    Binary,
+    Call,
+    Collect,
+    Index,
+    Literal,
+    Member,
+    Name,
+    Negate,
+    Not,
+    Pane,
+    Query,
+)
+
+FIELD_PREFIX = "kuiper_field_"
+
+
+class Scope:
+    """What an expression reads: a row (an object of fields, or None), the
+    group it belongs to (None outside an aggregating query), the pane, the
+    select list's aliases (HAVING and ORDER BY read them), the output row's
+    number, and a trigger condition's last hit (time, count)."""
+
+    __slots__ = ("row", "group", "pane", "aliases", "row_number", "hits", "_resolving")
+
+    def __init__(self, row: Mapping[str, Any] | None, group: Sequence[Mapping[str, Any]] | None = None,
+                 pane: Pane | None = None, aliases: Mapping[str, Any] | None = None, row_number: int | None = None,
+                 hits: tuple[int, int] = (0, 0)):
+        self.row, self.group, self.pane = row, group, pane
+        self.aliases = aliases or {}
+        self.row_number, self.hits = row_number, hits
+        self._resolving: set[str] = set()
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _arithmetic(op: str, a: Any, b: Any) -> Any:
+    if not (_number(a) and _number(b)):
+        return None
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if b == 0:
+        return None
+    if isinstance(a, int) and isinstance(b, int):
+        quotient = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)  # Go truncates toward zero
+        return quotient if op == "/" else a - b * quotient
+    return a / b if op == "/" else math.fmod(a, b)
+
+
+def _compare(op: str, a: Any, b: Any) -> bool | None:
+    if a is None or b is None:
+        return None
+    same_kind = (_number(a) and _number(b)) or (isinstance(a, str) and isinstance(b, str))
+    if isinstance(a, bool) and isinstance(b, bool):
+        if op not in ("=", "!="):
+            return None
+        same_kind = True
+    if not same_kind:
+        return None
+    return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+
+
+def _aggregate(function: str, values: list[Any], rows: int) -> Any:
+    if function == "count":
+        return rows if values is None else sum(v is not None for v in values)
+    present = [v for v in values if v is not None]
+    numbers = [v for v in present if _number(v)]
+    if function in ("sum", "avg"):
+        if not numbers:
+            return None
+        total = sum(numbers) if all(isinstance(v, int) for v in numbers) else math.fsum(numbers)
+        return total if function == "sum" else total / len(numbers)
+    candidates = numbers or [v for v in present if isinstance(v, str)]
+    if not candidates:
+        return None
+    return min(candidates) if function == "min" else max(candidates)
+
+
+def evaluate(node: Any, scope: Scope) -> Any:
+    """The value of expression `node` in `scope` (null: None)."""
+    kind = type(node)
+    if kind is Literal:
+        return node.value
+    if kind is Name:
+        if node.name in scope.aliases and node.name not in scope._resolving:
+            scope._resolving.add(node.name)
+            try:
+                return evaluate(scope.aliases[node.name], scope)
+            finally:
+                scope._resolving.discard(node.name)
+        return None if scope.row is None else scope.row.get(node.name)
+    if kind is Binary:
+        if node.op in ("and", "or"):
+            left = evaluate(node.left, scope) is True
+            if node.op == "and":
+                return left and evaluate(node.right, scope) is True
+            return left or evaluate(node.right, scope) is True
+        left, right = evaluate(node.left, scope), evaluate(node.right, scope)
+        if node.op in ("+", "-", "*", "/", "%"):
+            return _arithmetic(node.op, left, right)
+        return _compare(node.op, left, right)
+    if kind is Not:
+        value = evaluate(node.operand, scope)
+        return (not value) if isinstance(value, bool) else None
+    if kind is Negate:
+        value = evaluate(node.operand, scope)
+        return -value if _number(value) else None
+    if kind is Aggregate:
+        group = scope.group if scope.group is not None else ([] if scope.row is None else [scope.row])
+        if node.argument is None:
+            return _aggregate("count", None, len(group))  # type: ignore[arg-type]
+        values = [evaluate(node.argument, _row_scope(scope, row)) for row in group]
+        return _aggregate(node.function, values, len(group))
+    if kind is Collect:
+        group = scope.group if scope.group is not None else ([] if scope.row is None else [scope.row])
+        if node.argument is None:
+            return [dict(row) for row in group]
+        return [evaluate(node.argument, _row_scope(scope, row)) for row in group]
+    if kind is Call:
+        if node.function == "window_start":
+            return None if scope.pane is None else scope.pane.start
+        if node.function == "window_end":
+            return None if scope.pane is None else scope.pane.end
+        if node.function == "row_number":
+            return scope.row_number
+        return scope.hits[0] if node.function == "last_hit_time" else scope.hits[1]
+    if kind is Index:
+        value = evaluate(node.operand, scope)
+        if isinstance(value, list) and 0 <= node.index < len(value):
+            return value[node.index]
+        return None
+    if kind is Member:
+        value = evaluate(node.operand, scope)
+        return value.get(node.name) if isinstance(value, Mapping) else None
+    raise TypeError(f"a pane query cannot evaluate {node!r}")
+
+
+def _row_scope(scope: Scope, row: Mapping[str, Any]) -> Scope:
+    return Scope(row, None, scope.pane, None, scope.row_number, scope.hits)
+
+
+def holds(condition: Any, row: Mapping[str, Any], hits: tuple[int, int] = (0, 0)) -> bool:
+    """Whether a row condition (FILTER, WHERE, OVER WHEN) is true for `row`."""
+    return evaluate(condition, Scope(row, hits=hits)) is True
+
+
+def field_names(query: Query) -> list[str | None]:
+    """The output field name of each select item (None for `*`)."""
+    names: list[str | None] = []
+    unnamed = 0
+    for item in query.select:
+        node = item.expression
+        if node is None:
+            names.append(None)
+        elif item.alias is not None:
+            names.append(item.alias)
+        elif isinstance(node, Name):
+            names.append(node.name)
+        elif isinstance(node, (Aggregate, Call)):
+            names.append(node.function)
+        elif isinstance(node, Collect):
+            names.append("collect")
+        else:
+            names.append(f"{FIELD_PREFIX}{unnamed}")
+            unnamed += 1
+    return names
+
+
+def _group_key(value: Any) -> tuple:
+    """A hashable key under which equal values group (a boolean is not a number)."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if _number(value):
+        return ("number", value)
+    if isinstance(value, (list, dict)):
+        return ("other", repr(value))
+    return (type(value).__name__, value)
+
+
+def _order_value(a: Any, b: Any) -> int:
+    """Ascending order of two sort values: null first, numbers, then strings,
+    then anything else by its text."""
+    def rank(v):
+        if v is None:
+            return 0, 0
+        if isinstance(v, bool):
+            return 1, int(v)
+        if _number(v):
+            return 2, v
+        if isinstance(v, str):
+            return 3, v
+        return 4, repr(v)
+    ra, rb = rank(a), rank(b)
+    return (ra > rb) - (ra < rb)
+
+
+def evaluate_query(query: Query, rows: Sequence[Mapping[str, Any]], pane: Pane) -> list[dict[str, Any]] | None:
+    """The output rows of `query` over one pane's `rows` (objects of fields, in
+    pane order); None when HAVING keeps nothing (the pane is not posted)."""
+    aliases = {item.alias: item.expression for item in query.select if item.alias is not None}
+    if query.aggregates:
+        if query.keys:
+            groups: dict[tuple, list] = {}
+            for row in rows:
+                key = tuple(_group_key(evaluate(k, Scope(row, pane=pane))) for k in query.keys)
+                groups.setdefault(key, []).append(row)
+            contexts = [(group[0], group) for group in groups.values()]
+        else:
+            contexts = [(rows[0] if rows else None, list(rows))]
+    else:
+        contexts = [(row, None) for row in rows]
+
+    def scope(context, number=None) -> Scope:
+        return Scope(context[0], context[1], pane, aliases, number)
+
+    if query.having is not None:
+        contexts = [c for c in contexts if evaluate(query.having, scope(c)) is True]
+        if not contexts:
+            return None
+    if query.order:
+        keyed = [(c, [evaluate(k.expression, scope(c)) for k in query.order]) for c in contexts]
+
+        def compare(x, y):
+            for n, key in enumerate(query.order):
+                result = _order_value(x[1][n], y[1][n])
+                if result:
+                    return -result if key.descending else result
+            return 0
+
+        contexts = [c for c, _ in sorted(keyed, key=functools.cmp_to_key(compare))]
+    names = field_names(query)
+    out = []
+    for number, context in enumerate(contexts, start=1):
+        row: dict[str, Any] = {}
+        for item, name in zip(query.select, names):
+            if item.expression is None:
+                row.update({k: v for k, v in (context[0] or {}).items() if v is not None})
+                continue
+            value = evaluate(item.expression, scope(context, number))
+            if value is not None:
+                row[name] = value
+        out.append(row)
+    return out
