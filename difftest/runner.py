@@ -161,8 +161,9 @@ OUTPUT_TYPES: dict[str, tuple[str, ...] | None] = {
 
 
 #: columns the harness reads where the output has them: a derived-value window's
-#: rows as JSON objects (`values`, a string; null on event rows)
-OPTIONAL_OUTPUT: dict[str, tuple[str, ...]] = {"values": ("string",)}
+#: rows as JSON objects (`values`, a string; null on event rows), a rejected
+#: item's message (`error`, a string, on its row of side 'error'; null else)
+OPTIONAL_OUTPUT: dict[str, tuple[str, ...]] = {"values": ("string",), "error": ("string",)}
 
 
 class ImplError(RunnerError):

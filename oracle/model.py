@@ -283,7 +283,7 @@ def _optional_int(inst, attribute, value):
 #: and no window reads one. `id`, the event's id, is readable as a property.
 RESERVED_NAMES = frozenset({
     "trace_id", "seq", "kind", "time", "op", "vars",
-    "after", "phase", "ordinal", "side", "pos", "update_no", "pos_no", "slot", "slot_due", "values",
+    "after", "phase", "ordinal", "side", "pos", "update_no", "pos_no", "slot", "slot_due", "values", "error",
 })
 
 

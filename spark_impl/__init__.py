@@ -17,12 +17,15 @@ Output of `apply_window` / `apply_window_to_events`:
 | time     | long   | the clock the update was posted at, ms                            |
 | ordinal  | int    | the update's order among those of one unit of work (0 for Esper,  |
 |          |        | which posts at most one update per unit)                          |
-| side     | string | 'insert' or 'remove'; null for an empty update (FORCE_UPDATE)      |
+| side     | string | 'insert' or 'remove'; 'update' (a CCL keyed window's update code); |
+|          |        | 'error' (a rejected item); null for an empty update (FORCE_UPDATE) |
 | pos      | struct | the row's order within its update's side: compare (due, slot, n)   |
 |          |        | as a tuple (null for an empty update)                             |
 | id       | string | the event's id (null on a derived-value row)                      |
 | values   | string | a derived-value window's row (`#size`, `#uni`, ...) as a JSON      |
 |          |        | object, NaN and infinities written bare; null on event rows       |
+| error    | string | on an 'error' row, the message naming the operation and the key;  |
+|          |        | null on other rows                                                |
 | ...      | typed  | the event's properties                                            |
 
 An update is identified by (trace_id, after, phase, time, ordinal), values each

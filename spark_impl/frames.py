@@ -61,7 +61,10 @@ from oracle.model import (
 
 KINDS = ("start", "event", "advance", "jump", "set")
 BASE_COLUMNS = ("trace_id", "seq", "kind", "time", "id", "op", "vars")
-OUTPUT_COLUMNS = ("trace_id", "after", "phase", "time", "ordinal", "side", "pos", "id", "values")
+OUTPUT_COLUMNS = ("trace_id", "after", "phase", "time", "ordinal", "side", "pos", "id", "values", "error")
+#: the sides of an output row: a posted event (CCL's `update` code: `update`), or a
+#: rejected item's `error` row (its message in the `error` column)
+SIDES = ("insert", "remove", "update", "error")
 #: the columns that identify an update within a frame of many traces, in its order
 UPDATE_KEY = ("trace_id", "after", "phase", "time", "ordinal")
 # Columns of the pipeline and of the family contract (spark_impl/windows/__init__.py):
@@ -110,7 +113,7 @@ def check_pair(spec: WindowSpec, trace: Trace) -> None:
         if not isinstance(item, Arrive):
             continue
         problem = item_problem(spec, item)
-        if problem is not None:  # no Spark family rejects items (CCL windows will): the trace is invalid
+        if problem is not None:  # a code the window does not take (a keyed window takes every code): invalid
             raise InvalidTrace(problem, index)
         event = item.event
         for name in keys:
@@ -325,7 +328,10 @@ def updates_from_rows(rows: Iterable[Any], traces: Mapping[str, Trace]) -> dict[
     """Collected output rows (OUTPUT_COLUMNS) as updates per trace id, holding the
     traces' own Event objects (found by id). The rows of an update share its key
     (after, phase, time, ordinal); updates follow in key order, and each side's
-    rows in `pos` order. A trace without rows has no update."""
+    rows in `pos` order: `insert`, `remove`, `update` (CCL's update code) rows
+    by the posted event's id, a derived-value row by its `values`, and an
+    `error` row (a rejected item: one per update) as the update's `error`, its
+    message from the `error` column. A trace without rows has no update."""
     events = {tid: {e.id: e for e in trace.events()} for tid, trace in traces.items()}
     units: dict[str, dict[tuple, list]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
@@ -336,22 +342,26 @@ def updates_from_rows(rows: Iterable[Any], traces: Mapping[str, Trace]) -> dict[
     return result
 
 
-def _values_of(row) -> str | None:
-    """A row's `values` (a derived-value row's JSON), or None; rows collected
-    without the column have none."""
+def _optional(row, column: str) -> str | None:
+    """A row's `values` (a derived-value row's JSON) or `error` (a rejected
+    item's message), or None; rows collected without the column have none."""
     try:
-        return row["values"]
+        return row[column]
     except (KeyError, ValueError, IndexError):
         return None
 
 
 def _update(key: tuple, rows: list, events: Mapping[str, Any]) -> Update:
-    sides: dict[str, list] = {"insert": [], "remove": []}
+    sides: dict[str, list] = {"insert": [], "remove": [], "update": []}
     derived: dict[str, list] = {"insert": [], "remove": []}
+    errors: list[str] = []
     for row in rows:
         if row["side"] is None:
             continue
-        values = _values_of(row)
+        if row["side"] == "error":
+            errors.append(_optional(row, "error") or "")
+            continue
+        values = _optional(row, "values")
         if values is not None:  # a derived-value row: JSON, NaN and infinities bare (json reads them as floats)
             derived[row["side"]].append((tuple(row["pos"]), json.loads(values)))
         else:
@@ -362,7 +372,10 @@ def _update(key: tuple, rows: list, events: Mapping[str, Any]) -> Update:
         if any(a[0] == b[0] for a, b in zip(posted, posted[1:])):
             raise AssertionError(f"two {side} rows of update {key} share a position: {rows}")
         ordered[side] = tuple(e for _, e in posted)
+    if len(errors) > 1:
+        raise AssertionError(f"update {key} has {len(errors)} error rows: {rows}")
     values = None
     if ordered["values insert"] or ordered["values remove"]:
         values = DerivedValues(ordered["values insert"], ordered["values remove"])
-    return Update(after=key[0], time=key[2], insert=ordered["insert"], remove=ordered["remove"], values=values)
+    return Update(after=key[0], time=key[2], insert=ordered["insert"], remove=ordered["remove"],
+                  update=ordered["update"], error=errors[0] if errors else None, values=values)

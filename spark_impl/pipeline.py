@@ -22,7 +22,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from oracle.model import GroupWin, WindowSpec, spec_expression_names
+from oracle.model import OPCODES, GroupWin, WindowSpec, accepted_opcodes, spec_expression_names
 from spark_impl.errors import InvalidFrame
 from spark_impl.frames import BASE_COLUMNS, KINDS, OUTPUT_COLUMNS, RESERVED, spec_properties
 from spark_impl.windows import Context, Family, family
@@ -58,9 +58,10 @@ def family_of(spec: WindowSpec) -> Family:
 def check_input(trace_df: DataFrame, spec: WindowSpec, *, jumps: bool = True) -> DataFrame:
     """The input with `seq` and `time` as long and `op`/`vars` present; raises
     `InvalidFrame` naming a missing or mistyped column. Bad values (an unknown
-    kind, an event with an operation code other than insert) raise when the
-    frame is computed, naming the trace and seq; so does a jump item when
-    `jumps` is false (the plan was made for input without jumps)."""
+    kind, an event with an operation code the window does not take: any code
+    but insert, except in a keyed window, which takes every code of the model)
+    raise when the frame is computed, naming the trace and seq; so does a jump
+    item when `jumps` is false (the plan was made for input without jumps)."""
     fields = {f.name: f.dataType for f in trace_df.schema.fields}
     for name, (meaning, types) in _REQUIRED.items():
         if name not in fields:
@@ -83,7 +84,8 @@ def check_input(trace_df: DataFrame, spec: WindowSpec, *, jumps: bool = True) ->
     op = "op" if "op" in fields else "CAST(NULL AS STRING)"
     vars_ = "vars" if "vars" in fields else "CAST(NULL AS STRING)"
     return trace_df.selectExpr(
-        "trace_id", "CAST(seq AS BIGINT) AS seq", _CHECKED_KIND.format(op=op, no_jumps=str(not jumps).lower()), "CAST(time AS BIGINT) AS time", "id",
+        "trace_id", "CAST(seq AS BIGINT) AS seq", _checked_kind(op, accepted_opcodes(spec), jumps),
+        "CAST(time AS BIGINT) AS time", "id",
         f"{op} AS op", f"{vars_} AS vars", *props,
     )
 
@@ -95,15 +97,24 @@ def _check_type(name: str, actual: T.DataType, allowed: tuple) -> None:
 
 
 _WHERE = "concat('trace ', trace_id, ' seq ', seq, ': ')"
-_CHECKED_KIND = (
-    f"CASE WHEN kind IS NULL OR kind NOT IN ({', '.join(repr(k) for k in KINDS)}) "
-    f"THEN raise_error(concat({_WHERE}, 'kind must be one of {', '.join(KINDS)}, not ', coalesce(kind, 'null'))) "
-    "WHEN kind = 'event' AND {op} IS NOT NULL AND {op} <> 'insert' "
-    f"THEN raise_error(concat({_WHERE}, 'operation code ', {{op}}, ' is not supported by this window')) "
-    "WHEN kind = 'jump' AND {no_jumps} "
-    f"THEN raise_error(concat({_WHERE}, 'a jump item, but the window was planned for input without jumps')) "
-    "ELSE kind END AS kind"
-)
+
+
+def _checked_kind(op: str, taken: frozenset[str], jumps: bool) -> str:
+    """SQL: the `kind` column, failing the job on an unknown kind, on an event's
+    operation code the window does not take (`taken`: `accepted_opcodes`), and
+    on a jump when the plan promised none."""
+    listed = ", ".join(repr(code) for code in OPCODES if code in taken)
+    what = ("is not supported by this window" if taken == {"insert"}
+            else f"is not an operation code (known: {', '.join(c for c in OPCODES if c in taken)})")
+    return (
+        f"CASE WHEN kind IS NULL OR kind NOT IN ({', '.join(repr(k) for k in KINDS)}) "
+        f"THEN raise_error(concat({_WHERE}, 'kind must be one of {', '.join(KINDS)}, not ', coalesce(kind, 'null'))) "
+        f"WHEN kind = 'event' AND {op} IS NOT NULL AND {op} NOT IN ({listed}) "
+        f"THEN raise_error(concat({_WHERE}, 'operation code ', {op}, ' {what}')) "
+        f"WHEN kind = 'jump' AND {str(not jumps).lower()} "
+        f"THEN raise_error(concat({_WHERE}, 'a jump item, but the window was planned for input without jumps')) "
+        "ELSE kind END AS kind"
+    )
 
 
 # --------------------------------------------------------------------------- pipeline
@@ -132,9 +143,10 @@ def finalize(posted: DataFrame, validated: DataFrame, ctx: Context) -> DataFrame
     pos = ("CASE WHEN side IS NOT NULL THEN named_struct('due', CAST(slot_due AS BIGINT), "
            "'slot', CAST(slot AS BIGINT), 'n', CAST(pos AS BIGINT)) END AS pos")
     values = "`values`" if "values" in posted.columns else "CAST(NULL AS STRING) AS `values`"
+    error = "error" if "error" in posted.columns else "CAST(NULL AS STRING) AS error"
     return posted.selectExpr(
         "trace_id", "seq AS after", "CAST(phase AS INT) AS phase", "time", "CAST(0 AS INT) AS ordinal", "side", pos,
-        "id", values, *(quoted(p) for p in ctx.properties),
+        "id", values, error, *(quoted(p) for p in ctx.properties),
     )
 
 

@@ -29,13 +29,17 @@ A family returns one row per event it posts, with these columns:
 | slot     | the sub-window's creation order in its trace (under groupwin the seq of  |
 |          | the group's first event; 0 otherwise): simultaneous timers of several    |
 |          | groups post in (slot_due, slot) order                                    |
-| side     | 'insert' or 'remove'; null for an empty post (FORCE_UPDATE), whose id    |
-|          | and pos are null too                                                     |
+| side     | 'insert' or 'remove'; 'update' for a row posted with CCL's update code;  |
+|          | 'error' for a rejected item (its message in `error`); null for an empty  |
+|          | post (FORCE_UPDATE), whose id and pos are null too                       |
 | pos      | the event's order among its sub-window's post's rows of that side (a     |
 |          | long; the posted event's seq where the post is in arrival order)         |
 | id       | the posted event's id                                                    |
 | values   | optional: a derived-value window's posted row as a JSON object (its `id` |
 |          | null); a family posting events leaves the column out                     |
+| error    | optional: on a row of side 'error', the rejected item's message (a keyed |
+|          | window's duplicate insert, ...); a family that rejects nothing leaves it |
+|          | out                                                                      |
 
 The pipeline turns these into the public output: one update per distinct
 (trace_id, seq, phase, time), a side's rows ordered by (slot_due, slot, pos),
@@ -67,12 +71,16 @@ from oracle.model import (
     TimeAccum,
     FirstUnique,
     Intersection,
+    JumpingLength,
+    JumpingTime,
     KeepAll,
+    Keyed,
     LastEvent,
     Length,
     LengthBatch,
     Rank,
     RetainUnion,
+    SlackLength,
     Sort,
     Time,
     TimeBatch,
@@ -134,6 +142,10 @@ FAMILIES: dict[type, str] = {
     Linest: "derived",
     Correl: "derived",
     WeightedAvg: "derived",
+    SlackLength: "retention",
+    JumpingLength: "retention",
+    JumpingTime: "retention",
+    Keyed: "keyed",
 }
 
 

@@ -9,11 +9,12 @@ import pytest
 
 from difftest.__main__ import main
 from difftest.runner import ImplUnderTest, Runner, check_batch, load_impl, targets
-from difftest.strategies import implemented_kinds
+from difftest.strategies import KIND_EXAMPLES, implemented_kinds, writer
 from oracle import parse
 from oracle.cases import load_case
-from oracle.model import Arrive, Event, Trace
+from oracle.model import Arrive, Event, Trace, nested_specs
 from spark_impl.windows import FAMILIES as SPARK_FAMILIES
+from test_completeness import PENDING  # tests/ is on sys.path (rootdir conftest, prepend import mode)
 
 # family module -> the kinds it runs (spark_impl.windows.FAMILIES, by module)
 FAMILIES: dict[str, list[str]] = {}
@@ -21,23 +22,44 @@ for _cls, _module in SPARK_FAMILIES.items():
     FAMILIES.setdefault(_module, []).append(_cls.KIND)
 
 
+def _family_kind(kind: str) -> str:
+    """The kind a drawn kind's family runs: `groupwin/length` -> `length`, and a
+    keyed window, whatever its policy (`keyed/groupwin/length`), is `keyed`."""
+    kind = kind.removeprefix("groupwin/")
+    return kind.split("/")[0]
+
+
+def _built_kinds() -> list[str]:
+    """The kinds the oracle runs in some dialect, but those whose Spark family
+    the completeness test lists as pending (eKuiper's, until issue 12)."""
+    pending = {cls for cls, aspects in PENDING.items() if "spark" in aspects}
+    return [kind for kind in implemented_kinds(None)
+            if not {type(inner) for inner in nested_specs(KIND_EXAMPLES[kind])} & pending]
+
+
 def test_families_cover_every_implemented_kind():
     plain = {kind for kinds in FAMILIES.values() for kind in kinds}
-    assert {k for k in implemented_kinds() if not k.startswith("groupwin/")} == plain
+    assert {_family_kind(k) for k in _built_kinds()} == plain
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_spark_agrees_with_the_oracle(spark, family, tmp_path):
-    known = implemented_kinds()
-    kinds = FAMILIES[family] + [f"groupwin/{k}" for k in FAMILIES[family] if f"groupwin/{k}" in known]
-    runner = Runner(ImplUnderTest(load_impl("spark_impl:apply_window"), spark), batch_size=40,
-                    found_dir=tmp_path, seed=20261122)
-    stats = runner.run(targets("esper", None, kinds), examples=40, budget=None)
-    totals = runner.totals()
-    assert totals["mismatches"] == 0, "\n".join(
-        f"{p}:\n{json.dumps(json.loads(open(p).read())['about'])}" for p in totals["found"])
-    assert all(s.cases > 0 for s in stats), [(s.kind, s.cases, s.unsupported) for s in stats]
-    assert totals["updates_compared"] > 0
+    """Every kind a family runs, drawn in the dialect that writes it (CCL's
+    retention and keyed kinds in ccl, the others in esper)."""
+    by_dialect: dict[str, list[str]] = {}
+    for kind in _built_kinds():
+        if _family_kind(kind) in FAMILIES[family]:
+            by_dialect.setdefault(writer(kind), []).append(kind)
+    assert by_dialect
+    for dialect, kinds in sorted(by_dialect.items()):
+        runner = Runner(ImplUnderTest(load_impl("spark_impl:apply_window"), spark), batch_size=40,
+                        found_dir=tmp_path, seed=20261122, dialect=dialect)
+        stats = runner.run(targets(dialect, None, kinds), examples=40, budget=None)
+        totals = runner.totals()
+        assert totals["mismatches"] == 0, "\n".join(
+            f"{p}:\n{json.dumps(json.loads(open(p).read())['about'])}" for p in totals["found"])
+        assert all(s.cases > 0 for s in stats), [(s.kind, s.cases, s.unsupported) for s in stats]
+        assert totals["updates_compared"] > 0
 
 
 @pytest.mark.parametrize("window", ["#unique(symbol)#time(1 sec)", "#groupwin(feed)#lastevent#time_order(ts, 1 sec)",
