@@ -91,6 +91,7 @@ def _grid_at_or_after(value: str, period: int) -> str:
 
 
 def _grid_at_or_before(value: str, period: int) -> str:
+    """SQL: the last grid point at or before `value` (a jump's lot is the content there)."""
     return f"(`#c` + {clock.floor_div(f'({value}) - `#c`', period)} * {period})"
 
 
