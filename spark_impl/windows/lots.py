@@ -202,8 +202,9 @@ def batched_length(items: DataFrame, spec: BatchedLength, ctx: Context) -> DataF
 def batched_time(items: DataFrame, spec: BatchedTime, ctx: Context) -> DataFrame:
     """`BatchedTime`: entry at the grid point at or after arrival (an arrival
     on the grid at its own arrival), exit at the grid point at or after
-    arrival + span, both found on the clock (`clock.hits`, one lookup each);
-    the grid is the trace's (the window's creation), shared by the partitions."""
+    arrival + span, both found on the clock (`clock.hits`, one lookup per
+    distinct grid point); the grid is the trace's (the window's creation),
+    shared by the partitions."""
     p = spec.period
     plan = Lots(ctx, size=spec.size, unique=spec.unique, own_partition=spec.partition)
     own = [*carried(ctx), "time"]
@@ -211,12 +212,17 @@ def batched_time(items: DataFrame, spec: BatchedTime, ctx: Context) -> DataFrame
         *own, f"{quoted(clock.CREATED)} AS `#c`")
     gridded = arrived.selectExpr(
         "*", f"{_grid_at_or_after('time', p)} AS `#e`", f"{_grid_at_or_after(f'time + {spec.span}', p)} AS `#x`")
-    entered = clock.hits(items, gridded.selectExpr("*", f"`#e` AS {DUE}"), reach=p, jumps=ctx.jumps)
-    entered = entered.selectExpr(
-        *(quoted(c) for c in gridded.columns),
-        f"CASE WHEN time = `#e` THEN {arrival_unit()} ELSE {timer_unit(HIT, '`#e`')} END AS `#entry`")
-    left = clock.hits(items, entered.selectExpr("*", f"`#x` AS {DUE}"), reach=p, jumps=ctx.jumps)
-    rows = left.selectExpr(*(quoted(c) for c in entered.columns), f"{timer_unit(HIT, '`#x`')} AS `#exit`")
+    # the items share their grid points: each distinct point is looked up on the clock once, then joined
+    # back as the entry and as the exit (a small table where the period is long beside the spacing)
+    points = gridded.selectExpr("trace_id", f"`#e` AS {DUE}").union(
+        gridded.selectExpr("trace_id", f"`#x` AS {DUE}")).distinct()
+    found = clock.hits(items, points, reach=p, jumps=ctx.jumps).selectExpr(
+        "trace_id", f"{DUE} AS `#g`", f"{timer_unit(HIT, DUE)} AS `#at`")
+    entry_hits = found.withColumnsRenamed({"#g": "#e", "#at": "#entry_at"})
+    exit_hits = found.withColumnsRenamed({"#g": "#x", "#at": "#exit"})
+    rows = gridded.join(entry_hits, ["trace_id", "#e"], "left").join(exit_hits, ["trace_id", "#x"], "left")
+    rows = rows.selectExpr(*(quoted(c) for c in gridded.columns),
+                           f"CASE WHEN time = `#e` THEN {arrival_unit()} ELSE `#entry_at` END AS `#entry`", "`#exit`")
     # the instant a lot changes a partition: its expired items' exits at or before the lot's instant, else that
     at = f"CASE WHEN `#u`.phase = {TIMER} THEN {_grid_at_or_before('`#u`.time', p)} ELSE `#u`.time END"
     when = f"CASE WHEN `#side` = 'remove' AND `#x` <= {at} THEN `#x` ELSE {at} END"
