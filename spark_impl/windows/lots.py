@@ -140,7 +140,11 @@ class Lots:
             "explode(array(named_struct('side', 'insert', 'u', `#entry`), "
             "CASE WHEN `#rm` IS NOT NULL THEN named_struct('side', 'remove', 'u', `#rm`) END)) AS `#p`",
         ).where("`#p` IS NOT NULL").selectExpr("*", "`#p`.side AS `#side`", "`#p`.u AS `#u`")
-        if when is not None:  # partitions in one window: (earliest change, first arrival)
+        if when is not None and ctx.jumps and len(self.parts) > len(ctx.partition):
+            # partitions in one window: (earliest change, first arrival). Only a jump's lot can
+            # change a partition before its own instant (a walk stops at every due time, and an
+            # arrival's lot is its own instant), so without jumps `when` is the unit's clock; with
+            # one partition any value common to the unit's rows orders them
             unit_part = ", ".join(_keys_sql((*self.parts, "#u")))
             posted = posted.selectExpr("*", f"{when} AS `#when`").selectExpr(
                 "*", f"min(`#when`) OVER (PARTITION BY {unit_part}) AS `#slot_due`")
@@ -171,7 +175,7 @@ def length_unique(items: DataFrame, spec: LengthUnique, ctx: Context) -> DataFra
     found = clock.expiries(items, spec.span, own, jumps=ctx.jumps)
     rows = found.selectExpr(*own, f"{arrival_unit()} AS `#entry`",
                             f"{timer_unit(HIT, f'(time + {spec.span})')} AS `#exit`")
-    if not ctx.group_keys:
+    if not ctx.group_keys or not ctx.jumps:  # a walk's stop fires the timers due at its clock only
         return plan.posts(rows)
     # under groupwin a jump fires each group's timer once, due at its earliest pending expiry:
     # the items still held when the timer fires (not displaced before), hidden ones too

@@ -196,3 +196,13 @@ def test_query_values_in_apply_windows_output(spark):
     rows = apply_window(frame, "from v in values within 1.0 every 1.0 select avg(v.p)", "apama").collect()
     assert sorted((r["after"], r["phase"], r["time"], r["side"], r["id"], r["values"]) for r in rows) == [
         (2, 0, 1000, "insert", None, '{"avg":3.25}'), (2, 0, 2000, "insert", None, '{"avg":NaN}')]
+
+
+def test_the_bench_reads_a_window_in_another_dialect():
+    from spark_impl.bench import WINDOWS, dialect_and_clause
+
+    assert dialect_and_clause("apama: partition by v.k within 10.0 every 1.0 retain 5") == (
+        "apama", "partition by v.k within 10.0 every 1.0 retain 5")
+    assert dialect_and_clause("#groupwin(k)#time(10 sec)") == ("esper", "#groupwin(k)#time(10 sec)")
+    assert dialect_and_clause("nodialect: x") == ("esper", "nodialect: x")
+    assert any(window.startswith("apama: ") for window in WINDOWS)
