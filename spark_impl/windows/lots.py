@@ -53,7 +53,12 @@ first arrival (slot), as `#groupwin` orders groups. Under `#groupwin` a jump
 fires each group's timer once, due at the group's earliest pending expiry
 (hidden items' included: they keep their timers), so a group's removals by
 time in one unit carry that due as `slot_due` and the group's first arrival as
-`slot`.
+`slot`. Without jumps (the caller's promise, `Context.jumps`) every lot's
+instant is its unit's clock (a walk stops at each due time; an arrival's lot
+is its own instant), so the windows only a jump's order needs are left out.
+
+No fate depends on another item's fate, only on arrivals (each a `lead` over
+them), so nothing is sequential and no grouped Python kernel is needed.
 """
 
 from __future__ import annotations
