@@ -6,8 +6,9 @@ Input: one trace of N events over K keys (default 10,000), one event per ms: an
 event table `(n long, t long, k long, id string, price double)` written to Parquet once per
 size (in a temporary folder, untimed) and read back by every workload.
 
-* each window: `spark_impl.apply_window_to_events(events, window, order_col="n",
-  time_col="t")`, every column of the output;
+* each window (an Esper clause, or `<dialect>: <clause>`, e.g. `apama: partition
+  by v.k within 10.0 every 1.0 retain 5`): `spark_impl.apply_window_to_events(events,
+  window, order_col="n", time_col="t", dialect=...)`, every column of the output;
 * the table check alone (`spark_impl.event_table.check_events`), which every
   window above runs before planning (`validate=True`), so its share shows;
 * bare: what any keyed window costs in Spark at least, `lag(id, 10)` over the
@@ -44,7 +45,8 @@ TICK_MS = 1
 SIZES = (1_000_000, 10_000_000)
 WINDOWS = ("#groupwin(k)#length(10)", "#time(10 sec)", "#groupwin(k)#time_batch(10 sec)", "#groupwin(k)#time(10 sec)",
            "#groupwin(k)#sort(5, price)", "#unique(k)#time(10 sec)", "#groupwin(k)#expr(current_count <= 10)",
-           "#groupwin(k)#expr(oldest_timestamp > newest_timestamp - 10000)")
+           "#groupwin(k)#expr(oldest_timestamp > newest_timestamp - 10000)",
+           "apama: partition by v.k within 10.0 every 1.0 retain 5")
 BARE = "bare: lag(id, 10) by key"
 CHECK = "table check alone (in each window)"
 TARGET_BARE, TARGET_SCALING = 1.3, 10.0
@@ -95,11 +97,21 @@ def check(events):
     return scanned_problems(rows, None, traced=False)
 
 
+def dialect_and_clause(window: str) -> tuple[str, str]:
+    """A workload's window: an Esper clause, or `<dialect>: <clause>` in another
+    dialect (`apama: partition by v.k retain 5`)."""
+    from oracle.dialects import IMPLEMENTED
+
+    head, colon, clause = window.partition(": ")
+    return (head, clause) if colon and head in IMPLEMENTED else ("esper", window)
+
+
 def workloads(windows: Sequence[str]) -> dict[str, Callable]:
     from spark_impl import apply_window_to_events
 
-    def window_of(clause: str) -> Callable:
-        return lambda events: apply_window_to_events(events, clause, order_col="n", time_col="t")
+    def window_of(window: str) -> Callable:
+        dialect, clause = dialect_and_clause(window)
+        return lambda events: apply_window_to_events(events, clause, order_col="n", time_col="t", dialect=dialect)
 
     return {**{w: window_of(w) for w in windows}, CHECK: check, BARE: bare}
 

@@ -27,8 +27,8 @@ from difftest.strategies import EXAMPLES, STRATEGIES
 from oracle.cases import case_files, load_case
 from oracle.dialects import IMPLEMENTED, case_spec, parse, render, settings, writes
 from oracle.errors import UnsupportedWindow, WindowOracleError
-from oracle.model import PANE_WINDOWS, WINDOW_SPECS, BatchedLength, BatchedTime, LengthUnique, Query, nested_specs
-from oracle.stream_query import QUERY_SPECS, StreamQuery
+from oracle.model import PANE_WINDOWS, WINDOW_SPECS, Query, nested_specs
+from oracle.stream_query import QUERY_SPECS
 from oracle.windows import WINDOW_CLASSES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,11 +38,6 @@ ASPECTS = ("oracle", "spark", "dialects", "strategies", "corpus")
 PENDING: dict[type, set[str]] = {
     # issue 12: eKuiper's windows and queries on Spark
     **{cls: {"spark"} for cls in (*PANE_WINDOWS, Query)},
-    # issue 14: the Apama lot kinds' and stream queries' Spark families
-    BatchedTime: {"spark"},
-    BatchedLength: {"spark"},
-    LengthUnique: {"spark"},
-    StreamQuery: {"spark"},
 }
 SPECS = WINDOW_SPECS + QUERY_SPECS
 

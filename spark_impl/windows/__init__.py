@@ -56,6 +56,9 @@ from attrs import frozen
 
 from oracle.errors import UnsupportedWindow
 from oracle.model import (
+    BatchedLength,
+    BatchedTime,
+    LengthUnique,
     Expr,
     ExprBatch,
     Correl,
@@ -90,6 +93,7 @@ from oracle.model import (
     WindowSpec,
     spec_kind,
 )
+from oracle.stream_query import StreamQuery
 
 
 @frozen
@@ -146,6 +150,11 @@ FAMILIES: dict[type, str] = {
     JumpingLength: "retention",
     JumpingTime: "retention",
     Keyed: "keyed",
+    # Apama (issue 14)
+    BatchedTime: "lots",
+    BatchedLength: "lots",
+    LengthUnique: "lots",
+    StreamQuery: "stream_query",
 }
 
 
