@@ -90,6 +90,8 @@ def unsupported(spec: WindowSpec) -> str | None:
 #: a job of `run_cases` holds at most this many window plans and input rows: the
 #: plans of one job run in one Spark action, whose memory grows with both
 PLANS_PER_JOB = 24
+#: output columns only some windows have (an eKuiper pane's bounds)
+OPTIONAL_COLUMNS = ("window",)
 ROWS_PER_JOB = 250_000
 
 
@@ -136,8 +138,9 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
             for spec, types, batch, _ in job:
                 frame = frames.frame_of(spark, batch, types)
                 jumps = any(isinstance(item, Jump) for _, trace in batch for item in trace.items)
-                outputs.append(pipeline.apply(frame, spec, jumps=jumps).select(*OUTPUT_COLUMNS))
-            union = reduce(lambda a, b: a.unionByName(b), outputs)
+                out = pipeline.apply(frame, spec, jumps=jumps)
+                outputs.append(out.select(*OUTPUT_COLUMNS, *(c for c in OPTIONAL_COLUMNS if c in out.columns)))
+            union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), outputs)
             small = sum(rows for *_, rows in job) <= frames.ONE_PARTITION_ROWS
             with interpreted(spark) if small else nullcontext():
                 collected = union.collect()

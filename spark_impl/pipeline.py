@@ -144,9 +144,13 @@ def finalize(posted: DataFrame, validated: DataFrame, ctx: Context) -> DataFrame
            "'slot', CAST(slot AS BIGINT), 'n', CAST(pos AS BIGINT)) END AS pos")
     values = "`values`" if "values" in posted.columns else "CAST(NULL AS STRING) AS `values`"
     error = "error" if "error" in posted.columns else "CAST(NULL AS STRING) AS error"
+    ordinal = "CAST(ordinal AS INT) AS ordinal" if "ordinal" in posted.columns else "CAST(0 AS INT) AS ordinal"
+    # a pane window's bounds (eKuiper): the optional `window` column, after the others
+    pane = (["CASE WHEN wend IS NOT NULL THEN named_struct('start', wstart, 'end', wend) END AS window"]
+            if "wend" in posted.columns else [])
     return posted.selectExpr(
-        "trace_id", "seq AS after", "CAST(phase AS INT) AS phase", "time", "CAST(0 AS INT) AS ordinal", "side", pos,
-        "id", values, error, *(quoted(p) for p in ctx.properties),
+        "trace_id", "seq AS after", "CAST(phase AS INT) AS phase", "time", ordinal, "side", pos,
+        "id", values, error, *(quoted(p) for p in ctx.properties), *pane,
     )
 
 

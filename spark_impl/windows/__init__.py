@@ -40,6 +40,10 @@ A family returns one row per event it posts, with these columns:
 | error    | optional: on a row of side 'error', the rejected item's message (a keyed |
 |          | window's duplicate insert, ...); a family that rejects nothing leaves it |
 |          | out                                                                      |
+| ordinal  | optional: the update's order among several of one unit of work (an      |
+|          | eKuiper pane window: panes closing together); absent: 0                  |
+| wstart,  | optional: a pane's reported start and end (eKuiper); the output's        |
+| wend     | `window` struct                                                          |
 
 The pipeline turns these into the public output: one update per distinct
 (trace_id, seq, phase, time), a side's rows ordered by (slot_due, slot, pos),
@@ -90,6 +94,7 @@ from oracle.model import (
     WindowSpec,
     spec_kind,
 )
+from oracle.model import CountPanes, Hopping, Query, Session, Sliding, Tumbling
 
 
 @frozen
@@ -146,6 +151,13 @@ FAMILIES: dict[type, str] = {
     JumpingLength: "retention",
     JumpingTime: "retention",
     Keyed: "keyed",
+    # eKuiper's pane windows and the queries over them
+    Tumbling: "panes",
+    Hopping: "panes",
+    Sliding: "panes",
+    Session: "panes",
+    CountPanes: "panes",
+    Query: "panes",
 }
 
 
