@@ -288,3 +288,157 @@ def evaluate_pane(query: Query, rows: Sequence[Mapping[str, Any]], pane: tuple[i
 def to_json(rows: list[dict]) -> list[str]:
     """Output rows as JSON objects (NaN and infinities bare, as `frames` reads them)."""
     return [json.dumps(r, separators=(",", ":")) for r in rows]
+
+
+# --------------------------------------------------------------------------- Spark SQL
+
+
+class NotCompiled(Exception):
+    """An expression the Spark compiler does not take (the Python path runs it)."""
+
+
+_NUMERIC = ("long", "double")
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _sql_literal(value: Any) -> tuple[str, str]:
+    if value is None:
+        return "NULL", "null"
+    if isinstance(value, bool):
+        return ("true" if value else "false"), "boolean"
+    if isinstance(value, int):
+        return f"CAST({value} AS BIGINT)", "long"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise NotCompiled("a non-finite literal")
+        return f"CAST('{value!r}' AS DOUBLE)", "double"
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'", "string"
+
+
+class SqlCompiler:
+    """Compiles expression trees to Spark SQL text with this module's value
+    rules, given the column types (`long`, `double`, `string`, `boolean`;
+    JSON text columns are not taken). In a group context (`group=True`) a
+    plain column is the group's first row (`min_by(col, seq)`) and aggregates
+    are Spark's; `pane` names the columns of the pane's bounds."""
+
+    def __init__(self, types: Mapping[str, str], group: bool = False,
+                 pane: tuple[str, str] = ("wstart", "wend"), aliases: Mapping[str, Any] | None = None):
+        self.types, self.group, self.pane = types, group, pane
+        self.aliases = aliases or {}
+        self.busy: set = set()
+
+    def value(self, node: Any, in_aggregate: bool = False) -> tuple[str, str]:
+        t = type(node)
+        if t is Literal:
+            return _sql_literal(node.value)
+        if t is Name:
+            if node.name in self.aliases and node.name not in self.busy and not in_aggregate:
+                self.busy.add(node.name)
+                try:
+                    return self.value(self.aliases[node.name], in_aggregate)
+                finally:
+                    self.busy.discard(node.name)
+            kind = self.types.get(node.name)
+            if kind is None:
+                return "NULL", "null"
+            if kind not in ("long", "double", "string", "boolean"):
+                raise NotCompiled(f"column {node.name} holds JSON text")
+            column = _q(node.name)
+            if self.group and not in_aggregate:
+                return f"min_by({column}, seq)", kind
+            return column, kind
+        if t is Binary:
+            if node.op in ("and", "or"):
+                return (f"({self.truth(node.left, in_aggregate)} {node.op.upper()} "
+                        f"{self.truth(node.right, in_aggregate)})"), "boolean"
+            (a, ka), (b, kb) = self.value(node.left, in_aggregate), self.value(node.right, in_aggregate)
+            if node.op in ("+", "-", "*", "/", "%"):
+                if ka not in _NUMERIC or kb not in _NUMERIC:
+                    return "NULL", "null"
+                kind = "long" if ka == kb == "long" else "double"
+                if node.op in "+-*":
+                    return f"({a} {node.op} {b})", kind
+                op = "div" if (kind == "long" and node.op == "/") else node.op
+                return f"(CASE WHEN {b} = 0 THEN NULL ELSE {a} {op} {b} END)", kind
+            same = (ka in _NUMERIC and kb in _NUMERIC) or (ka == kb == "string") or (
+                ka == kb == "boolean" and node.op in ("=", "!="))
+            if not same:
+                return "NULL", "null"
+            return f"({a} {node.op} {b})", "boolean"
+        if t is Not:
+            a, ka = self.value(node.operand, in_aggregate)
+            return (f"(NOT {a})", "boolean") if ka == "boolean" else ("NULL", "null")
+        if t is Negate:
+            a, ka = self.value(node.operand, in_aggregate)
+            return (f"(- {a})", ka) if ka in _NUMERIC else ("NULL", "null")
+        if t is Call:
+            if node.function == "window_start":
+                return (f"first({self.pane[0]})" if self.group else self.pane[0]), "long"
+            if node.function == "window_end":
+                return (f"first({self.pane[1]})" if self.group else self.pane[1]), "long"
+            raise NotCompiled(f"{node.function}()")
+        if t is Aggregate:
+            if not self.group or in_aggregate:
+                raise NotCompiled("an aggregate outside a group")
+            if node.argument is None:
+                return "count(id)", "long"  # the pane's rows (an empty pane's marker row has no id)
+            a, ka = self.value(node.argument, True)
+            f = node.function
+            if f == "count":
+                return f"count({a})", "long"
+            if f in ("sum", "avg"):
+                if ka not in _NUMERIC:
+                    return "NULL", "null"
+                return (f"sum({a})", ka) if f == "sum" else (f"avg({a})", "double")
+            if ka not in (*_NUMERIC, "string"):
+                return "NULL", "null"
+            return f"{f}({a})", ka
+        raise NotCompiled(type(node).__name__)
+
+    def truth(self, node: Any, in_aggregate: bool = False) -> str:
+        """SQL that is true exactly when the node's value is true."""
+        a, kind = self.value(node, in_aggregate)
+        return f"coalesce({a}, false)" if kind == "boolean" else "false"
+
+
+def sql_condition(node: Any, types: Mapping[str, str]) -> str | None:
+    """A row condition as SQL (true exactly where it holds), or None when the
+    compiler does not take it."""
+    try:
+        return SqlCompiler(types).truth(node)
+    except NotCompiled:
+        return None
+
+
+def compile_select(query: Query, types: Mapping[str, str]) -> dict | None:
+    """The Spark plan of a query over pane rows, or None (the Python path):
+    {"group": bool, "fields": [(name, sql) | (None, "*")], "order": [(sql, descending)]}.
+    Not compiled: HAVING, collect, indexing, members, row_number(), a JSON
+    text column."""
+    if query.having is not None:
+        return None
+    group = query.aggregates
+    aliases = {i.alias: i.expression for i in query.select if i.alias is not None}
+    compiler = SqlCompiler(types, group=group)
+    try:
+        if group:
+            for key in query.keys:
+                SqlCompiler(types).value(key)
+        fields = []
+        for item, name in zip(query.select, output_names(query)):
+            if item.expression is None:
+                if any(k == "json" for k in types.values()):
+                    return None
+                fields.append((None, "*"))
+            else:
+                fields.append((name, compiler.value(item.expression)[0]))
+        order_compiler = SqlCompiler(types, group=group, aliases=aliases)
+        order = [(order_compiler.value(k.expression)[0], k.descending) for k in query.order]
+    except NotCompiled:
+        return None
+    keys = [SqlCompiler(types).value(k)[0] for k in query.keys] if group else []
+    return {"group": group, "fields": fields, "order": order, "keys": keys}

@@ -55,7 +55,8 @@ from spark_impl.errors import InvalidFrame
 from spark_impl.frames import JSON_TEXT
 from spark_impl.windows import Context
 from spark_impl.windows.base import quoted
-from spark_impl.windows.pane_kernel import kernel
+from spark_impl.windows.pane_kernel import aligned_end, kernel
+from spark_impl.windows.pane_query import compile_select, sql_condition
 
 #: windows a processing-time query's WHERE is pushed into (eKuiper's planner)
 PUSHED_DOWN = (Tumbling, Hopping, Session)
@@ -90,12 +91,206 @@ def pane_posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
         raise UnsupportedWindow("an eKuiper pane window under #groupwin: GROUP BY keys group a pane instead")
     _check(items)
     window, query = _split(spec)
+    if isinstance(window, (Tumbling, Hopping)) and not window.event_time:
+        plan = _SetPlan.of(items, window, query, ctx)
+        if plan is not None:
+            return plan.posts(items)
     return sequential(items, window, query, ctx)
 
 
-def sequential(items: DataFrame, window, query, ctx: Context) -> DataFrame:
+def _types(items: DataFrame, names) -> dict[str, str]:
+    """Property -> the value kind the SQL compiler reads (JSON text: `json`)."""
+    kinds = {T.LongType: "long", T.IntegerType: "long", T.DoubleType: "double", T.StringType: "string",
+             T.BooleanType: "boolean"}
+    out = {"id": "string"}
+    for f in items.schema.fields:
+        if f.name in names:
+            out[f.name] = "json" if f.metadata.get(JSON_TEXT) else kinds.get(type(f.dataType), "json")
+    return out
+
+
+def aligned_end_column(column: str, count: int, unit: int, zone: str):
+    """eKuiper's aligned end of each value of `column` (ms), in `zone`: a
+    Python UDF over `pane_kernel.aligned_end` (zoneinfo's rules, DST
+    included), run on one row per trace."""
+    from pyspark.sql.functions import col, udf
+
+    def align(t):
+        from zoneinfo import ZoneInfo
+
+        return None if t is None else aligned_end(int(t), count, unit, ZoneInfo(zone))
+
+    return udf(align, "long")(col(column))
+
+
+class _SetPlan:
+    """Processing-time tumbling and hopping panes as set operations, for the
+    traces whose ticks never re-align (no jump; a creation time not 50 ms or
+    more past its aligned end); the other traces go through the kernel.
+
+    Per trace: creation c, first end E0 = aligned(c). If E0 > c the ticks are
+    due at their ends e_k = E0 + k i (k >= 0). Else (the alignment quirk, E0
+    <= c, lag = c - E0 < 50 ms) the pane at the creation is empty and not
+    posted, and tick k >= 1 is due at c + k i, ending e_k. The pane of tick k
+    holds the admitted rows of `[left_k, e_k)`: tumbling `left_k` = e_{k-1}
+    (the first pane: every row before e_k); hopping `left_k` = trigger +
+    hop - size, the trigger being e_{k-1}, or for the first pane the creation
+    (the quirk: E0). Reported start: tumbling the trigger, hopping trigger -
+    hop; a start <= 0 is `e_k - size`.
+
+    A tick fires in the walk of the first item (event or advance) whose time
+    reaches its due: items are grouped by the number of ticks due by their
+    time (a hash aggregate: the first item of each count), and each such item
+    fires the ticks since the previous count. A row finds its panes by
+    arithmetic (tumbling one, hopping those with e_k in `(t, t + size]`)
+    and joins the fired ticks (a small broadcast table)."""
+
+    def __init__(self, window, query, admit: str, select: dict | None, types: dict, properties: tuple):
+        self.window, self.query, self.admit, self.select = window, query, admit, select
+        self.types, self.properties = types, properties
+        self.hopping = isinstance(window, Hopping)
+        self.interval = window.hop if self.hopping else window.size
+
+    @classmethod
+    def of(cls, items: DataFrame, window, query, ctx: Context):
+        """The plan, or None when a condition or the query does not compile to SQL."""
+        types = _types(items, ctx.properties)
+        conditions = [c for c in (window.filter, query.where if query is not None else None) if c is not None]
+        admit = [sql_condition(c, types) for c in conditions]
+        if any(a is None for a in admit):
+            return None
+        select = None
+        if query is not None:
+            select = compile_select(query, types)
+            if select is None:
+                return None
+        return cls(window, query, " AND ".join(admit) or "true", select, types, ctx.properties)
+
+    def posts(self, items: DataFrame) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        w, i = self.window, self.interval
+        info = items.groupBy("trace_id").agg(
+            F.coalesce(F.max(F.when(F.col("kind") == "start", F.col("time"))), F.lit(0)).alias("c"),
+            F.max((F.col("kind") == "jump").cast("int")).alias("jumped"))
+        info = info.withColumn("e0", aligned_end_column("c", i // w.unit, w.unit, w.time_zone))
+        info = info.selectExpr("trace_id", "c", "e0", "jumped = 1 OR (e0 <= c AND c - e0 >= 50) AS dirty",
+                               "CASE WHEN e0 <= c THEN 1 ELSE 0 END AS k0",
+                               "CASE WHEN e0 <= c THEN c - e0 ELSE 0 END AS lag")
+        dirty = items.join(F.broadcast(info.where("dirty").select("trace_id")), "trace_id", "left_semi")
+        rest = sequential(dirty, self.window, self.query, None, self.properties)
+        clean = F.broadcast(info.where("NOT dirty").drop("dirty"))
+        moved = items.where("kind IN ('event', 'advance')").join(clean, "trace_id")
+        # ticks due by an item's time: d_k = e0 + lag + k i for k >= k0
+        first_due = f"(e0 + lag + k0 * {i})"
+        counted = moved.selectExpr(
+            "trace_id", "seq", "time", "e0", "lag", "k0", "c",
+            f"CASE WHEN time < {first_due} THEN 0 ELSE (time - {first_due}) div {i} + 1 END AS due_count")
+        firsts = (counted.where("due_count > 0").groupBy("trace_id", "due_count")
+                  .agg(F.min(F.struct("seq", "e0", "lag", "k0", "c")).alias("f")))
+        ticks = firsts.selectExpr(
+            "trace_id", "f.seq AS after", "f.e0 AS e0", "f.lag AS lag", "f.k0 AS k0", "f.c AS c", "due_count",
+            "coalesce(lag(due_count) OVER (PARTITION BY trace_id ORDER BY due_count), 0) AS before")
+        ticks = ticks.selectExpr("*", "explode(sequence(before + 1, due_count)) AS n").selectExpr(
+            "trace_id", "after", "k0 + n - 1 AS k", f"e0 + (k0 + n - 1) * {i} AS e", "e0", "lag", "k0", "c")
+        trigger = f"CASE WHEN k = k0 THEN (CASE WHEN k0 = 1 THEN e0 ELSE c END) ELSE e - {i} END"
+        if self.hopping:
+            bounds = [f"{trigger} + {w.hop - w.size} AS lft", f"{trigger} - {w.hop} AS rstart"]
+        else:
+            bounds = ["CAST(NULL AS BIGINT) AS lft", f"{trigger} AS rstart"]
+        ticks = ticks.selectExpr("trace_id", "after", "k", "e AS wend", "e + lag AS due", *bounds)
+        ticks = ticks.selectExpr("trace_id", "after", "k", "wend", "due", "lft",
+                                 f"CASE WHEN rstart <= 0 THEN wend - {w.size} ELSE rstart END AS wstart")
+        rows = self._rows(items, clean)
+        joined = rows.join(F.broadcast(ticks), ["trace_id", "k"])
+        if self.hopping:
+            joined = joined.where("time >= lft")
+        out = self._output(joined, ticks)
+        # the kernel's rows lack the properties: joined back from their own traces' events
+        props = dirty.where("kind = 'event'").select("trace_id", "id", *(F.col(quoted(p)) for p in self.properties))
+        return out.unionByName(rest.join(props, ["trace_id", "id"], "left"))
+
+    def _rows(self, items: DataFrame, clean: DataFrame) -> DataFrame:
+        """The admitted rows with the index k of each pane they belong to."""
+        w, i = self.window, self.interval
+        events = items.where(f"kind = 'event' AND ({self.admit})").join(clean, "trace_id")
+        first_end = f"(e0 + k0 * {i})"
+        kmin = f"CASE WHEN time < {first_end} THEN k0 ELSE (time - e0) div {i} + 1 END"
+        props = [quoted(p) for p in self.properties]
+        if not self.hopping:
+            return events.selectExpr("trace_id", "seq", "time", "id", *props, f"{kmin} AS k")
+        kmax = f"(time + {w.size} - e0) div {i}"
+        return events.selectExpr("trace_id", "seq", "time", "id", *props,
+                                 f"explode(sequence({kmin}, greatest({kmin}, {kmax}))) AS k").where(
+            f"k <= {kmax}")
+
+    def _output(self, joined: DataFrame, ticks: DataFrame) -> DataFrame:
+        """Event rows, the query's rows, and the empty panes' rows, in the kernel's columns."""
+        props = [quoted(p) for p in self.properties]
+        nulls = [f"CAST(NULL AS {dict(_SQL_TYPES).get(self.types.get(p), 'STRING')}) AS {quoted(p)}"
+                 for p in self.properties]
+        key = ["trace_id", "after AS seq", "CAST(0 AS INT) AS phase", "due AS time", "CAST(0 AS INT) AS ordinal"]
+        event_rows = joined.selectExpr(*key, "'insert' AS side", "seq AS pos", "id", "CAST(NULL AS STRING) AS `values`",
+                                       "CAST(NULL AS STRING) AS error", "wstart", "wend", *props)
+        seen = joined.select("trace_id", "k").distinct()
+        empty = ticks.join(seen, ["trace_id", "k"], "left_anti")
+        if self.select is None:
+            marker = empty.selectExpr(*key, "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
+                                      "CAST(NULL AS STRING) AS id", "CAST(NULL AS STRING) AS `values`",
+                                      "CAST(NULL AS STRING) AS error", "wstart", "wend", *nulls)
+            return _contract(event_rows.unionByName(marker), self.properties)
+        values, empty_out = self._values(joined, ticks, empty, key)
+        value_rows = values.selectExpr(*key, "'insert' AS side", "pos", "CAST(NULL AS STRING) AS id", "`values`",
+                                       "CAST(NULL AS STRING) AS error", "wstart", "wend", *nulls)
+        marker = empty_out.selectExpr(*key, "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
+                                      "CAST(NULL AS STRING) AS id", "'[]' AS `values`",
+                                      "CAST(NULL AS STRING) AS error", "wstart", "wend", *nulls)
+        return _contract(event_rows.unionByName(value_rows).unionByName(marker), self.properties)
+
+    def _values(self, joined: DataFrame, ticks: DataFrame, empty: DataFrame, key):
+        """(the query's output rows with `values` and `pos`, the fired panes whose output is no row)."""
+        from pyspark.sql import functions as F
+
+        plan = self.select
+        pane = ["trace_id", "k", "after", "due", "wstart", "wend"]
+        rows = joined.select(*pane, "seq", "id", *(F.col(quoted(p)) for p in self.properties))
+        star = ["'id', min_by(id, seq)" if plan["group"] else "'id', id"] + [
+            (f"'{p}', min_by({quoted(p)}, seq)" if plan["group"] else f"'{p}', {quoted(p)}") for p in self.properties]
+        parts = []
+        for name, sql in plan["fields"]:
+            parts += star if name is None else [f"'{name}', {sql}"]
+        record = f"to_json(named_struct({', '.join(parts)}))"
+        orders = [f"o{n}" for n in range(len(plan["order"]))]
+        order_by = ", ".join([f"o{n} {'DESC NULLS LAST' if d else 'ASC NULLS FIRST'}"
+                              for n, (_, d) in enumerate(plan["order"])] + ["first_seq"])
+        if plan["group"]:
+            if not plan["keys"]:
+                markers = empty.selectExpr(*pane, "CAST(NULL AS BIGINT) AS seq", "CAST(NULL AS STRING) AS id",
+                                           *(f"CAST(NULL AS {dict(_SQL_TYPES).get(self.types.get(p), 'STRING')}) "
+                                             f"AS {quoted(p)}" for p in self.properties))
+                rows = rows.unionByName(markers)
+                empty = empty.limit(0)
+            keys = [f"{k} AS g{n}" for n, k in enumerate(plan["keys"])]
+            grouped = rows.selectExpr("*", *keys).groupBy(*pane, *(f"g{n}" for n in range(len(keys))))
+            out = grouped.agg(F.expr(f"{record} AS `values`"), F.expr("min(seq) AS first_seq"),
+                              *(F.expr(f"{sql} AS o{n}") for n, (sql, _) in enumerate(plan["order"])))
+        else:
+            out = rows.selectExpr(*pane, f"{record} AS `values`", "seq AS first_seq",
+                                  *(f"{sql} AS o{n}" for n, (sql, _) in enumerate(plan["order"])))
+        if orders:
+            out = out.selectExpr("*", f"row_number() OVER (PARTITION BY trace_id, k ORDER BY {order_by}) AS pos")
+        else:
+            out = out.selectExpr("*", "first_seq AS pos")
+        return out, empty
+
+
+_SQL_TYPES = (("long", "BIGINT"), ("double", "DOUBLE"), ("string", "STRING"), ("boolean", "BOOLEAN"),
+              ("json", "STRING"))
+
+
+def sequential(items: DataFrame, window, query, ctx: Context | None, properties: tuple = ()) -> DataFrame:
     """Every trace of `items` through the pane kernel."""
-    names = tuple(ctx.properties)
+    names = tuple(ctx.properties if ctx is not None else properties)
     json_names = frozenset(f.name for f in items.schema.fields
                            if f.name in names and f.metadata.get(JSON_TEXT))
     run = kernel(window, query, pushed_where(window, query), names, json_names)
@@ -104,10 +299,12 @@ def sequential(items: DataFrame, window, query, ctx: Context) -> DataFrame:
     return _contract(posted)
 
 
-def _contract(posted: DataFrame) -> DataFrame:
-    """Kernel or set rows in the family contract's columns (plus ordinal and bounds)."""
+def _contract(posted: DataFrame, properties=()) -> DataFrame:
+    """Kernel or set rows in the family contract's columns (plus ordinal and
+    bounds, and the properties where the rows carry them)."""
+    props = [quoted(p) for p in properties if p in posted.columns]
     return posted.selectExpr("trace_id", "seq", "phase", "time", "time AS slot_due", "CAST(0 AS BIGINT) AS slot",
-                             "side", "pos", "id", "`values`", "error", "ordinal", "wstart", "wend")
+                             "side", "pos", "id", "`values`", "error", "ordinal", "wstart", "wend", *props)
 
 
 POSTS = {Tumbling: pane_posts, Hopping: pane_posts, Sliding: pane_posts, Session: pane_posts,
