@@ -95,7 +95,30 @@ def pane_posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
         plan = _SetPlan.of(items, window, query, ctx)
         if plan is not None:
             return plan.posts(items)
+    if window.event_time:
+        kept, late = late_rows(items, window)
+        return sequential(kept, window, query, ctx).unionByName(late)
     return sequential(items, window, query, ctx)
+
+
+def late_rows(items: DataFrame, window) -> tuple[DataFrame, DataFrame]:
+    """Event time's late rows as a relational step: (the items without them,
+    their error rows). The watermark before an event is `max(largest earlier
+    event time, tolerance) - tolerance`, 0 before the first: a running
+    maximum over the trace's events in arrival order (a late row cannot lift
+    it: its time is below it already). A row below it is late."""
+    ts, tol = quoted(window.timestamp), window.late_tolerance
+    marked = items.selectExpr(
+        "*", f"CASE WHEN kind = 'event' THEN coalesce(greatest(max(CASE WHEN kind = 'event' THEN {ts} END) OVER "
+             "(PARTITION BY trace_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), "
+             f"{tol}) - {tol}, 0) END AS `#watermark`")
+    kept = marked.where(f"kind != 'event' OR {ts} >= `#watermark`")
+    late = marked.where(f"kind = 'event' AND {ts} < `#watermark`").selectExpr(
+        "trace_id", "seq", "CAST(1 AS INT) AS phase", "time", "CAST(0 AS INT) AS ordinal", "'error' AS side",
+        "CAST(0 AS BIGINT) AS pos", "CAST(NULL AS STRING) AS id", "CAST(NULL AS STRING) AS `values`",
+        f"concat('late row: event time ', {ts}, ' ms is before the watermark ', `#watermark`, ' ms') AS error",
+        "CAST(NULL AS BIGINT) AS wstart", "CAST(NULL AS BIGINT) AS wend")
+    return kept.drop("#watermark"), _contract(late)
 
 
 def _types(items: DataFrame, names) -> dict[str, str]:
