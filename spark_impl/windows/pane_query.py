@@ -416,7 +416,8 @@ def sql_condition(node: Any, types: Mapping[str, str]) -> str | None:
 
 def compile_select(query: Query, types: Mapping[str, str]) -> dict | None:
     """The Spark plan of a query over pane rows, or None (the Python path):
-    {"group": bool, "fields": [(name, sql) | (None, "*")], "order": [(sql, descending)]}.
+    {"group": bool, "fields": [(name, sql) | (None, "*")], "order": [(sql, descending)],
+    "keys": [sql]}; in a grouped plan the n-th key's column is `g<n>`.
     Not compiled: HAVING, collect, indexing, members, row_number(), a JSON
     text column."""
     if query.having is not None:
@@ -424,6 +425,8 @@ def compile_select(query: Query, types: Mapping[str, str]) -> dict | None:
     group = query.aggregates
     aliases = {i.alias: i.expression for i in query.select if i.alias is not None}
     compiler = SqlCompiler(types, group=group)
+    # a select item that is a GROUP BY key is that key's grouping column (no first-row lookup)
+    grouped = {key: f"g{n}" for n, key in enumerate(query.keys)} if group else {}
     try:
         if group:
             for key in query.keys:
@@ -434,6 +437,8 @@ def compile_select(query: Query, types: Mapping[str, str]) -> dict | None:
                 if any(k == "json" for k in types.values()):
                     return None
                 fields.append((None, "*"))
+            elif item.expression in grouped:
+                fields.append((name, grouped[item.expression]))
             else:
                 fields.append((name, compiler.value(item.expression)[0]))
         order_compiler = SqlCompiler(types, group=group, aliases=aliases)

@@ -55,7 +55,7 @@ from spark_impl.errors import InvalidFrame
 from spark_impl.frames import JSON_TEXT
 from spark_impl.windows import Context
 from spark_impl.windows.base import quoted
-from spark_impl.windows.pane_kernel import aligned_end, kernel
+from spark_impl.windows.pane_kernel import LATE_TICK, aligned_end, kernel
 from spark_impl.windows.pane_query import compile_select, sql_condition
 
 #: windows a processing-time query's WHERE is pushed into (eKuiper's planner)
@@ -94,7 +94,7 @@ def pane_posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
     if isinstance(window, (Tumbling, Hopping)) and not window.event_time:
         plan = _SetPlan.of(items, window, query, ctx)
         if plan is not None:
-            return plan.posts(items)
+            return plan.posts(items, ctx.jumps)
     if window.event_time:
         kept, late = late_rows(items, window)
         return sequential(kept, window, query, ctx).unionByName(late)
@@ -130,20 +130,6 @@ def _types(items: DataFrame, names) -> dict[str, str]:
         if f.name in names:
             out[f.name] = "json" if f.metadata.get(JSON_TEXT) else kinds.get(type(f.dataType), "json")
     return out
-
-
-def aligned_end_column(column: str, count: int, unit: int, zone: str):
-    """eKuiper's aligned end of each value of `column` (ms), in `zone`: a
-    Python UDF over `pane_kernel.aligned_end` (zoneinfo's rules, DST
-    included), run on one row per trace."""
-    from pyspark.sql.functions import col, udf
-
-    def align(t):
-        from zoneinfo import ZoneInfo
-
-        return None if t is None else aligned_end(int(t), count, unit, ZoneInfo(zone))
-
-    return udf(align, "long")(col(column))
 
 
 class _SetPlan:
@@ -189,30 +175,65 @@ class _SetPlan:
                 return None
         return cls(window, query, " AND ".join(admit) or "true", select, types, ctx.properties)
 
-    def posts(self, items: DataFrame) -> DataFrame:
+    def _param(self, c: int) -> tuple[int, int, int, bool]:
+        """(E0, k0, lag, dirty) of a trace created at c (module docstring of the class)."""
+        from zoneinfo import ZoneInfo
+
+        w = self.window
+        e0 = aligned_end(c, self.interval // w.unit, w.unit, ZoneInfo(w.time_zone))
+        if e0 > c:
+            return e0, 0, 0, False
+        return e0, 1, c - e0, c - e0 >= LATE_TICK
+
+    def split(self, items: DataFrame, jumps: bool) -> tuple[DataFrame, DataFrame | None]:
+        """(the clean traces' items with columns c, e0, k0, lag; the other
+        traces' items, or None when there are none). The creation times are few
+        (one per trace at most, most traces sharing one): they are collected
+        (one small job; an event table without a `start` row skips the scan)
+        and each one's first end computed here, in the zone."""
+        from pyspark.sql import functions as F
+
+        starts = {row[0] for row in items.where("kind = 'start'").select("time").distinct().collect()}
+        params = {c: self._param(c) for c in starts | {0}}
+        bad = {c for c, p in params.items() if p[3]}
+        if starts <= {0}:  # every trace created at 0: constants
+            e0, k0, lag, _ = params[0]
+            marked = items.selectExpr("*", "CAST(0 AS BIGINT) AS c", f"CAST({e0} AS BIGINT) AS e0",
+                                      f"CAST({k0} AS BIGINT) AS k0", f"CAST({lag} AS BIGINT) AS lag")
+            created = None
+        else:
+            spark = items.sparkSession
+            table = spark.createDataFrame([(c, *p[:3]) for c, p in params.items()], "c long, e0 long, k0 long, lag long")
+            created = items.where("kind = 'start'").selectExpr("trace_id", "time AS c")
+            marked = (items.join(F.broadcast(created), "trace_id", "left").withColumn("c", F.coalesce("c", F.lit(0)))
+                      .join(F.broadcast(table), "c"))
+        if not bad and not jumps:
+            return marked, None
+        troubled = None
+        if bad:
+            troubled = created.where(F.col("c").isin(sorted(bad))).select("trace_id")
+        if jumps:
+            jumped = items.where("kind = 'jump'").select("trace_id")
+            troubled = jumped if troubled is None else troubled.unionByName(jumped)
+        troubled = F.broadcast(troubled.distinct())
+        return (marked.join(troubled, "trace_id", "left_anti"),
+                items.join(troubled, "trace_id", "left_semi"))
+
+    def posts(self, items: DataFrame, jumps: bool) -> DataFrame:
         from pyspark.sql import functions as F
 
         w, i = self.window, self.interval
-        info = items.groupBy("trace_id").agg(
-            F.coalesce(F.max(F.when(F.col("kind") == "start", F.col("time"))), F.lit(0)).alias("c"),
-            F.max((F.col("kind") == "jump").cast("int")).alias("jumped"))
-        info = info.withColumn("e0", aligned_end_column("c", i // w.unit, w.unit, w.time_zone))
-        info = info.selectExpr("trace_id", "c", "e0", "jumped = 1 OR (e0 <= c AND c - e0 >= 50) AS dirty",
-                               "CASE WHEN e0 <= c THEN 1 ELSE 0 END AS k0",
-                               "CASE WHEN e0 <= c THEN c - e0 ELSE 0 END AS lag")
-        dirty = items.join(F.broadcast(info.where("dirty").select("trace_id")), "trace_id", "left_semi")
-        rest = sequential(dirty, self.window, self.query, None, self.properties)
-        clean = F.broadcast(info.where("NOT dirty").drop("dirty"))
-        moved = items.where("kind IN ('event', 'advance')").join(clean, "trace_id")
+        clean, dirty = self.split(items, jumps)
+        moved = clean.where("kind IN ('event', 'advance')")
         # ticks due by an item's time: d_k = e0 + lag + k i for k >= k0
         first_due = f"(e0 + lag + k0 * {i})"
         counted = moved.selectExpr(
             "trace_id", "seq", "time", "e0", "lag", "k0", "c",
             f"CASE WHEN time < {first_due} THEN 0 ELSE (time - {first_due}) div {i} + 1 END AS due_count")
         firsts = (counted.where("due_count > 0").groupBy("trace_id", "due_count")
-                  .agg(F.min(F.struct("seq", "e0", "lag", "k0", "c")).alias("f")))
+                  .agg(*(F.min(c).alias(c) for c in ("seq", "e0", "lag", "k0", "c"))))
         ticks = firsts.selectExpr(
-            "trace_id", "f.seq AS after", "f.e0 AS e0", "f.lag AS lag", "f.k0 AS k0", "f.c AS c", "due_count",
+            "trace_id", "seq AS after", "e0", "lag", "k0", "c", "due_count",
             "coalesce(lag(due_count) OVER (PARTITION BY trace_id ORDER BY due_count), 0) AS before")
         ticks = ticks.selectExpr("*", "explode(sequence(before + 1, due_count)) AS n").selectExpr(
             "trace_id", "after", "k0 + n - 1 AS k", f"e0 + (k0 + n - 1) * {i} AS e", "e0", "lag", "k0", "c")
@@ -224,19 +245,24 @@ class _SetPlan:
         ticks = ticks.selectExpr("trace_id", "after", "k", "e AS wend", "e + lag AS due", *bounds)
         ticks = ticks.selectExpr("trace_id", "after", "k", "wend", "due", "lft",
                                  f"CASE WHEN rstart <= 0 THEN wend - {w.size} ELSE rstart END AS wstart")
-        rows = self._rows(items, clean)
+        # a few rows per trace (one per fired tick), read by every branch below: computed once, here
+        ticks = ticks.localCheckpoint(eager=True)
+        rows = self._rows(clean)
         joined = rows.join(F.broadcast(ticks), ["trace_id", "k"])
         if self.hopping:
             joined = joined.where("time >= lft")
         out = self._output(joined, ticks)
+        if dirty is None:
+            return out
         # the kernel's rows lack the properties: joined back from their own traces' events
+        rest = sequential(dirty, self.window, self.query, None, self.properties)
         props = dirty.where("kind = 'event'").select("trace_id", "id", *(F.col(quoted(p)) for p in self.properties))
         return out.unionByName(rest.join(props, ["trace_id", "id"], "left"))
 
-    def _rows(self, items: DataFrame, clean: DataFrame) -> DataFrame:
+    def _rows(self, clean: DataFrame) -> DataFrame:
         """The admitted rows with the index k of each pane they belong to."""
         w, i = self.window, self.interval
-        events = items.where(f"kind = 'event' AND ({self.admit})").join(clean, "trace_id")
+        events = clean.where(f"kind = 'event' AND ({self.admit})")
         first_end = f"(e0 + k0 * {i})"
         kmin = f"CASE WHEN time < {first_end} THEN k0 ELSE (time - e0) div {i} + 1 END"
         props = [quoted(p) for p in self.properties]
@@ -255,23 +281,28 @@ class _SetPlan:
         key = ["trace_id", "after AS seq", "CAST(0 AS INT) AS phase", "due AS time", "CAST(0 AS INT) AS ordinal"]
         event_rows = joined.selectExpr(*key, "'insert' AS side", "seq AS pos", "id", "CAST(NULL AS STRING) AS `values`",
                                        "CAST(NULL AS STRING) AS error", "wstart", "wend", *props)
-        seen = joined.select("trace_id", "k").distinct()
-        empty = ticks.join(seen, ["trace_id", "k"], "left_anti")
         if self.select is None:
+            empty = ticks.join(joined.select("trace_id", "k").distinct(), ["trace_id", "k"], "left_anti")
             marker = empty.selectExpr(*key, "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
                                       "CAST(NULL AS STRING) AS id", "CAST(NULL AS STRING) AS `values`",
                                       "CAST(NULL AS STRING) AS error", "wstart", "wend", *nulls)
             return _contract(event_rows.unionByName(marker), self.properties)
-        values, empty_out = self._values(joined, ticks, empty, key)
+        values, empty = self._values(joined, ticks)
         value_rows = values.selectExpr(*key, "'insert' AS side", "pos", "CAST(NULL AS STRING) AS id", "`values`",
                                        "CAST(NULL AS STRING) AS error", "wstart", "wend", *nulls)
-        marker = empty_out.selectExpr(*key, "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
-                                      "CAST(NULL AS STRING) AS id", "'[]' AS `values`",
-                                      "CAST(NULL AS STRING) AS error", "wstart", "wend", *nulls)
-        return _contract(event_rows.unionByName(value_rows).unionByName(marker), self.properties)
+        out = event_rows.unionByName(value_rows)
+        if empty is not None:
+            out = out.unionByName(empty.selectExpr(*key, "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
+                                                   "CAST(NULL AS STRING) AS id", "'[]' AS `values`",
+                                                   "CAST(NULL AS STRING) AS error", "wstart", "wend", *nulls))
+        return _contract(out, self.properties)
 
-    def _values(self, joined: DataFrame, ticks: DataFrame, empty: DataFrame, key):
-        """(the query's output rows with `values` and `pos`, the fired panes whose output is no row)."""
+    def _values(self, joined: DataFrame, ticks: DataFrame):
+        """(the query's output rows with `values` and `pos`; the fired panes
+        whose output is no row, or None when every pane has one). An
+        aggregating query without keys has one group per pane, an empty one
+        too: every fired pane adds a marker row (no id, no seq: `count(*)` is
+        `count(id)`, and `min_by(col, seq)`, `min(seq)` skip it)."""
         from pyspark.sql import functions as F
 
         plan = self.select
@@ -286,24 +317,29 @@ class _SetPlan:
         orders = [f"o{n}" for n in range(len(plan["order"]))]
         order_by = ", ".join([f"o{n} {'DESC NULLS LAST' if d else 'ASC NULLS FIRST'}"
                               for n, (_, d) in enumerate(plan["order"])] + ["first_seq"])
+        empty = None
         if plan["group"]:
             if not plan["keys"]:
-                markers = empty.selectExpr(*pane, "CAST(NULL AS BIGINT) AS seq", "CAST(NULL AS STRING) AS id",
+                markers = ticks.selectExpr(*pane, "CAST(NULL AS BIGINT) AS seq", "CAST(NULL AS STRING) AS id",
                                            *(f"CAST(NULL AS {dict(_SQL_TYPES).get(self.types.get(p), 'STRING')}) "
                                              f"AS {quoted(p)}" for p in self.properties))
                 rows = rows.unionByName(markers)
-                empty = empty.limit(0)
             keys = [f"{k} AS g{n}" for n, k in enumerate(plan["keys"])]
-            grouped = rows.selectExpr("*", *keys).groupBy(*pane, *(f"g{n}" for n in range(len(keys))))
+            # grouped by (trace, pane index, keys) only; the pane's columns joined back from the ticks
+            grouped = rows.selectExpr("*", *keys).groupBy("trace_id", "k", *(f"g{n}" for n in range(len(keys))))
             out = grouped.agg(F.expr(f"{record} AS `values`"), F.expr("min(seq) AS first_seq"),
                               *(F.expr(f"{sql} AS o{n}") for n, (sql, _) in enumerate(plan["order"])))
+            out = out.join(F.broadcast(ticks.select(*pane)), ["trace_id", "k"])
+            if plan["keys"]:
+                empty = ticks.join(out.select("trace_id", "k").distinct(), ["trace_id", "k"], "left_anti")
         else:
             out = rows.selectExpr(*pane, f"{record} AS `values`", "seq AS first_seq",
                                   *(f"{sql} AS o{n}" for n, (sql, _) in enumerate(plan["order"])))
+            empty = ticks.join(rows.select("trace_id", "k").distinct(), ["trace_id", "k"], "left_anti")
         if orders:
             out = out.selectExpr("*", f"row_number() OVER (PARTITION BY trace_id, k ORDER BY {order_by}) AS pos")
         else:
-            out = out.selectExpr("*", "first_seq AS pos")
+            out = out.selectExpr("*", "coalesce(first_seq, 0) AS pos")
         return out, empty
 
 
