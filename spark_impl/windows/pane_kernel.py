@@ -128,7 +128,12 @@ class Machine:
             if self.admitted(row):
                 self.take(now, row, now)
             return
-        ts = row[self.spec.timestamp]
+        ts = row.get(self.spec.timestamp)
+        if isinstance(ts, float) and ts.is_integer():
+            ts = int(ts)
+        if isinstance(ts, bool) or not isinstance(ts, int):
+            raise ValueError(f"event {row['id']!r} has no event time: its property {self.spec.timestamp!r} is "
+                             f"{ts!r}, not whole milliseconds")
         if ts < self.watermark:
             self.out.append(("error", f"late row: event time {ts} ms is before the watermark {self.watermark} ms"))
             return
