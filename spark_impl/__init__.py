@@ -62,18 +62,19 @@ def _spec(window: str | WindowSpec, dialect: str) -> WindowSpec:
 
 
 def apply_window(trace_df, window: str | WindowSpec, dialect: str = "esper", *, jumps: bool = True,
-                 numbered: bool = False):
+                 numbered: bool = False, pane_rows: bool = True):
     """The updates `window` (a clause in `dialect`'s syntax, or a spec) posts over
     every trace of `trace_df`, one row per posted event (module docstring).
 
     `jumps=False` promises the input holds no `jump` item: windows whose jumps
     need more work (a grouped `#time`, `#time_batch`) plan without that work,
     and a jump row fails the job naming it. `numbered`: add `update_no` and
-    `pos_no` (one more shuffle and sort).
+    `pos_no` (one more shuffle and sort). `pane_rows=False` (an eKuiper query):
+    only the query's output rows (`values`) and empty panes, not the panes' rows.
 
     Raises `InvalidFrame` naming a missing or mistyped input column, the parser's
     errors for a bad clause, `UnsupportedWindow` for a window not implemented."""
-    out = pipeline.apply(trace_df, _spec(window, dialect), jumps=jumps)
+    out = pipeline.apply(trace_df, _spec(window, dialect), jumps=jumps, pane_rows=pane_rows)
     return pipeline.numbered(out) if numbered else out
 
 

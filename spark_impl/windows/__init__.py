@@ -109,13 +109,16 @@ class Context:
     carry them on a post row built from the posted event's own input row; the
     pipeline joins back by (trace_id, id) only the properties a family's rows lack.
     `jumps`: whether `items` may hold `jump` items (false: the caller promised
-    none, and the pipeline fails the job on one).
+    none, and the pipeline fails the job on one). `pane_rows`: an eKuiper
+    query posts its panes' rows beside its output rows (false: the output rows
+    only, what eKuiper's sink receives).
     """
 
     partition: tuple[str, ...]
     group_keys: tuple[str, ...] = ()
     properties: tuple[str, ...] = ()
     jumps: bool = True
+    pane_rows: bool = True
 
 
 # spec class -> family module (spark_impl.windows.<module>) whose POSTS holds its function.

@@ -97,8 +97,13 @@ def pane_posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
             return plan.posts(items, ctx.jumps)
     if window.event_time:
         kept, late = late_rows(items, window)
-        return sequential(kept, window, query, ctx).unionByName(late)
-    return sequential(items, window, query, ctx)
+        return _query_rows_only(sequential(kept, window, query, ctx), ctx).unionByName(late)
+    return _query_rows_only(sequential(items, window, query, ctx), ctx)
+
+
+def _query_rows_only(posted: DataFrame, ctx: Context) -> DataFrame:
+    """Without the panes' rows when the caller asked for the query's rows only."""
+    return posted if ctx.pane_rows else posted.where("NOT (side = 'insert' AND `values` IS NULL)")
 
 
 def late_rows(items: DataFrame, window) -> tuple[DataFrame, DataFrame]:
@@ -154,8 +159,10 @@ class _SetPlan:
     arithmetic (tumbling one, hopping those with e_k in `(t, t + size]`)
     and joins the fired ticks (a small broadcast table)."""
 
-    def __init__(self, window, query, admit: str, select: dict | None, types: dict, properties: tuple):
+    def __init__(self, window, query, admit: str, select: dict | None, types: dict, properties: tuple,
+                 pane_rows: bool = True):
         self.window, self.query, self.admit, self.select = window, query, admit, select
+        self.pane_rows = pane_rows
         self.types, self.properties = types, properties
         self.hopping = isinstance(window, Hopping)
         self.interval = window.hop if self.hopping else window.size
@@ -173,7 +180,7 @@ class _SetPlan:
             select = compile_select(query, types)
             if select is None:
                 return None
-        return cls(window, query, " AND ".join(admit) or "true", select, types, ctx.properties)
+        return cls(window, query, " AND ".join(admit) or "true", select, types, ctx.properties, ctx.pane_rows)
 
     def _param(self, c: int) -> tuple[int, int, int, bool]:
         """(E0, k0, lag, dirty) of a trace created at c (module docstring of the class)."""
@@ -256,6 +263,8 @@ class _SetPlan:
             return out
         # the kernel's rows lack the properties: joined back from their own traces' events
         rest = sequential(dirty, self.window, self.query, None, self.properties)
+        if not self.pane_rows:
+            rest = rest.where("NOT (side = 'insert' AND `values` IS NULL)")
         props = dirty.where("kind = 'event'").select("trace_id", "id", *(F.col(quoted(p)) for p in self.properties))
         return out.unionByName(rest.join(props, ["trace_id", "id"], "left"))
 
@@ -290,7 +299,7 @@ class _SetPlan:
         values, empty = self._values(joined, ticks)
         value_rows = values.selectExpr(*key, "'insert' AS side", "pos", "CAST(NULL AS STRING) AS id", "`values`",
                                        "CAST(NULL AS STRING) AS error", "wstart", "wend", *nulls)
-        out = event_rows.unionByName(value_rows)
+        out = event_rows.unionByName(value_rows) if self.pane_rows else value_rows
         if empty is not None:
             out = out.unionByName(empty.selectExpr(*key, "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
                                                    "CAST(NULL AS STRING) AS id", "'[]' AS `values`",

@@ -79,6 +79,18 @@ def test_grouped_count_query_values_and_bounds(spark):
     ]
 
 
+def test_pane_rows_false_keeps_the_query_rows_only(spark):
+    query = kuiper("SELECT color, count(*) AS c FROM demo GROUP BY TUMBLINGWINDOW(ss, 1), color")
+    trace = Trace([ev("E1", 100, color="red"), ev("E2", 200, color="red"), Advance(2000)])
+    frame = frames.to_dataframe(spark, [("t", trace)], frames.spec_properties(query))
+    rows = apply_window(frame, query, pane_rows=False).collect()
+    got = sorted((r.time, r.side, r["values"]) for r in rows)
+    # the first pane's one output row; the second pane empty: no output row ("[]")
+    assert got == [(1000, "insert", '{"color":"red","c":2}'), (2000, None, "[]")]
+    with pytest.raises(Exception, match="only a query"):
+        apply_window(frame, "TUMBLINGWINDOW(ss, 1)", "kuiper", pane_rows=False)
+
+
 def test_aggregate_of_an_empty_pane_is_one_row_and_a_non_aggregate_none(spark):
     counted = kuiper("SELECT count(*) AS n, sum(size) AS total FROM demo GROUP BY TUMBLINGWINDOW(ss, 1)")
     listed = kuiper("SELECT color FROM demo GROUP BY TUMBLINGWINDOW(ss, 1)")
