@@ -12,6 +12,10 @@ size (in a temporary folder, untimed) and read back by every workload.
   window above runs before planning (`validate=True`), so its share shows;
 * bare: what any keyed window costs in Spark at least, `lag(id, 10)` over the
   keys in `n` order (one shuffle and sort), no update identity, no clock.
+* an eKuiper query (`KUIPER_QUERIES`; `k` as `color`, `t` each row's
+  processing-time arrival): its output rows (`pane_rows=False`), beside
+  Spark's own `groupBy(window(ts, size[, slide]), color).count()` of the same
+  panes on the same file, the ratio printed (target: within 1.5x at 10 M).
 
 Every output is written to Spark's `noop` sink; a window's time counts its
 check job. Each workload runs once untimed

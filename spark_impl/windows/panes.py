@@ -339,8 +339,8 @@ class _SetPlan:
             out = grouped.agg(F.expr(f"{record} AS `values`"), F.expr("min(seq) AS first_seq"),
                               *(F.expr(f"{sql} AS o{n}") for n, (sql, _) in enumerate(plan["order"])))
             out = out.join(F.broadcast(ticks.select(*pane)), ["trace_id", "k"])
-            if plan["keys"]:
-                empty = ticks.join(out.select("trace_id", "k").distinct(), ["trace_id", "k"], "left_anti")
+            if plan["keys"]:  # the panes with a row: a distinct of (trace, pane index), not of the groups
+                empty = ticks.join(rows.select("trace_id", "k").distinct(), ["trace_id", "k"], "left_anti")
         else:
             out = rows.selectExpr(*pane, f"{record} AS `values`", "seq AS first_seq",
                                   *(f"{sql} AS o{n}" for n, (sql, _) in enumerate(plan["order"])))
