@@ -114,7 +114,7 @@ def is_query(window: str) -> bool:
 
 def spark_window(query: str) -> Callable:
     """Spark's own aggregation of the query's panes: `groupBy(window(ts, size[, slide]), color).count()`."""
-    from oracle import parse
+    from oracle.dialects import parse
 
     spec = parse(query, "kuiper").window
     hop = getattr(spec, "hop", spec.size)
