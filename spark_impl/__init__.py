@@ -26,6 +26,8 @@ Output of `apply_window` / `apply_window_to_events`:
 |          |        | object, NaN and infinities written bare; null on event rows       |
 | error    | string | on an 'error' row, the message naming the operation and the key;  |
 |          |        | null on other rows                                                |
+| window   | struct | eKuiper pane windows only: the pane's (start, end), ms; other      |
+|          |        | windows' output has no such column                                |
 | ...      | typed  | the event's properties                                            |
 
 An update is identified by (trace_id, after, phase, time, ordinal), values each
