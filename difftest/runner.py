@@ -250,6 +250,7 @@ class KindStats:
     cases: int = 0
     events: int = 0
     updates: int = 0
+    rejected: int = 0  # items the window refused, each posted as an `error` update (late rows, keyed errors)
     mismatches: int = 0
     error: str | None = None  # the implementation failed (raised, or returned no usable frame): why
     unsupported: int = 0  # drawn cases of windows the implementation says it does not build
@@ -265,6 +266,7 @@ class KindStats:
             self.cases += 1
             self.events += sum(isinstance(item, Arrive) for item in r.trace.items)
             self.updates += len(r.expected)
+            self.rejected += sum(u.error is not None for u in r.expected)
             if r.known is not None:
                 self.known[r.known.name] = self.known.get(r.known.name, 0) + 1
 
@@ -272,7 +274,7 @@ class KindStats:
         return {"kind": self.kind, "asked": self.asked, "batches": self.batches, "cases": self.cases,
                 "error": self.error, "unsupported": self.unsupported, "unsupported_reason": self.unsupported_reason,
                 "reasons": self.reasons, "events": self.events,
-                "updates_compared": self.updates, "mismatches": self.mismatches, "known_differences": self.known,
+                "updates_compared": self.updates, "rejected": self.rejected, "mismatches": self.mismatches, "known_differences": self.known,
                 "seconds": round(self.seconds, 3), "found": self.found}
 
 
@@ -481,6 +483,7 @@ class Runner:
             "cases": cases,
             "events": sum(s.events for s in self.stats),
             "updates_compared": sum(s.updates for s in self.stats),
+            "rejected": sum(s.rejected for s in self.stats),
             "mismatches": sum(s.mismatches for s in self.stats),
             "errors": {s.kind: s.error for s in self.stats if s.error},
             "unsupported": {s.kind: s.unsupported for s in self.stats if s.unsupported},
@@ -494,7 +497,7 @@ class Runner:
 
 # --------------------------------------------------------------------------- reporting
 
-COLUMNS = ("window kind", "cases", "events", "updates", "mismatches", "known", "seconds")
+COLUMNS = ("window kind", "cases", "events", "updates", "rejected", "mismatches", "known", "seconds")
 
 
 def cases_cell(stats: KindStats) -> str:
@@ -506,15 +509,17 @@ def cases_cell(stats: KindStats) -> str:
 def kind_line(stats: KindStats) -> str:
     """One line for a finished kind, printed as it finishes when the output is not a terminal."""
     short = "" if stats.cases >= stats.asked else f" (stopped at {stats.cases} of {stats.asked} asked)"
-    return (f"{stats.kind}: {stats.cases} cases{short}, {stats.updates} updates compared, "
+    rejected = f" ({stats.rejected} rejected items: error updates)" if stats.rejected else ""
+    return (f"{stats.kind}: {stats.cases} cases{short}, {stats.updates} updates compared{rejected}, "
             f"{stats.mismatches} mismatches, {stats.seconds:.1f} s")
 
 
 def table_lines(stats: Sequence[KindStats], totals: dict[str, Any]) -> list[tuple[str, str | None]]:
     """The end-of-run table, one row per window kind, as (text, style) lines."""
-    rows = [(s.kind, cases_cell(s), s.events, s.updates, s.mismatches, sum(s.known.values()), f"{s.seconds:.1f}")
-            for s in stats]
-    rows.append(("total", totals["cases"], totals["events"], totals["updates_compared"], totals["mismatches"],
+    rows = [(s.kind, cases_cell(s), s.events, s.updates, s.rejected, s.mismatches, sum(s.known.values()),
+             f"{s.seconds:.1f}") for s in stats]
+    rows.append(("total", totals["cases"], totals["events"], totals["updates_compared"], totals["rejected"],
+                 totals["mismatches"],
                  sum(totals["known_differences"].values()), f"{totals['seconds']:.1f}"))
     widths = [max(len(str(r[i])) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS))]
 
@@ -523,7 +528,7 @@ def table_lines(stats: Sequence[KindStats], totals: dict[str, Any]) -> list[tupl
 
     lines: list[tuple[str, str | None]] = [(fmt(COLUMNS), "bold")]
     for row in rows:
-        lines.append((fmt(row), "red" if row[4] else None))
+        lines.append((fmt(row), "red" if row[5] else None))
     steady, overall = totals["traces_per_second"], totals["traces_per_second_overall"]
     lines.append((f"throughput: {steady if steady is not None else '-'} traces/s compared in steady state "
                   f"({overall if overall is not None else '-'} traces/s overall, Spark's warm-up included)", None))

@@ -405,3 +405,24 @@ def test_a_kind_stopped_early_says_so():
     whole = KindStats("length", asked=2000, cases=2000)
     assert cases_cell(stopped) == "700/2000" and cases_cell(whole) == "2000"
     assert kind_line(stopped) == "time: 700 cases (stopped at 700 of 2000 asked), 900 updates compared, 0 mismatches, 3.2 s"
+
+
+def test_the_run_counts_the_items_a_window_rejected():
+    """A late eKuiper row is dropped and posted as an error update: the run's
+    table and the kind's line say how many there were, never hiding them."""
+    from difftest.runner import BatchResult, KindStats, Runner, TraceResult, expected_updates, kind_line, table_lines
+    from oracle.cases import load_case
+    from oracle.dialects import case_spec
+
+    case = load_case(Path(__file__).resolve().parent.parent / "corpus" / "kuiper" / "tumbling-event-empty-panes-and-late-row.json")
+    spec = case_spec(case)
+    expected = expected_updates(spec, [("t0", case.trace)])["t0"]
+    late = sum(u.error is not None and "late row" in u.error for u in expected)
+    assert late >= 1
+    stats = KindStats("tumbling", asked=1)
+    stats.add(BatchResult(spec, case.window, "kuiper", (TraceResult("t0", case.trace, expected, expected, None, None),)))
+    assert stats.rejected == late and stats.to_json()["rejected"] == late
+    assert f"({late} rejected items: error updates)" in kind_line(stats)
+    runner = Runner(impl=None, dialect="kuiper", stats=[stats])
+    header, row = [line for line, _ in table_lines([stats], runner.totals())][:2]
+    assert header.split()[5] == "rejected" and row.split()[4] == str(late)  # "window kind": two words
