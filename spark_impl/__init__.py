@@ -26,6 +26,8 @@ Output of `apply_window` / `apply_window_to_events`:
 |          |        | object, NaN and infinities written bare; null on event rows       |
 | error    | string | on an 'error' row, the message naming the operation and the key;  |
 |          |        | null on other rows                                                |
+| window   | struct | eKuiper pane windows only: the pane's (start, end), ms; other      |
+|          |        | windows' output has no such column                                |
 | ...      | typed  | the event's properties                                            |
 
 An update is identified by (trace_id, after, phase, time, ordinal), values each
@@ -62,18 +64,19 @@ def _spec(window: str | WindowSpec, dialect: str) -> WindowSpec:
 
 
 def apply_window(trace_df, window: str | WindowSpec, dialect: str = "esper", *, jumps: bool = True,
-                 numbered: bool = False):
+                 numbered: bool = False, pane_rows: bool = True):
     """The updates `window` (a clause in `dialect`'s syntax, or a spec) posts over
     every trace of `trace_df`, one row per posted event (module docstring).
 
     `jumps=False` promises the input holds no `jump` item: windows whose jumps
     need more work (a grouped `#time`, `#time_batch`) plan without that work,
     and a jump row fails the job naming it. `numbered`: add `update_no` and
-    `pos_no` (one more shuffle and sort).
+    `pos_no` (one more shuffle and sort). `pane_rows=False` (an eKuiper query):
+    only the query's output rows (`values`) and empty panes, not the panes' rows.
 
     Raises `InvalidFrame` naming a missing or mistyped input column, the parser's
     errors for a bad clause, `UnsupportedWindow` for a window not implemented."""
-    out = pipeline.apply(trace_df, _spec(window, dialect), jumps=jumps)
+    out = pipeline.apply(trace_df, _spec(window, dialect), jumps=jumps, pane_rows=pane_rows)
     return pipeline.numbered(out) if numbered else out
 
 
@@ -90,6 +93,8 @@ def unsupported(spec: WindowSpec) -> str | None:
 #: a job of `run_cases` holds at most this many window plans and input rows: the
 #: plans of one job run in one Spark action, whose memory grows with both
 PLANS_PER_JOB = 24
+#: output columns only some windows have (an eKuiper pane's bounds)
+OPTIONAL_COLUMNS = ("window",)
 ROWS_PER_JOB = 250_000
 
 
@@ -136,8 +141,9 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
             for spec, types, batch, _ in job:
                 frame = frames.frame_of(spark, batch, types)
                 jumps = any(isinstance(item, Jump) for _, trace in batch for item in trace.items)
-                outputs.append(pipeline.apply(frame, spec, jumps=jumps).select(*OUTPUT_COLUMNS))
-            union = reduce(lambda a, b: a.unionByName(b), outputs)
+                out = pipeline.apply(frame, spec, jumps=jumps)
+                outputs.append(out.select(*OUTPUT_COLUMNS, *(c for c in OPTIONAL_COLUMNS if c in out.columns)))
+            union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), outputs)
             small = sum(rows for *_, rows in job) <= frames.ONE_PARTITION_ROWS
             with interpreted(spark) if small else nullcontext():
                 collected = union.collect()

@@ -27,7 +27,8 @@ CHECK_ROWS_PER_BUCKET = 1 << 18
 
 def apply_window_to_events(events_df: DataFrame, window: str | WindowSpec, *, order_col: str, time_col: str,
                            trace_col: str | None = None, until: int | None = None, start: int | None = None,
-                           dialect: str = "esper", numbered: bool = False, validate: bool = True) -> DataFrame:
+                           dialect: str = "esper", numbered: bool = False, validate: bool = True,
+                           pane_rows: bool = True) -> DataFrame:
     """`apply_window` over an ordinary event table.
 
     * `order_col`: an integer column giving each event's unique, non-negative
@@ -41,6 +42,8 @@ def apply_window_to_events(events_df: DataFrame, window: str | WindowSpec, *, or
     * `until`: the clock, in ms, to walk every trace to after its last event, so
       timers due by then fire (the end of a trace flushes nothing by itself).
     * `start`: the clock when the window is created (default 0).
+    * `pane_rows`: False for an eKuiper query's output rows only (what its sink
+      receives), without the panes' rows.
     * `validate`: check the table before planning (`check_events`, one Spark
       job that sorts the three columns): a null order, time or trace value, a
       negative or repeated order value, a time that goes back along the order,
@@ -98,7 +101,7 @@ def apply_window_to_events(events_df: DataFrame, window: str | WindowSpec, *, or
             "trace_id", F.lit(frames.START_SEQ).cast("long").alias("seq"), F.lit("start").alias("kind"),
             F.lit(start).cast("long").alias("time"),
         ), allowMissingColumns=True)
-    out = pipeline.apply(rows, spec, jumps=False)
+    out = pipeline.apply(rows, spec, jumps=False, pane_rows=pane_rows)
     return pipeline.numbered(out) if numbered else out
 
 

@@ -44,6 +44,7 @@ from oracle.model import (
     DERIVED_WINDOWS,
     DerivedValues,
     Jump,
+    Pane,
     SetVariables,
     Trace,
     Update,
@@ -331,7 +332,10 @@ def updates_from_rows(rows: Iterable[Any], traces: Mapping[str, Trace]) -> dict[
     rows in `pos` order: `insert`, `remove`, `update` (CCL's update code) rows
     by the posted event's id, a derived-value row by its `values`, and an
     `error` row (a rejected item: one per update) as the update's `error`, its
-    message from the `error` column. A trace without rows has no update."""
+    message from the `error` column. A row's optional `window` (a struct of
+    `start` and `end`: an eKuiper pane) is the update's pane; an empty update's
+    row (side null) whose `values` is "[]" is a query's pane of no output row
+    (`values` present, both sides empty). A trace without rows has no update."""
     events = {tid: {e.id: e for e in trace.events()} for tid, trace in traces.items()}
     units: dict[str, dict[tuple, list]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
@@ -355,8 +359,14 @@ def _update(key: tuple, rows: list, events: Mapping[str, Any]) -> Update:
     sides: dict[str, list] = {"insert": [], "remove": [], "update": []}
     derived: dict[str, list] = {"insert": [], "remove": []}
     errors: list[str] = []
+    pane = None
+    no_rows = False  # a query's pane whose output is no row: values, both sides empty
     for row in rows:
+        bounds = _optional(row, "window")
+        if bounds is not None:
+            pane = Pane(bounds["start"], bounds["end"])
         if row["side"] is None:
+            no_rows = no_rows or _optional(row, "values") == "[]"
             continue
         if row["side"] == "error":
             errors.append(_optional(row, "error") or "")
@@ -375,7 +385,7 @@ def _update(key: tuple, rows: list, events: Mapping[str, Any]) -> Update:
     if len(errors) > 1:
         raise AssertionError(f"update {key} has {len(errors)} error rows: {rows}")
     values = None
-    if ordered["values insert"] or ordered["values remove"]:
+    if ordered["values insert"] or ordered["values remove"] or no_rows:
         values = DerivedValues(ordered["values insert"], ordered["values remove"])
     return Update(after=key[0], time=key[2], insert=ordered["insert"], remove=ordered["remove"],
-                  update=ordered["update"], error=errors[0] if errors else None, values=values)
+                  update=ordered["update"], error=errors[0] if errors else None, values=values, window=pane)

@@ -22,7 +22,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from oracle.model import OPCODES, GroupWin, WindowSpec, accepted_opcodes, spec_expression_names
+from oracle.errors import UnsupportedWindow
+from oracle.model import OPCODES, GroupWin, Query, WindowSpec, accepted_opcodes, spec_expression_names
 from spark_impl.errors import InvalidFrame
 from spark_impl.frames import BASE_COLUMNS, KINDS, OUTPUT_COLUMNS, RESERVED, spec_properties
 from spark_impl.windows import Context, Family, family
@@ -120,16 +121,19 @@ def _checked_kind(op: str, taken: frozenset[str], jumps: bool) -> str:
 # --------------------------------------------------------------------------- pipeline
 
 
-def apply(trace_df: DataFrame, spec: WindowSpec, *, jumps: bool = True) -> DataFrame:
+def apply(trace_df: DataFrame, spec: WindowSpec, *, jumps: bool = True, pane_rows: bool = True) -> DataFrame:
     """The window's output rows (OUTPUT_COLUMNS, then the properties), unsorted.
     `jumps=False` promises that the input holds no `jump` item (an event table
     never does): families whose jumps need more work plan without it, and a jump
-    row fails the job, naming it."""
+    row fails the job, naming it. `pane_rows=False` (an eKuiper query only)
+    leaves the panes' rows out: the query's output rows only."""
+    if not pane_rows and not isinstance(spec, Query):
+        raise UnsupportedWindow("pane_rows=False is for an eKuiper query: only a query has output rows of its own")
     runner = family_of(spec)
     window, keys = split_groupwin(spec)
     validated = check_input(trace_df, spec, jumps=jumps)
     props = tuple(c for c in validated.columns if c not in BASE_COLUMNS)
-    ctx = Context(partition=("trace_id",) + keys, group_keys=keys, properties=props, jumps=jumps)
+    ctx = Context(partition=("trace_id",) + keys, group_keys=keys, properties=props, jumps=jumps, pane_rows=pane_rows)
     return finalize(runner.posts(validated, window, ctx), validated, ctx)
 
 
@@ -144,9 +148,13 @@ def finalize(posted: DataFrame, validated: DataFrame, ctx: Context) -> DataFrame
            "'slot', CAST(slot AS BIGINT), 'n', CAST(pos AS BIGINT)) END AS pos")
     values = "`values`" if "values" in posted.columns else "CAST(NULL AS STRING) AS `values`"
     error = "error" if "error" in posted.columns else "CAST(NULL AS STRING) AS error"
+    ordinal = "CAST(ordinal AS INT) AS ordinal" if "ordinal" in posted.columns else "CAST(0 AS INT) AS ordinal"
+    # a pane window's bounds (eKuiper): the optional `window` column, after the others
+    pane = (["CASE WHEN wend IS NOT NULL THEN named_struct('start', wstart, 'end', wend) END AS window"]
+            if "wend" in posted.columns else [])
     return posted.selectExpr(
-        "trace_id", "seq AS after", "CAST(phase AS INT) AS phase", "time", "CAST(0 AS INT) AS ordinal", "side", pos,
-        "id", values, error, *(quoted(p) for p in ctx.properties),
+        "trace_id", "seq AS after", "CAST(phase AS INT) AS phase", "time", ordinal, "side", pos,
+        "id", values, error, *(quoted(p) for p in ctx.properties), *pane,
     )
 
 

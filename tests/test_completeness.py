@@ -27,7 +27,7 @@ from difftest.strategies import EXAMPLES, STRATEGIES
 from oracle.cases import case_files, load_case
 from oracle.dialects import IMPLEMENTED, case_spec, parse, render, settings, writes
 from oracle.errors import UnsupportedWindow, WindowOracleError
-from oracle.model import PANE_WINDOWS, WINDOW_SPECS, Query, nested_specs
+from oracle.model import WINDOW_SPECS, nested_specs
 from oracle.stream_query import QUERY_SPECS
 from oracle.windows import WINDOW_CLASSES
 
@@ -36,8 +36,6 @@ ASPECTS = ("oracle", "spark", "dialects", "strategies", "corpus")
 
 #: spec class -> the aspects still missing
 PENDING: dict[type, set[str]] = {
-    # issue 12: eKuiper's windows and queries on Spark
-    **{cls: {"spark"} for cls in (*PANE_WINDOWS, Query)},
 }
 SPECS = WINDOW_SPECS + QUERY_SPECS
 

@@ -37,6 +37,7 @@ from oracle.model import (
     Sliding,
     Trace,
     Tumbling,
+    spec_kind,
 )
 from oracle.windows import make_window
 from oracle.windows.panes import aligned_end
@@ -246,13 +247,22 @@ def test_a_case_query_must_use_the_cases_window():
     assert isinstance(case_spec(_case(query="SELECT * FROM demo GROUP BY COUNTWINDOW(2)")), Query)
 
 
-def test_the_runner_reports_kuiper_kinds_spark_does_not_build_as_not_compared():
-    """`difftest run --dialect kuiper` before the Spark side exists: each drawn
-    kind is counted as not compared, never as passed, and no job starts."""
-    import spark_impl
+def _refusing_impl(trace_df, window, dialect):
+    raise AssertionError("no job may start: `unsupported` below refuses every kind")
+
+
+def unsupported(spec):
+    """Read by the runner beside `_refusing_impl` (as `spark_impl.unsupported` beside `apply_window`)."""
+    return f"this stand-in does not implement the {spec_kind(spec)} window"
+
+
+def test_the_runner_reports_kuiper_kinds_an_implementation_does_not_build_as_not_compared():
+    """`difftest run --dialect kuiper` against an implementation that builds no
+    pane window: each drawn kind is counted as not compared, never as passed,
+    and no job starts."""
     from difftest.runner import ImplUnderTest, Runner, table_lines, targets
 
-    impl = ImplUnderTest(spark_impl.apply_window, spark=None, name="spark_impl:apply_window")
+    impl = ImplUnderTest(_refusing_impl, spark=None, name="test_kuiper:_refusing_impl")
     runner = Runner(impl, dialect="kuiper", batch_size=20, seed=1)
     chosen = [t for t in targets("kuiper", None) if t.kind in ("tumbling", "query/count")]
     stats = runner.run(chosen, examples=40, budget=None)
@@ -260,3 +270,12 @@ def test_the_runner_reports_kuiper_kinds_spark_does_not_build_as_not_compared():
     assert all(s.cases == 0 and s.unsupported == 40 and s.error is None for s in stats)
     text = "\n".join(line for line, _ in table_lines(stats, runner.totals()))
     assert "40 drawn cases not compared" in text and "does not implement the tumbling window" in text
+
+
+def test_spark_builds_every_kuiper_kind():
+    import spark_impl
+
+    for text in ("TUMBLINGWINDOW(ss, 1)", "HOPPINGWINDOW(ss, 2, 1)", "SLIDINGWINDOW(ss, 1, 1)",
+                 "SESSIONWINDOW(ss, 10, 2)", "COUNTWINDOW(3, 2)",
+                 "SELECT color, count(*) FROM demo GROUP BY TUMBLINGWINDOW(ss, 10), color"):
+        assert spark_impl.unsupported(parse(text, "kuiper")) is None, text

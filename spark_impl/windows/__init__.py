@@ -40,6 +40,10 @@ A family returns one row per event it posts, with these columns:
 | error    | optional: on a row of side 'error', the rejected item's message (a keyed |
 |          | window's duplicate insert, ...); a family that rejects nothing leaves it |
 |          | out                                                                      |
+| ordinal  | optional: the update's order among several of one unit of work (an      |
+|          | eKuiper pane window: panes closing together); absent: 0                  |
+| wstart,  | optional: a pane's reported start and end (eKuiper); the output's        |
+| wend     | `window` struct                                                          |
 
 The pipeline turns these into the public output: one update per distinct
 (trace_id, seq, phase, time), a side's rows ordered by (slot_due, slot, pos),
@@ -94,6 +98,7 @@ from oracle.model import (
     spec_kind,
 )
 from oracle.stream_query import StreamQuery
+from oracle.model import CountPanes, Hopping, Query, Session, Sliding, Tumbling
 
 
 @frozen
@@ -108,13 +113,16 @@ class Context:
     carry them on a post row built from the posted event's own input row; the
     pipeline joins back by (trace_id, id) only the properties a family's rows lack.
     `jumps`: whether `items` may hold `jump` items (false: the caller promised
-    none, and the pipeline fails the job on one).
+    none, and the pipeline fails the job on one). `pane_rows`: an eKuiper
+    query posts its panes' rows beside its output rows (false: the output rows
+    only, what eKuiper's sink receives).
     """
 
     partition: tuple[str, ...]
     group_keys: tuple[str, ...] = ()
     properties: tuple[str, ...] = ()
     jumps: bool = True
+    pane_rows: bool = True
 
 
 # spec class -> family module (spark_impl.windows.<module>) whose POSTS holds its function.
@@ -155,6 +163,13 @@ FAMILIES: dict[type, str] = {
     BatchedLength: "lots",
     LengthUnique: "lots",
     StreamQuery: "stream_query",
+    # eKuiper's pane windows and the queries over them
+    Tumbling: "panes",
+    Hopping: "panes",
+    Sliding: "panes",
+    Session: "panes",
+    CountPanes: "panes",
+    Query: "panes",
 }
 
 

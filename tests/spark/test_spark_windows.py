@@ -179,7 +179,7 @@ def test_output_is_the_same_under_1_2_8_and_200_shuffle_partitions(spark, busy, 
         outputs = []
         for partitions in ("1", "2", "8", "200"):
             spark.conf.set("spark.sql.shuffle.partitions", partitions)
-            parts = [apply_window(busy, w).selectExpr(f"'{w}' AS window", *frames.OUTPUT_COLUMNS) for w in EVERY_KIND]
+            parts = [apply_window(busy, w).selectExpr(f"'{w}' AS clause", *frames.OUTPUT_COLUMNS) for w in EVERY_KIND]
             union = parts[0]
             for part in parts[1:]:
                 union = union.unionByName(part)
@@ -189,8 +189,9 @@ def test_output_is_the_same_under_1_2_8_and_200_shuffle_partitions(spark, busy, 
     assert outputs[0] == outputs[1] == outputs[2] == outputs[3]
     traces = dict(busy_traces())
     for window in EVERY_KIND:
-        rows = [r for r in (dict(zip(("window", *frames.OUTPUT_COLUMNS), row)) for row in outputs[0])
-                if r["window"] == window]
+        # `clause`, not `window`: that is the output column of an eKuiper pane's bounds
+        rows = [r for r in (dict(zip(("clause", *frames.OUTPUT_COLUMNS), row)) for row in outputs[0])
+                if r["clause"] == window]
         got = frames.updates_from_rows(rows, traces)
         spec = parse(window)
         assert got == {tid: run(spec, trace) for tid, trace in traces.items()}, window

@@ -1,0 +1,449 @@
+"""eKuiper's statements over panes on Spark: row conditions (FILTER, WHERE,
+OVER WHEN) and a query's output rows per pane (kuiper.md, "Pipeline order").
+
+Two evaluators of one rule set, each this module's own:
+
+* `RowEval` / `evaluate_pane` (Python, run inside a grouped kernel): a
+  pane's rows as dicts, in pane order. Used wherever a pane's rows are already
+  in one Python task (the sequential pane kernel of `panes.py`), and for a
+  query the Spark compiler does not take.
+* `compile_query` (Spark): a query whose select list, keys, HAVING and ORDER BY
+  are plain columns, `count(*)`/`count`/`sum`/`avg`/`min`/`max` of typed
+  columns, `window_start()`/`window_end()`, literals, arithmetic and
+  comparisons becomes one `groupBy(pane, keys)` aggregation with Spark's own
+  aggregates (`panes.py` uses it for set-oriented tumbling and hopping panes).
+
+The rules (as eKuiper's operator pipeline runs them, planner.go):
+
+1. Grouping: a query that aggregates (GROUP BY keys, or an aggregate in the
+   select list or HAVING) makes one group per distinct key value, in the order
+   the keys are first seen in the pane; without keys the whole pane is one
+   group, an empty pane too (`count(*)` 0). A query that does not aggregate
+   works row by row.
+2. HAVING keeps the groups (rows) for which it is true; keeping none, the pane
+   is not posted.
+3. ORDER BY sorts them stably; null first ascending, last descending; numbers
+   before strings.
+4. The select list per group (row): a plain column reads the group's first
+   row; `*` copies every non-null field of that row; a null value leaves its
+   field out. `row_number()` is the 1-based output number after ORDER BY.
+
+Values: `+ - *` of two integers is an integer, else a float; `/` and `%` of
+two integers truncate toward zero (Go), of floats are float division and
+fmod; zero divisors, nulls and mismatched operands give null. Comparisons:
+numbers with numbers, strings with strings, booleans (`=`, `!=`) with
+booleans, else null. `and`/`or` take anything but true as false; `not` of a
+non-boolean is null. Aggregates: `count(*)` rows, `count(x)` non-null
+values; `sum` of integers an integer (with a float a float), `avg` a float,
+`min`/`max` of numbers (or else strings); none: null. `collect(*)` the rows
+as objects, `collect(x)` the values; `a[i]` (0-based) and `a->f` null when
+absent. Output names: the alias, a column's name, a function's name
+(`count(*)` is `count`), else `kuiper_field_<n>`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from oracle.errors import UnsupportedWindow
+from oracle.model import (
+    Aggregate,
+    Binary,
+    Call,
+    Collect,
+    Index,
+    Literal,
+    Member,
+    Name,
+    Negate,
+    Not,
+    Query,
+)
+
+UNNAMED = "kuiper_field_"
+
+
+# --------------------------------------------------------------------------- Python values
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _arith(op: str, a: Any, b: Any) -> Any:
+    if not (_is_number(a) and _is_number(b)):
+        return None
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if b == 0:
+        return None
+    if isinstance(a, int) and isinstance(b, int):
+        q = abs(a) // abs(b)
+        if (a < 0) != (b < 0):
+            q = -q
+        return q if op == "/" else a - b * q
+    return a / b if op == "/" else math.fmod(a, b)
+
+
+_ORDERING = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+             ">=": lambda a, b: a >= b, "=": lambda a, b: a == b, "!=": lambda a, b: a != b}
+
+
+def _cmp(op: str, a: Any, b: Any) -> bool | None:
+    if a is None or b is None:
+        return None
+    if isinstance(a, bool) or isinstance(b, bool):
+        if isinstance(a, bool) and isinstance(b, bool) and op in ("=", "!="):
+            return _ORDERING[op](a, b)
+        return None
+    if (_is_number(a) and _is_number(b)) or (isinstance(a, str) and isinstance(b, str)):
+        return _ORDERING[op](a, b)
+    return None
+
+
+def _agg(function: str, values: list[Any] | None, count: int) -> Any:
+    if function == "count":
+        return count if values is None else len([v for v in values if v is not None])
+    nums = [v for v in values if _is_number(v)]
+    if function in ("sum", "avg"):
+        if not nums:
+            return None
+        total = sum(nums) if all(isinstance(v, int) for v in nums) else math.fsum(nums)
+        return total if function == "sum" else total / len(nums)
+    pool = nums or [v for v in values if isinstance(v, str)]
+    if not pool:
+        return None
+    return min(pool) if function == "min" else max(pool)
+
+
+class RowEval:
+    """Evaluates an expression tree for a row (dict or None), with the group,
+    the pane bounds, the aliases, the output number and a trigger's last hit."""
+
+    __slots__ = ("row", "group", "pane", "aliases", "number", "hits", "busy")
+
+    def __init__(self, row, group=None, pane=None, aliases=None, number=None, hits=(0, 0)):
+        self.row, self.group, self.pane = row, group, pane
+        self.aliases = aliases or {}
+        self.number, self.hits = number, hits
+        self.busy: set = set()
+
+    def of(self, node: Any) -> Any:
+        t = type(node)
+        if t is Literal:
+            return node.value
+        if t is Name:
+            name = node.name
+            if name in self.aliases and name not in self.busy:
+                self.busy.add(name)
+                try:
+                    return self.of(self.aliases[name])
+                finally:
+                    self.busy.discard(name)
+            return None if self.row is None else self.row.get(name)
+        if t is Binary:
+            if node.op == "and":
+                return self.of(node.left) is True and self.of(node.right) is True
+            if node.op == "or":
+                return self.of(node.left) is True or self.of(node.right) is True
+            a, b = self.of(node.left), self.of(node.right)
+            return _arith(node.op, a, b) if node.op in "+-*/%" else _cmp(node.op, a, b)
+        if t is Not:
+            v = self.of(node.operand)
+            return (not v) if isinstance(v, bool) else None
+        if t is Negate:
+            v = self.of(node.operand)
+            return -v if _is_number(v) else None
+        if t in (Aggregate, Collect):
+            rows = self.group if self.group is not None else ([] if self.row is None else [self.row])
+            if node.argument is None:
+                return len(rows) if t is Aggregate else [dict(r) for r in rows]
+            values = [RowEval(r, None, self.pane, None, self.number, self.hits).of(node.argument) for r in rows]
+            return values if t is Collect else _agg(node.function, values, len(rows))
+        if t is Call:
+            f = node.function
+            if f == "window_start":
+                return None if self.pane is None else self.pane[0]
+            if f == "window_end":
+                return None if self.pane is None else self.pane[1]
+            if f == "row_number":
+                return self.number
+            return self.hits[0] if f == "last_hit_time" else self.hits[1]
+        if t is Index:
+            v = self.of(node.operand)
+            return v[node.index] if isinstance(v, list) and 0 <= node.index < len(v) else None
+        if t is Member:
+            v = self.of(node.operand)
+            return v.get(node.name) if isinstance(v, Mapping) else None
+        raise UnsupportedWindow(f"a kuiper query cannot evaluate {node!r} on Spark")
+
+
+def row_holds(condition: Any, row: Mapping[str, Any], hits: tuple[int, int] = (0, 0)) -> bool:
+    """Whether a row condition is true (null and non-booleans are not)."""
+    return RowEval(row, hits=hits).of(condition) is True
+
+
+def output_names(query: Query) -> list[str | None]:
+    """Each select item's output field (None for `*`)."""
+    names: list[str | None] = []
+    unnamed = 0
+    for item in query.select:
+        node = item.expression
+        if node is None:
+            names.append(None)
+        elif item.alias is not None:
+            names.append(item.alias)
+        elif isinstance(node, Name):
+            names.append(node.name)
+        elif isinstance(node, (Aggregate, Call)):
+            names.append(node.function)
+        elif isinstance(node, Collect):
+            names.append("collect")
+        else:
+            names.append(f"{UNNAMED}{unnamed}")
+            unnamed += 1
+    return names
+
+
+def _key(v: Any) -> tuple:
+    if isinstance(v, bool):
+        return ("b", v)
+    if _is_number(v):
+        return ("n", v)
+    if isinstance(v, (list, dict)):
+        return ("o", json.dumps(v, sort_keys=True))
+    return (type(v).__name__, v)
+
+
+def _rank(v: Any) -> tuple:
+    if v is None:
+        return (0, 0)
+    if isinstance(v, bool):
+        return (1, int(v))
+    if _is_number(v):
+        return (2, v)
+    if isinstance(v, str):
+        return (3, v)
+    return (4, repr(v))
+
+
+def evaluate_pane(query: Query, rows: Sequence[Mapping[str, Any]], pane: tuple[int, int]) -> list[dict] | None:
+    """The query's output rows over one pane's rows (in pane order), or None
+    when HAVING keeps nothing (the pane is not posted)."""
+    aliases = {i.alias: i.expression for i in query.select if i.alias is not None}
+    if query.aggregates:
+        if query.keys:
+            groups: dict[tuple, list] = {}
+            for row in rows:
+                k = tuple(_key(RowEval(row, pane=pane).of(e)) for e in query.keys)
+                groups.setdefault(k, []).append(row)
+            units = [(g[0], g) for g in groups.values()]
+        else:
+            units = [(rows[0] if rows else None, list(rows))]
+    else:
+        units = [(r, None) for r in rows]
+
+    def ev(unit, number=None):
+        return RowEval(unit[0], unit[1], pane, aliases, number)
+
+    if query.having is not None:
+        units = [u for u in units if ev(u).of(query.having) is True]
+        if not units:
+            return None
+    if query.order:
+        sort_keys = [(u, [ev(u).of(k.expression) for k in query.order]) for u in units]
+
+        def order(x, y):
+            for n, criterion in enumerate(query.order):
+                a, b = _rank(x[1][n]), _rank(y[1][n])
+                if a != b:
+                    less = -1 if a < b else 1
+                    return -less if criterion.descending else less
+            return 0
+
+        units = [u for u, _ in sorted(sort_keys, key=functools.cmp_to_key(order))]
+    names = output_names(query)
+    out = []
+    for number, unit in enumerate(units, start=1):
+        row: dict[str, Any] = {}
+        for item, name in zip(query.select, names):
+            if item.expression is None:
+                row.update({k: v for k, v in (unit[0] or {}).items() if v is not None})
+            else:
+                value = ev(unit, number).of(item.expression)
+                if value is not None:
+                    row[name] = value
+        out.append(row)
+    return out
+
+
+def to_json(rows: list[dict]) -> list[str]:
+    """Output rows as JSON objects (NaN and infinities bare, as `frames` reads them)."""
+    return [json.dumps(r, separators=(",", ":")) for r in rows]
+
+
+# --------------------------------------------------------------------------- Spark SQL
+
+
+class NotCompiled(Exception):
+    """An expression the Spark compiler does not take (the Python path runs it)."""
+
+
+_NUMERIC = ("long", "double")
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _sql_literal(value: Any) -> tuple[str, str]:
+    if value is None:
+        return "NULL", "null"
+    if isinstance(value, bool):
+        return ("true" if value else "false"), "boolean"
+    if isinstance(value, int):
+        return f"CAST({value} AS BIGINT)", "long"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise NotCompiled("a non-finite literal")
+        return f"CAST('{value!r}' AS DOUBLE)", "double"
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'", "string"
+
+
+class SqlCompiler:
+    """Compiles expression trees to Spark SQL text with this module's value
+    rules, given the column types (`long`, `double`, `string`, `boolean`;
+    JSON text columns are not taken). In a group context (`group=True`) a
+    plain column is the group's first row (`min_by(col, seq)`) and aggregates
+    are Spark's; `pane` names the columns of the pane's bounds."""
+
+    def __init__(self, types: Mapping[str, str], group: bool = False,
+                 pane: tuple[str, str] = ("wstart", "wend"), aliases: Mapping[str, Any] | None = None):
+        self.types, self.group, self.pane = types, group, pane
+        self.aliases = aliases or {}
+        self.busy: set = set()
+
+    def value(self, node: Any, in_aggregate: bool = False) -> tuple[str, str]:
+        t = type(node)
+        if t is Literal:
+            return _sql_literal(node.value)
+        if t is Name:
+            if node.name in self.aliases and node.name not in self.busy and not in_aggregate:
+                self.busy.add(node.name)
+                try:
+                    return self.value(self.aliases[node.name], in_aggregate)
+                finally:
+                    self.busy.discard(node.name)
+            kind = self.types.get(node.name)
+            if kind is None:
+                return "NULL", "null"
+            if kind not in ("long", "double", "string", "boolean"):
+                raise NotCompiled(f"column {node.name} holds JSON text")
+            column = _q(node.name)
+            if self.group and not in_aggregate:
+                return f"min_by({column}, seq)", kind
+            return column, kind
+        if t is Binary:
+            if node.op in ("and", "or"):
+                return (f"({self.truth(node.left, in_aggregate)} {node.op.upper()} "
+                        f"{self.truth(node.right, in_aggregate)})"), "boolean"
+            (a, ka), (b, kb) = self.value(node.left, in_aggregate), self.value(node.right, in_aggregate)
+            if node.op in ("+", "-", "*", "/", "%"):
+                if ka not in _NUMERIC or kb not in _NUMERIC:
+                    return "NULL", "null"
+                kind = "long" if ka == kb == "long" else "double"
+                if node.op in "+-*":
+                    return f"({a} {node.op} {b})", kind
+                op = "div" if (kind == "long" and node.op == "/") else node.op
+                return f"(CASE WHEN {b} = 0 THEN NULL ELSE {a} {op} {b} END)", kind
+            same = (ka in _NUMERIC and kb in _NUMERIC) or (ka == kb == "string") or (
+                ka == kb == "boolean" and node.op in ("=", "!="))
+            if not same:
+                return "NULL", "null"
+            return f"({a} {node.op} {b})", "boolean"
+        if t is Not:
+            a, ka = self.value(node.operand, in_aggregate)
+            return (f"(NOT {a})", "boolean") if ka == "boolean" else ("NULL", "null")
+        if t is Negate:
+            a, ka = self.value(node.operand, in_aggregate)
+            return (f"(- {a})", ka) if ka in _NUMERIC else ("NULL", "null")
+        if t is Call:
+            if node.function == "window_start":
+                return (f"first({self.pane[0]})" if self.group else self.pane[0]), "long"
+            if node.function == "window_end":
+                return (f"first({self.pane[1]})" if self.group else self.pane[1]), "long"
+            raise NotCompiled(f"{node.function}()")
+        if t is Aggregate:
+            if not self.group or in_aggregate:
+                raise NotCompiled("an aggregate outside a group")
+            if node.argument is None:
+                return "count(id)", "long"  # the pane's rows (an empty pane's marker row has no id)
+            a, ka = self.value(node.argument, True)
+            f = node.function
+            if f == "count":
+                return f"count({a})", "long"
+            if f in ("sum", "avg"):
+                if ka not in _NUMERIC:
+                    return "NULL", "null"
+                return (f"sum({a})", ka) if f == "sum" else (f"avg({a})", "double")
+            if ka not in (*_NUMERIC, "string"):
+                return "NULL", "null"
+            return f"{f}({a})", ka
+        raise NotCompiled(type(node).__name__)
+
+    def truth(self, node: Any, in_aggregate: bool = False) -> str:
+        """SQL that is true exactly when the node's value is true."""
+        a, kind = self.value(node, in_aggregate)
+        return f"coalesce({a}, false)" if kind == "boolean" else "false"
+
+
+def sql_condition(node: Any, types: Mapping[str, str]) -> str | None:
+    """A row condition as SQL (true exactly where it holds), or None when the
+    compiler does not take it."""
+    try:
+        return SqlCompiler(types).truth(node)
+    except NotCompiled:
+        return None
+
+
+def compile_select(query: Query, types: Mapping[str, str]) -> dict | None:
+    """The Spark plan of a query over pane rows, or None (the Python path):
+    {"group": bool, "fields": [(name, sql) | (None, "*")], "order": [(sql, descending)],
+    "keys": [sql]}; in a grouped plan the n-th key's column is `g<n>`.
+    Not compiled: HAVING, collect, indexing, members, row_number(), a JSON
+    text column."""
+    if query.having is not None:
+        return None
+    group = query.aggregates
+    aliases = {i.alias: i.expression for i in query.select if i.alias is not None}
+    compiler = SqlCompiler(types, group=group)
+    # a select item that is a GROUP BY key is that key's grouping column (no first-row lookup)
+    grouped = {key: f"g{n}" for n, key in enumerate(query.keys)} if group else {}
+    try:
+        if group:
+            for key in query.keys:
+                SqlCompiler(types).value(key)
+        fields = []
+        for item, name in zip(query.select, output_names(query)):
+            if item.expression is None:
+                if any(k == "json" for k in types.values()):
+                    return None
+                fields.append((None, "*"))
+            elif item.expression in grouped:
+                fields.append((name, grouped[item.expression]))
+            else:
+                fields.append((name, compiler.value(item.expression)[0]))
+        order_compiler = SqlCompiler(types, group=group, aliases=aliases)
+        order = [(order_compiler.value(k.expression)[0], k.descending) for k in query.order]
+    except NotCompiled:
+        return None
+    keys = [SqlCompiler(types).value(k)[0] for k in query.keys] if group else []
+    return {"group": group, "fields": fields, "order": order, "keys": keys}

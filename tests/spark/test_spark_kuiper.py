@@ -1,0 +1,186 @@
+"""eKuiper's pane windows and queries on Spark (spark_impl/windows/panes.py,
+pane_kernel.py, pane_query.py) on small hand-made traces. Every expectation is
+worked out by hand from kuiper.md and the README's eKuiper section (then the
+oracle is asked to agree, so a wrong hand expectation shows too).
+
+TUMBLINGWINDOW(ss, 1), processing time, created at 0 (ends 1000, 2000, ...):
+
+    clock   0    100  500      1000       2000       3000
+    items        E1@100 (a)    tick       tick       tick (the advance to 3000)
+    panes                      [0,1000)   [1000,2000) [2000,3000)
+                               E1         empty      empty
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from oracle import parse, run
+from oracle.model import Advance, Arrive, Event, Jump, Pane, Trace
+from spark_impl import apply_window, frames, run_cases
+from spark_impl.errors import InvalidFrame
+from spark_impl.windows.pane_kernel import aligned_end
+from spark_impl.windows.pane_query import compile_select
+
+
+def ev(event_id, time=None, **props):
+    return Arrive(Event(event_id, props), time=time)
+
+
+def kuiper(text, **settings):
+    return parse(text, "kuiper", settings)
+
+
+def summary(updates):
+    """(after, time, inserted ids, (start, end), values rows or None, error)."""
+    return [(u.after, u.time, [e.id for e in u.insert], (u.window.start, u.window.end) if u.window else None,
+             None if u.values is None else [dict(r) for r in u.values.insert], u.error) for u in updates]
+
+
+EMPTY_PANES = Trace([ev("E1", 100, color="red"), Advance(3000)])
+# a jump 4 s past the first end: the first timer fires late and closes its own end; the next tick (due 6000,
+# end 2000) is 4 s late: skipped, the ticks aligned again from 6000 (next end 7000)
+JUMPS = Trace([ev("E1", 100, color="red"), Jump(5000), ev("E2", 5200, color="blue"), Advance(6000), Advance(7000)])
+
+
+def test_tumbling_posts_empty_panes_at_every_tick(spark):
+    spec = kuiper("TUMBLINGWINDOW(ss, 1)")
+    [found] = run_cases([(spec, EMPTY_PANES)], spark)
+    assert summary(found) == [
+        (1, 1000, ["E1"], (0, 1000), None, None),
+        (1, 2000, [], (1000, 2000), None, None),
+        (1, 3000, [], (2000, 3000), None, None),
+    ]
+    assert found == run(spec, EMPTY_PANES)
+
+
+def test_a_late_jump_realigns_beside_a_trace_that_does_not(spark):
+    """One frame, two traces: the jumping one runs in the kernel, the other as set operations."""
+    spec = kuiper("TUMBLINGWINDOW(ss, 1)")
+    jumped, plain = run_cases([(spec, JUMPS), (spec, EMPTY_PANES)], spark)
+    assert summary(jumped) == [
+        (1, 5000, ["E1"], (0, 1000), None, None),
+        (4, 7000, ["E2"], (1000, 7000), None, None),
+    ]
+    assert summary(plain)[0] == (1, 1000, ["E1"], (0, 1000), None, None)
+    assert jumped == run(spec, JUMPS)
+
+
+def test_grouped_count_query_values_and_bounds(spark):
+    query = kuiper("SELECT color, count(*) AS c FROM demo GROUP BY TUMBLINGWINDOW(ss, 10), color")
+    trace = Trace([ev("E1", 1000, color="red"), ev("E2", 4000, color="blue"), ev("E3", 5000, color="red"),
+                   ev("E4", 12000, color="red"), Advance(20000)])
+    [found] = run_cases([(query, trace)], spark)
+    assert summary(found) == [
+        (3, 10000, ["E1", "E2", "E3"], (0, 10000), [{"color": "red", "c": 2}, {"color": "blue", "c": 1}], None),
+        (4, 20000, ["E4"], (10000, 20000), [{"color": "red", "c": 1}], None),
+    ]
+
+
+def test_pane_rows_false_keeps_the_query_rows_only(spark):
+    query = kuiper("SELECT color, count(*) AS c FROM demo GROUP BY TUMBLINGWINDOW(ss, 1), color")
+    trace = Trace([ev("E1", 100, color="red"), ev("E2", 200, color="red"), Advance(2000)])
+    frame = frames.to_dataframe(spark, [("t", trace)], frames.spec_properties(query))
+    rows = apply_window(frame, query, pane_rows=False).collect()
+    got = sorted((r.time, r.side, r["values"]) for r in rows)
+    # the first pane's one output row; the second pane empty: no output row ("[]")
+    assert got == [(1000, "insert", '{"color":"red","c":2}'), (2000, None, "[]")]
+    with pytest.raises(Exception, match="only a query"):
+        apply_window(frame, "TUMBLINGWINDOW(ss, 1)", "kuiper", pane_rows=False)
+
+
+def test_aggregate_of_an_empty_pane_is_one_row_and_a_non_aggregate_none(spark):
+    counted = kuiper("SELECT count(*) AS n, sum(size) AS total FROM demo GROUP BY TUMBLINGWINDOW(ss, 1)")
+    listed = kuiper("SELECT color FROM demo GROUP BY TUMBLINGWINDOW(ss, 1)")
+    trace = Trace([ev("E1", 100, color="red", size=3), Advance(2000)])
+    counts, lists = run_cases([(counted, trace), (listed, trace)], spark)
+    # sum over no row is null, so the field is left out
+    assert summary(counts) == [(1, 1000, ["E1"], (0, 1000), [{"n": 1, "total": 3}], None),
+                               (1, 2000, [], (1000, 2000), [{"n": 0}], None)]
+    assert summary(lists) == [(1, 1000, ["E1"], (0, 1000), [{"color": "red"}], None),
+                              (1, 2000, [], (1000, 2000), [], None)]
+
+
+def test_event_time_panes_of_one_row_get_distinct_ordinals_and_a_late_row_is_an_error(spark):
+    spec = kuiper("TUMBLINGWINDOW(ss, 1)", time_mode="event", timestamp_field="ts")
+    trace = Trace([ev("E1", ts=500), ev("E2", ts=3500), ev("E3", ts=2000)])
+    frame = frames.to_dataframe(spark, [("t", trace)], frames.spec_properties(spec))
+    rows = apply_window(frame, spec).collect()
+    keys = sorted((r.after, r.ordinal, r.side, r.window.start if r.window else None) for r in rows)
+    assert keys == [(1, 0, "insert", 500), (1, 1, None, 1000), (1, 2, None, 2000), (2, 0, "error", None)]
+    [found] = run_cases([(spec, trace)], spark)
+    assert summary(found) == [
+        (1, 0, ["E1"], (500, 1000), None, None),
+        (1, 0, [], (1000, 2000), None, None),
+        (1, 0, [], (2000, 3000), None, None),
+        (2, 0, [], None, None, "late row: event time 2000 ms is before the watermark 3500 ms"),
+    ]
+
+
+def test_hopping_reports_the_previous_end_minus_the_hop_as_start(spark):
+    spec = kuiper("SELECT *, window_start() AS ws FROM demo GROUP BY HOPPINGWINDOW(ss, 2, 1)")
+    trace = Trace([ev("E1", 1500, color="red"), Advance(3000)])
+    [found] = run_cases([(spec, trace)], spark)
+    # E1's walk reaches the first tick; ends 1000, 2000, 3000; the first start is creation - hop (<= 0: end - size); then previous end - hop
+    assert summary(found) == [
+        (0, 1000, [], (-1000, 1000), [], None),
+        (1, 2000, ["E1"], (0, 2000), [{"id": "E1", "color": "red", "ws": 0}], None),
+        (1, 3000, ["E1"], (1000, 3000), [{"id": "E1", "color": "red", "ws": 1000}], None),
+    ]
+    assert found == run(spec, trace)
+
+
+def test_having_runs_in_python_and_suppresses_the_pane(spark):
+    spec = kuiper("SELECT color, count(*) AS c FROM demo GROUP BY TUMBLINGWINDOW(ss, 1), color HAVING c > 1")
+    assert compile_select(spec, {"color": "string"}) is None  # HAVING is not compiled: the kernel runs it
+    trace = Trace([ev("E1", 100, color="red"), ev("E2", 200, color="red"), ev("E3", 1100, color="blue"),
+                   Advance(2000)])
+    [found] = run_cases([(spec, trace)], spark)
+    assert summary(found) == [(2, 1000, ["E1", "E2"], (0, 1000), [{"color": "red", "c": 2}], None)]
+
+
+def test_sliding_and_count_windows(spark):
+    sliding = kuiper("SLIDINGWINDOW(ss, 1)")
+    count = kuiper("COUNTWINDOW(2)")
+    trace = Trace([ev("E1", 100), ev("E2", 600), ev("E3", 1700)])
+    slid, counted = run_cases([(sliding, trace), (count, trace)], spark)
+    # each row's pane [t - 1000, t], closed both ends
+    assert summary(slid) == [(0, 100, ["E1"], (-900, 100), None, None), (1, 600, ["E1", "E2"], (-400, 600), None, None),
+                             (2, 1700, ["E3"], (700, 1700), None, None)]
+    # every 2nd row, the last 2 rows; start and end the clock
+    assert summary(counted) == [(1, 600, ["E1", "E2"], (600, 600), None, None)]
+
+
+def test_a_column_named_window_is_refused(spark):
+    frame = frames.to_dataframe(spark, [("t", EMPTY_PANES)]).withColumnRenamed("color", "window")
+    with pytest.raises(InvalidFrame, match="window"):
+        apply_window(frame, "TUMBLINGWINDOW(ss, 1)", "kuiper")
+
+
+def test_the_output_window_column_holds_the_bounds(spark):
+    frame = frames.to_dataframe(spark, [("t", EMPTY_PANES)])
+    out = apply_window(frame, "TUMBLINGWINDOW(ss, 1)", "kuiper")
+    assert out.schema["window"].dataType.simpleString() == "struct<start:bigint,end:bigint>"
+    got = sorted((r.time, r.window.start, r.window.end, r.side) for r in out.collect())
+    assert got == [(1000, 0, 1000, "insert"), (2000, 1000, 2000, None), (3000, 2000, 3000, None)]
+
+
+def test_query_values_are_json_objects(spark):
+    query = kuiper("SELECT color, avg(size) AS a FROM demo GROUP BY TUMBLINGWINDOW(ss, 1), color")
+    trace = Trace([ev("E1", 100, color="red", size=1), ev("E2", 200, color="red", size=2), Advance(1000)])
+    frame = frames.to_dataframe(spark, [("t", trace)], frames.spec_properties(query))
+    rows = [r for r in apply_window(frame, query).collect() if r["values"] is not None]
+    assert [json.loads(r["values"]) for r in rows] == [{"color": "red", "a": 1.5}]
+
+
+def test_aligned_end_follows_the_zone_across_dst():
+    from zoneinfo import ZoneInfo
+
+    # 2024-03-10 01:30 EST (06:30 UTC), HH 2: the local midnight (05:00 UTC) + 2 h = 07:00 UTC (03:00 EDT)
+    t = 1710052200000
+    assert aligned_end(t, 2, 3_600_000, ZoneInfo("America/New_York")) == 1710054000000
+    # SS 40 at second 51: 80 s after the minute's start
+    assert aligned_end(51_000, 40, 1000, ZoneInfo("UTC")) == 80_000
+    assert Pane(0, 1) == Pane(0, 1)
