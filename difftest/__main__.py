@@ -118,7 +118,8 @@ def add_bench(subparsers) -> None:
     p.add_argument("--keys", type=positive_int, metavar="K",
                    help="spark: distinct keys of the events (default: 10000; 1 puts every event on one key)")
     p.add_argument("--window", action="append", metavar="CLAUSE",
-                   help="spark: a window to measure (repeatable; default: the four of spark_impl.bench)")
+                   help="spark: a window to measure (repeatable): an Esper clause, `<dialect>: <clause>`, "
+                        "or an eKuiper SELECT (default: spark_impl.bench.WINDOWS)")
     p.add_argument("--repeat", type=positive_int, metavar="R",
                    help="timed runs, best counts (default: 3 for the oracle, 2 per size for spark)")
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the figures as JSON")
