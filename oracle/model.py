@@ -1378,6 +1378,33 @@ class Query(Spec):
         exprs += [self.having] if self.having is not None else []
         return any(isinstance(node, GROUP_NODES) for e in exprs for node in expression_nodes(e))
 
+    @property
+    def field_names(self) -> tuple[str | None, ...]:
+        """Each select item's output field (None for `*`): its alias, else the
+        column's name, the function's name, `collect`, else `kuiper_field_<i>`
+        (i counting the unnamed items), as eKuiper names them."""
+        names: list[str | None] = []
+        unnamed = 0
+        for item in self.select:
+            node = item.expression
+            if node is None:
+                names.append(None)
+            elif item.alias is not None:
+                names.append(item.alias)
+            elif isinstance(node, Name):
+                names.append(node.name)
+            elif isinstance(node, (Aggregate, Call)):
+                names.append(node.function)
+            elif isinstance(node, Collect):
+                names.append("collect")
+            else:
+                names.append(f"{UNNAMED_FIELD}{unnamed}")
+                unnamed += 1
+        return tuple(names)
+
+
+#: the prefix of an unnamed select item's output field (`Query.field_names`)
+UNNAMED_FIELD = "kuiper_field_"
 
 WindowSpec = Union[DataWindow, RetentionWindow, LotWindow, Intersection, RetainUnion, GroupWin, Keyed, DerivedWindow,
                    Tumbling, Hopping, Sliding, Session, CountPanes, Query]

@@ -67,8 +67,6 @@ from oracle.model import (
     Query,
 )
 
-FIELD_PREFIX = "kuiper_field_"
-
 
 class Scope:
     """What an expression reads: a row (an object of fields, or None), the
@@ -205,28 +203,6 @@ def holds(condition: Any, row: Mapping[str, Any], hits: tuple[int, int] = (0, 0)
     return evaluate(condition, Scope(row, hits=hits)) is True
 
 
-def field_names(query: Query) -> list[str | None]:
-    """The output field name of each select item (None for `*`)."""
-    names: list[str | None] = []
-    unnamed = 0
-    for item in query.select:
-        node = item.expression
-        if node is None:
-            names.append(None)
-        elif item.alias is not None:
-            names.append(item.alias)
-        elif isinstance(node, Name):
-            names.append(node.name)
-        elif isinstance(node, (Aggregate, Call)):
-            names.append(node.function)
-        elif isinstance(node, Collect):
-            names.append("collect")
-        else:
-            names.append(f"{FIELD_PREFIX}{unnamed}")
-            unnamed += 1
-    return names
-
-
 def _group_key(value: Any) -> tuple:
     """A hashable key under which equal values group (a boolean is not a number)."""
     if isinstance(value, bool):
@@ -289,7 +265,7 @@ def evaluate_query(query: Query, rows: Sequence[Mapping[str, Any]], pane: Pane) 
             return 0
 
         contexts = [c for c, _ in sorted(keyed, key=functools.cmp_to_key(compare))]
-    names = field_names(query)
+    names = query.field_names
     out = []
     for number, context in enumerate(contexts, start=1):
         row: dict[str, Any] = {}

@@ -64,8 +64,6 @@ from oracle.model import (
     Query,
 )
 
-UNNAMED = "kuiper_field_"
-
 
 # --------------------------------------------------------------------------- Python values
 
@@ -191,28 +189,6 @@ def row_holds(condition: Any, row: Mapping[str, Any], hits: tuple[int, int] = (0
     return RowEval(row, hits=hits).of(condition) is True
 
 
-def output_names(query: Query) -> list[str | None]:
-    """Each select item's output field (None for `*`)."""
-    names: list[str | None] = []
-    unnamed = 0
-    for item in query.select:
-        node = item.expression
-        if node is None:
-            names.append(None)
-        elif item.alias is not None:
-            names.append(item.alias)
-        elif isinstance(node, Name):
-            names.append(node.name)
-        elif isinstance(node, (Aggregate, Call)):
-            names.append(node.function)
-        elif isinstance(node, Collect):
-            names.append("collect")
-        else:
-            names.append(f"{UNNAMED}{unnamed}")
-            unnamed += 1
-    return names
-
-
 def _key(v: Any) -> tuple:
     if isinstance(v, bool):
         return ("b", v)
@@ -270,7 +246,7 @@ def evaluate_pane(query: Query, rows: Sequence[Mapping[str, Any]], pane: tuple[i
             return 0
 
         units = [u for u, _ in sorted(sort_keys, key=functools.cmp_to_key(order))]
-    names = output_names(query)
+    names = query.field_names
     out = []
     for number, unit in enumerate(units, start=1):
         row: dict[str, Any] = {}
@@ -432,7 +408,7 @@ def compile_select(query: Query, types: Mapping[str, str]) -> dict | None:
             for key in query.keys:
                 SqlCompiler(types).value(key)
         fields = []
-        for item, name in zip(query.select, output_names(query)):
+        for item, name in zip(query.select, query.field_names):
             if item.expression is None:
                 if any(k == "json" for k in types.values()):
                     return None
