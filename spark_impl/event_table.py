@@ -101,7 +101,7 @@ def apply_window_to_events(events_df: DataFrame, window: str | WindowSpec, *, or
             "trace_id", F.lit(frames.START_SEQ).cast("long").alias("seq"), F.lit("start").alias("kind"),
             F.lit(start).cast("long").alias("time"),
         ), allowMissingColumns=True)
-    out = pipeline.apply(rows, spec, jumps=False, pane_rows=pane_rows)
+    out = pipeline.apply(rows, spec, jumps=False, pane_rows=pane_rows, one_trace=None if trace_col else ONE_TRACE)
     return pipeline.numbered(out) if numbered else out
 
 

@@ -121,19 +121,22 @@ def _checked_kind(op: str, taken: frozenset[str], jumps: bool) -> str:
 # --------------------------------------------------------------------------- pipeline
 
 
-def apply(trace_df: DataFrame, spec: WindowSpec, *, jumps: bool = True, pane_rows: bool = True) -> DataFrame:
+def apply(trace_df: DataFrame, spec: WindowSpec, *, jumps: bool = True, pane_rows: bool = True,
+          one_trace: str | None = None) -> DataFrame:
     """The window's output rows (OUTPUT_COLUMNS, then the properties), unsorted.
     `jumps=False` promises that the input holds no `jump` item (an event table
     never does): families whose jumps need more work plan without it, and a jump
     row fails the job, naming it. `pane_rows=False` (an eKuiper query only)
-    leaves the panes' rows out: the query's output rows only."""
+    leaves the panes' rows out: the query's output rows only. `one_trace`:
+    every row's `trace_id`, when the caller knows it is one value (`Context`)."""
     if not pane_rows and not isinstance(spec, Query):
         raise UnsupportedWindow("pane_rows=False is for an eKuiper query: only a query has output rows of its own")
     runner = family_of(spec)
     window, keys = split_groupwin(spec)
     validated = check_input(trace_df, spec, jumps=jumps)
     props = tuple(c for c in validated.columns if c not in BASE_COLUMNS)
-    ctx = Context(partition=("trace_id",) + keys, group_keys=keys, properties=props, jumps=jumps, pane_rows=pane_rows)
+    ctx = Context(partition=("trace_id",) + keys, group_keys=keys, properties=props, jumps=jumps, pane_rows=pane_rows,
+                  one_trace=one_trace)
     return finalize(runner.posts(validated, window, ctx), validated, ctx)
 
 

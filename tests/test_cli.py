@@ -426,3 +426,18 @@ def test_the_run_counts_the_items_a_window_rejected():
     runner = Runner(impl=None, dialect="kuiper", stats=[stats])
     header, row = [line for line, _ in table_lines([stats], runner.totals())][:2]
     assert header.split()[5] == "rejected" and row.split()[4] == str(late)  # "window kind": two words
+
+
+def test_spark_bench_rates_each_query_twice_against_its_window_baseline():
+    from spark_impl import bench
+
+    query = next(iter(bench.KUIPER_QUERIES))
+    seconds = {query: 9.0, query + bench.UNCHECKED: 6.0, bench.KUIPER_QUERIES[query]: 4.0, bench.CHECK: 2.0,
+               bench.BARE: 3.0}
+    rows = bench.summary([bench.Timing(name, 1000, s, 1, 0) for name, s in seconds.items()], [query])
+    ratios = {r["window"]: r.get("vs_baseline") for r in rows}
+    assert ratios == {query: 2.25, query + bench.UNCHECKED: 1.5, bench.KUIPER_QUERIES[query]: None,
+                      bench.CHECK: None, bench.BARE: None}
+    verdicts = [line for line in bench.table(rows) if " x spark window" in line]
+    assert len(verdicts) == 2 and verdicts[0].endswith("(the table check included, which window() does not do)")
+    assert verdicts[1].startswith(query + bench.UNCHECKED) and verdicts[1].endswith(f"(target <= {bench.TARGET_KUIPER})")

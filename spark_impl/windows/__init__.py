@@ -115,7 +115,11 @@ class Context:
     `jumps`: whether `items` may hold `jump` items (false: the caller promised
     none, and the pipeline fails the job on one). `pane_rows`: an eKuiper
     query posts its panes' rows beside its output rows (false: the output rows
-    only, what eKuiper's sink receives).
+    only, what eKuiper's sink receives). `one_trace`: the trace id of every
+    item, when the caller knows there is one trace (an event table without a
+    trace column); a family may then leave `trace_id` out of its grouping and
+    join keys (a constant string key costs a hash aggregate a third more,
+    measured) and put it back as this literal.
     """
 
     partition: tuple[str, ...]
@@ -123,6 +127,7 @@ class Context:
     properties: tuple[str, ...] = ()
     jumps: bool = True
     pane_rows: bool = True
+    one_trace: str | None = None
 
 
 # spec class -> family module (spark_impl.windows.<module>) whose POSTS holds its function.

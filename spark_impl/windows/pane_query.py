@@ -361,7 +361,7 @@ class SqlCompiler:
             if not self.group or in_aggregate:
                 raise NotCompiled("an aggregate outside a group")
             if node.argument is None:
-                return "count(id)", "long"  # the pane's rows (an empty pane's marker row has no id)
+                return "count(seq)", "long"  # the pane's rows (an empty pane's marker row has no seq)
             a, ka = self.value(node.argument, True)
             f = node.function
             if f == "count":

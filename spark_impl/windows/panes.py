@@ -26,27 +26,26 @@ Rules every kind shares (kuiper.md §1, §5):
 
 How Spark runs them:
 
-* Tumbling and hopping, set-oriented (`_tumbling_hopping`), where the ends are
-  arithmetic: event time always; processing time for traces without a jump
-  and without a creation time that lands 50 ms or more behind its aligned end
-  (the alignment quirk). Ends are `E0 + k * interval`; the first end E0 is
-  eKuiper's aligned end of the creation time (processing) or of the earliest
-  row that enters the window (event time), computed by a vectorised UDF in
-  the case's time zone (DST as zoneinfo has it). A row's panes are found by
-  arithmetic on its time (tumbling: one; hopping: the ends in `(t, t +
-  size]`), empty panes by a range of ends per trace; each end is placed on
-  the trace's items by the first item whose time (processing: clock;
-  event time: watermark) reaches it. A query then is a Spark aggregation by
-  (pane, keys) (`pane_query.compile_query`) where it compiles, else a grouped
-  task per pane evaluates it.
-* Everything else (sliding, session, count windows; tumbling and hopping
-  traces whose ticks re-align) replays per trace in a grouped Arrow kernel
-  (`pane_kernel.py`, whose docstring says why each is sequential).
+* Processing-time tumbling and hopping, set-oriented (`_SetPlan`), for the
+  traces whose ticks keep their first alignment (no jump; created before
+  its aligned end): ends are arithmetic, `E0 + k * interval`, E0 being
+  eKuiper's aligned end of the creation time, computed on the driver in the
+  case's time zone (DST as zoneinfo has it). One hash aggregate of the
+  items by (trace, slot) places the ticks on the items that fire them and
+  finds the panes that hold a row; a row's panes are arithmetic on its time
+  (tumbling: one; hopping: the ends in `(t, t + size]`); a query is a Spark
+  aggregation by (trace, pane, keys) (`pane_query.compile_select`).
+* Everything else (sliding, session, count windows; every event-time
+  window; tumbling and hopping traces with a jump or created at or past
+  their aligned end; a condition or query that does not compile to SQL)
+  replays per trace in a grouped Arrow kernel (`pane_kernel.py`, whose
+  docstring says why each is sequential).
 """
 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from oracle.errors import UnsupportedWindow
@@ -55,7 +54,7 @@ from spark_impl.errors import InvalidFrame
 from spark_impl.frames import JSON_TEXT
 from spark_impl.windows import Context
 from spark_impl.windows.base import quoted
-from spark_impl.windows.pane_kernel import LATE_TICK, aligned_end, kernel
+from spark_impl.windows.pane_kernel import aligned_end, kernel
 from spark_impl.windows.pane_query import compile_select, sql_condition
 
 #: windows a processing-time query's WHERE is pushed into (eKuiper's planner)
@@ -139,33 +138,37 @@ def _types(items: DataFrame, names) -> dict[str, str]:
 
 class _SetPlan:
     """Processing-time tumbling and hopping panes as set operations, for the
-    traces whose ticks never re-align (no jump; a creation time not 50 ms or
-    more past its aligned end); the other traces go through the kernel.
+    traces whose ticks keep their first alignment: no jump, and a creation
+    time c before its aligned end E0 (a creation at or past it hits the
+    alignment quirk: such traces, and those with a jump, go through the
+    kernel).
 
-    Per trace: creation c, first end E0 = aligned(c). If E0 > c the ticks are
-    due at their ends e_k = E0 + k i (k >= 0). Else (the alignment quirk, E0
-    <= c, lag = c - E0 < 50 ms) the pane at the creation is empty and not
-    posted, and tick k >= 1 is due at c + k i, ending e_k. The pane of tick k
-    holds the admitted rows of `[left_k, e_k)`: tumbling `left_k` = e_{k-1}
-    (the first pane: every row before e_k); hopping `left_k` = trigger +
-    hop - size, the trigger being e_{k-1}, or for the first pane the creation
-    (the quirk: E0). Reported start: tumbling the trigger, hopping trigger -
-    hop; a start <= 0 is `e_k - size`.
+    Tick k (k >= 0) ends at e_k = E0 + k i (i: the size, hopping the hop) and
+    is due then. Pane k holds the admitted rows of `[left_k, e_k)`: tumbling
+    `left_k` = e_{k-1} (pane 0: every row before E0); hopping `left_k` =
+    trigger + hop - size, the trigger being e_{k-1}, for pane 0 the creation.
+    Reported start: tumbling the trigger, hopping trigger - hop; a start <= 0
+    is `e_k - size`.
 
-    A tick fires in the walk of the first item (event or advance) whose time
-    reaches its due: items are grouped by the number of ticks due by their
-    time (a hash aggregate: the first item of each count), and each such item
-    fires the ticks since the previous count. A row finds its panes by
-    arithmetic (tumbling one, hopping those with e_k in `(t, t + size]`)
-    and joins the fired ticks (a small broadcast table)."""
+    Slot d of a trace holds the items with d ticks due by their time (d = 0
+    before E0, else `(t - E0) div i + 1`): tick k fires in the walk of the
+    first item of the first slot after k that has one. One hash aggregate of
+    the items by (trace, slot) gives each slot's first item and its admitted
+    rows' latest time, whence the fired ticks and the panes that hold a row
+    (a few rows per trace). A row finds its panes by arithmetic (tumbling:
+    its slot; hopping: the ends in `(t, t + size]`); a query is one
+    aggregation by (trace, pane, keys) joined to the fired ticks. With one
+    trace (`Context.one_trace`) the trace is no key: it is put back as a
+    literal."""
 
-    def __init__(self, window, query, admit: str, select: dict | None, types: dict, properties: tuple,
-                 pane_rows: bool = True):
+    def __init__(self, window, query, admit: str, select: dict | None, types: dict, ctx: Context):
         self.window, self.query, self.admit, self.select = window, query, admit, select
-        self.pane_rows = pane_rows
-        self.types, self.properties = types, properties
+        self.pane_rows, self.types, self.properties = ctx.pane_rows, types, ctx.properties
         self.hopping = isinstance(window, Hopping)
         self.interval = window.hop if self.hopping else window.size
+        #: the trace's key columns, and the trace_id column of an output row
+        self.trace = [] if ctx.one_trace is not None else ["trace_id"]
+        self.trace_id = "trace_id" if ctx.one_trace is None else f"{_sql_text(ctx.one_trace)} AS trace_id"
 
     @classmethod
     def of(cls, items: DataFrame, window, query, ctx: Context):
@@ -180,45 +183,37 @@ class _SetPlan:
             select = compile_select(query, types)
             if select is None:
                 return None
-        return cls(window, query, " AND ".join(admit) or "true", select, types, ctx.properties, ctx.pane_rows)
+        return cls(window, query, " AND ".join(admit) or "true", select, types, ctx)
 
-    def _param(self, c: int) -> tuple[int, int, int, bool]:
-        """(E0, k0, lag, dirty) of a trace created at c (module docstring of the class)."""
+    def _first_end(self, c: int) -> int:
+        """E0 of a trace created at c: eKuiper's aligned end, in the window's zone."""
         from zoneinfo import ZoneInfo
 
         w = self.window
-        e0 = aligned_end(c, self.interval // w.unit, w.unit, ZoneInfo(w.time_zone))
-        if e0 > c:
-            return e0, 0, 0, False
-        return e0, 1, c - e0, c - e0 >= LATE_TICK
+        return aligned_end(c, self.interval // w.unit, w.unit, ZoneInfo(w.time_zone))
 
     def split(self, items: DataFrame, jumps: bool) -> tuple[DataFrame, DataFrame | None]:
-        """(the clean traces' items with columns c, e0, k0, lag; the other
-        traces' items, or None when there are none). The creation times are few
-        (one per trace at most, most traces sharing one): they are collected
-        (one small job; an event table without a `start` row skips the scan)
-        and each one's first end computed here, in the zone."""
-        from pyspark.sql import functions as F
-
+        """(the clean traces' items with columns c and e0; the other traces'
+        items, or None when there are none). The creation times are few (one
+        per trace at most, most traces sharing one): they are collected (one
+        small job; an event table without a `start` row skips the scan) and
+        each one's first end computed here, in the zone."""
         starts = {row[0] for row in items.where("kind = 'start'").select("time").distinct().collect()}
-        params = {c: self._param(c) for c in starts | {0}}
-        bad = {c for c, p in params.items() if p[3]}
+        first_ends = {c: self._first_end(c) for c in starts | {0}}
+        quirks = {c for c, e0 in first_ends.items() if e0 <= c}
+        created = None
         if starts <= {0}:  # every trace created at 0: constants
-            e0, k0, lag, _ = params[0]
-            marked = items.selectExpr("*", "CAST(0 AS BIGINT) AS c", f"CAST({e0} AS BIGINT) AS e0",
-                                      f"CAST({k0} AS BIGINT) AS k0", f"CAST({lag} AS BIGINT) AS lag")
-            created = None
+            marked = items.selectExpr("*", "CAST(0 AS BIGINT) AS c", f"CAST({first_ends[0]} AS BIGINT) AS e0")
         else:
-            spark = items.sparkSession
-            table = spark.createDataFrame([(c, *p[:3]) for c, p in params.items()], "c long, e0 long, k0 long, lag long")
+            table = items.sparkSession.createDataFrame(sorted(first_ends.items()), "c long, e0 long")
             created = items.where("kind = 'start'").selectExpr("trace_id", "time AS c")
             marked = (items.join(F.broadcast(created), "trace_id", "left").withColumn("c", F.coalesce("c", F.lit(0)))
                       .join(F.broadcast(table), "c"))
-        if not bad and not jumps:
+        if not quirks and not jumps:
             return marked, None
         troubled = None
-        if bad:
-            troubled = created.where(F.col("c").isin(sorted(bad))).select("trace_id")
+        if quirks:
+            troubled = created.where(F.col("c").isin(sorted(quirks))).select("trace_id")
         if jumps:
             jumped = items.where("kind = 'jump'").select("trace_id")
             troubled = jumped if troubled is None else troubled.unionByName(jumped)
@@ -226,39 +221,57 @@ class _SetPlan:
         return (marked.join(troubled, "trace_id", "left_anti"),
                 items.join(troubled, "trace_id", "left_semi"))
 
-    def posts(self, items: DataFrame, jumps: bool) -> DataFrame:
-        from pyspark.sql import functions as F
-
+    def _bounds(self) -> dict[str, str]:
+        """SQL of pane k's bounds from its trace's c and e0: its end, left
+        bound (hopping) and reported start."""
         w, i = self.window, self.interval
+        end = f"(e0 + k * {i})"
+        trigger = f"(CASE WHEN k = 0 THEN c ELSE {end} - {i} END)"
+        reported = f"({trigger} - {w.hop})" if self.hopping else trigger
+        return {"wend": end, "lft": f"({trigger} + {w.hop - w.size})" if self.hopping else "NULL",
+                "wstart": f"CASE WHEN {reported} <= 0 THEN {end} - {w.size} ELSE {reported} END"}
+
+    def _slot(self, time: str = "time") -> str:
+        return f"CASE WHEN {time} < e0 THEN 0 ELSE ({time} - e0) div {self.interval} + 1 END"
+
+    def _last_pane(self, time: str) -> str:
+        """SQL: the last pane index holding a row at `time` (hopping: e_k <= time + size)."""
+        return f"({time} + {self.window.size} - e0) div {self.interval}" if self.hopping else self._slot(time)
+
+    def _ticks(self, clean: DataFrame) -> DataFrame:
+        """The fired ticks, one row per (trace, k): `after` (the seq of the
+        item that fires it), `due`, the pane's bounds, and `filled` (whether
+        the pane holds a row). Slot d's admitted rows lie in panes d ..
+        last(latest) (each holds the slot's latest or its earliest row),
+        pane 0 only from its left bound on. The slots are aggregated once: the
+        ticks and the filled panes are one explode of each slot's row."""
+        w = self.window
+        on = ", ".join(self.trace)
+        slots = clean.where("kind IN ('event', 'advance')").selectExpr(
+            *self.trace, "seq", "c", "e0", f"{self._slot()} AS slot",
+            f"CASE WHEN kind = 'event' AND ({self.admit}) THEN time END AS admitted").groupBy(*self.trace, "slot").agg(
+            F.min("seq").alias("first"), F.max("admitted").alias("latest"),
+            F.first("c").alias("c"), F.first("e0").alias("e0"))
+        lo = f"CASE WHEN slot = 0 AND latest < c + {w.hop - w.size} THEN 1 ELSE slot END" if self.hopping else "slot"
+        fired = ("transform(sequence(coalesce(before, 0), slot - 1), k -> named_struct('k', k, 'after', first))")
+        filled = (f"transform(sequence({lo}, {self._last_pane('latest')}), "
+                  "k -> named_struct('k', k, 'after', CAST(NULL AS BIGINT)))")
+        marks = slots.selectExpr(
+            *self.trace, "c", "e0", "slot", "first", "latest",
+            f"lag(slot) OVER ({f'PARTITION BY {on} ' if on else ''}ORDER BY slot) AS before").selectExpr(
+            *self.trace, "c", "e0", f"inline(concat(IF(slot > 0, {fired}, array()), "
+            f"IF(latest IS NULL OR {lo} > {self._last_pane('latest')}, array(), {filled})))")
+        panes = marks.groupBy(*self.trace, "k").agg(
+            F.max("after").alias("after"), F.expr("count(1) > count(after)").alias("filled"),
+            F.first("c").alias("c"), F.first("e0").alias("e0"))
+        bounds = self._bounds()
+        return panes.where("after IS NOT NULL").selectExpr(
+            *self.trace, "k", "after", f"{bounds['wend']} AS due", f"{bounds['wstart']} AS wstart",
+            f"{bounds['wend']} AS wend", "filled")
+
+    def posts(self, items: DataFrame, jumps: bool) -> DataFrame:
         clean, dirty = self.split(items, jumps)
-        moved = clean.where("kind IN ('event', 'advance')")
-        # ticks due by an item's time: d_k = e0 + lag + k i for k >= k0
-        first_due = f"(e0 + lag + k0 * {i})"
-        counted = moved.selectExpr(
-            "trace_id", "seq", "time", "e0", "lag", "k0", "c",
-            f"CASE WHEN time < {first_due} THEN 0 ELSE (time - {first_due}) div {i} + 1 END AS due_count")
-        firsts = (counted.where("due_count > 0").groupBy("trace_id", "due_count")
-                  .agg(*(F.min(c).alias(c) for c in ("seq", "e0", "lag", "k0", "c"))))
-        ticks = firsts.selectExpr(
-            "trace_id", "seq AS after", "e0", "lag", "k0", "c", "due_count",
-            "coalesce(lag(due_count) OVER (PARTITION BY trace_id ORDER BY due_count), 0) AS before")
-        ticks = ticks.selectExpr("*", "explode(sequence(before + 1, due_count)) AS n").selectExpr(
-            "trace_id", "after", "k0 + n - 1 AS k", f"e0 + (k0 + n - 1) * {i} AS e", "e0", "lag", "k0", "c")
-        trigger = f"CASE WHEN k = k0 THEN (CASE WHEN k0 = 1 THEN e0 ELSE c END) ELSE e - {i} END"
-        if self.hopping:
-            bounds = [f"{trigger} + {w.hop - w.size} AS lft", f"{trigger} - {w.hop} AS rstart"]
-        else:
-            bounds = ["CAST(NULL AS BIGINT) AS lft", f"{trigger} AS rstart"]
-        ticks = ticks.selectExpr("trace_id", "after", "k", "e AS wend", "e + lag AS due", *bounds)
-        ticks = ticks.selectExpr("trace_id", "after", "k", "wend", "due", "lft",
-                                 f"CASE WHEN rstart <= 0 THEN wend - {w.size} ELSE rstart END AS wstart")
-        # a few rows per trace (one per fired tick), read by every branch below: computed once, here
-        ticks = ticks.localCheckpoint(eager=True)
-        rows = self._rows(clean)
-        joined = rows.join(F.broadcast(ticks), ["trace_id", "k"])
-        if self.hopping:
-            joined = joined.where("time >= lft")
-        out = self._output(joined, ticks)
+        out = self._output(self._rows(clean), self._ticks(clean))
         if dirty is None:
             return out
         # the kernel's rows lack the properties: joined back from their own traces' events
@@ -269,54 +282,57 @@ class _SetPlan:
         return out.unionByName(rest.join(props, ["trace_id", "id"], "left"))
 
     def _rows(self, clean: DataFrame) -> DataFrame:
-        """The admitted rows with the index k of each pane they belong to."""
-        w, i = self.window, self.interval
+        """The admitted rows with the index k of each pane they belong to (a
+        pane that never fires is dropped by the join with the ticks) and its
+        bounds (read by `window_start()`/`window_end()` in an aggregate)."""
+        keep = [*self.trace, "seq", "time", "id", *(quoted(p) for p in self.properties)]
         events = clean.where(f"kind = 'event' AND ({self.admit})")
-        first_end = f"(e0 + k0 * {i})"
-        kmin = f"CASE WHEN time < {first_end} THEN k0 ELSE (time - e0) div {i} + 1 END"
-        props = [quoted(p) for p in self.properties]
-        if not self.hopping:
-            return events.selectExpr("trace_id", "seq", "time", "id", *props, f"{kmin} AS k")
-        kmax = f"(time + {w.size} - e0) div {i}"
-        return events.selectExpr("trace_id", "seq", "time", "id", *props,
-                                 f"explode(sequence({kmin}, greatest({kmin}, {kmax}))) AS k").where(
-            f"k <= {kmax}")
+        if self.hopping:
+            first, last = self._slot(), self._last_pane("time")
+            events = events.selectExpr(*keep, "c", "e0", f"explode(sequence({first}, greatest({first}, {last}))) AS k",
+                                       f"{last} AS last").where("k <= last")
+        else:
+            events = events.selectExpr(*keep, "c", "e0", f"{self._slot()} AS k")
+        placed = events.selectExpr(*keep, "k", *(f"{sql} AS {name}" for name, sql in self._bounds().items()))
+        if self.hopping:  # pane 0 from its left bound on (the others': their end - size, the explode's range)
+            placed = placed.where("k > 0 OR time >= lft")
+        return placed.drop("lft")
 
-    def _output(self, joined: DataFrame, ticks: DataFrame) -> DataFrame:
+    def _output(self, rows: DataFrame, ticks: DataFrame) -> DataFrame:
         """Event rows, the query's rows, and the empty panes' rows, in the kernel's columns."""
         props = [quoted(p) for p in self.properties]
         nulls = [f"CAST(NULL AS {dict(_SQL_TYPES).get(self.types.get(p), 'STRING')}) AS {quoted(p)}"
                  for p in self.properties]
-        key = ["trace_id", "after AS seq", "CAST(0 AS INT) AS phase", "due AS time", "CAST(0 AS INT) AS ordinal"]
+        key = [self.trace_id, "after AS seq", "CAST(0 AS INT) AS phase", "due AS time", "CAST(0 AS INT) AS ordinal"]
+        rest = ["CAST(NULL AS STRING) AS error", "wstart", "wend"]
+        empty = ticks.where("NOT filled")
+        joined = rows.join(F.broadcast(ticks.select(*self.trace, "k", "after", "due")), [*self.trace, "k"])
         event_rows = joined.selectExpr(*key, "'insert' AS side", "seq AS pos", "id", "CAST(NULL AS STRING) AS `values`",
-                                       "CAST(NULL AS STRING) AS error", "wstart", "wend", *props)
+                                       *rest, *props)
         if self.select is None:
-            empty = ticks.join(joined.select("trace_id", "k").distinct(), ["trace_id", "k"], "left_anti")
             marker = empty.selectExpr(*key, "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
-                                      "CAST(NULL AS STRING) AS id", "CAST(NULL AS STRING) AS `values`",
-                                      "CAST(NULL AS STRING) AS error", "wstart", "wend", *nulls)
+                                      "CAST(NULL AS STRING) AS id", "CAST(NULL AS STRING) AS `values`", *rest, *nulls)
             return _contract(event_rows.unionByName(marker), self.properties)
-        values, empty = self._values(joined, ticks)
-        value_rows = values.selectExpr(*key, "'insert' AS side", "pos", "CAST(NULL AS STRING) AS id", "`values`",
-                                       "CAST(NULL AS STRING) AS error", "wstart", "wend", *nulls)
-        out = event_rows.unionByName(value_rows) if self.pane_rows else value_rows
+        values, empty = self._values(rows, joined, ticks, empty)
+        out = values.selectExpr(*key, "'insert' AS side", "pos", "CAST(NULL AS STRING) AS id", "`values`",
+                                *rest, *nulls)
+        if self.pane_rows:
+            out = event_rows.unionByName(out)
         if empty is not None:
             out = out.unionByName(empty.selectExpr(*key, "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
-                                                   "CAST(NULL AS STRING) AS id", "'[]' AS `values`",
-                                                   "CAST(NULL AS STRING) AS error", "wstart", "wend", *nulls))
+                                                   "CAST(NULL AS STRING) AS id", "'[]' AS `values`", *rest, *nulls))
         return _contract(out, self.properties)
 
-    def _values(self, joined: DataFrame, ticks: DataFrame):
-        """(the query's output rows with `values` and `pos`; the fired panes
-        whose output is no row, or None when every pane has one). An
-        aggregating query without keys has one group per pane, an empty one
-        too: every fired pane adds a marker row (no id, no seq: `count(*)` is
-        `count(id)`, and `min_by(col, seq)`, `min(seq)` skip it)."""
-        from pyspark.sql import functions as F
-
+    def _values(self, rows: DataFrame, joined: DataFrame, ticks: DataFrame, empty: DataFrame):
+        """(the query's output rows with `values`, `pos` and the pane's
+        columns; the fired panes whose output is no row, or None when every
+        pane has one). A grouping query aggregates the rows by (trace, k,
+        keys) and joins the fired ticks to the groups; without keys every
+        fired pane is one group, an empty one too: each fired pane adds a
+        marker row (no seq: `count(*)` is `count(seq)`, and `min_by(col,
+        seq)`, `min(seq)` skip it)."""
         plan = self.select
-        pane = ["trace_id", "k", "after", "due", "wstart", "wend"]
-        rows = joined.select(*pane, "seq", "id", *(F.col(quoted(p)) for p in self.properties))
+        pane = [*self.trace, "k", "after", "due", "wstart", "wend"]
         star = ["'id', min_by(id, seq)" if plan["group"] else "'id', id"] + [
             (f"'{p}', min_by({quoted(p)}, seq)" if plan["group"] else f"'{p}', {quoted(p)}") for p in self.properties]
         parts = []
@@ -326,30 +342,35 @@ class _SetPlan:
         orders = [f"o{n}" for n in range(len(plan["order"]))]
         order_by = ", ".join([f"o{n} {'DESC NULLS LAST' if d else 'ASC NULLS FIRST'}"
                               for n, (_, d) in enumerate(plan["order"])] + ["first_seq"])
-        empty = None
         if plan["group"]:
+            grouping = rows.select(*self.trace, "k", "seq", "id", "wstart", "wend",
+                                   *(F.col(quoted(p)) for p in self.properties))
             if not plan["keys"]:
-                markers = ticks.selectExpr(*pane, "CAST(NULL AS BIGINT) AS seq", "CAST(NULL AS STRING) AS id",
+                markers = ticks.selectExpr(*self.trace, "k", "CAST(NULL AS BIGINT) AS seq",
+                                           "CAST(NULL AS STRING) AS id", "wstart", "wend",
                                            *(f"CAST(NULL AS {dict(_SQL_TYPES).get(self.types.get(p), 'STRING')}) "
                                              f"AS {quoted(p)}" for p in self.properties))
-                rows = rows.unionByName(markers)
+                grouping, empty = grouping.unionByName(markers), None
             keys = [f"{k} AS g{n}" for n, k in enumerate(plan["keys"])]
-            # grouped by (trace, pane index, keys) only; the pane's columns joined back from the ticks
-            grouped = rows.selectExpr("*", *keys).groupBy("trace_id", "k", *(f"g{n}" for n in range(len(keys))))
-            out = grouped.agg(F.expr(f"{record} AS `values`"), F.expr("min(seq) AS first_seq"),
-                              *(F.expr(f"{sql} AS o{n}") for n, (sql, _) in enumerate(plan["order"])))
-            out = out.join(F.broadcast(ticks.select(*pane)), ["trace_id", "k"])
-            if plan["keys"]:  # the panes with a row: a distinct of (trace, pane index), not of the groups
-                empty = ticks.join(rows.select("trace_id", "k").distinct(), ["trace_id", "k"], "left_anti")
+            # grouped by (trace, pane index, keys) only; the fired ticks' columns joined to the groups
+            groups = grouping.selectExpr("*", *keys).groupBy(*self.trace, "k", *(f"g{n}" for n in range(len(keys))))
+            grouped = groups.agg(F.expr(f"{record} AS `values`"), F.expr("min(seq) AS first_seq"),
+                                 *(F.expr(f"{sql} AS o{n}") for n, (sql, _) in enumerate(plan["order"])))
+            out = grouped.join(F.broadcast(ticks.select(*pane)), [*self.trace, "k"])
         else:
-            out = rows.selectExpr(*pane, f"{record} AS `values`", "seq AS first_seq",
-                                  *(f"{sql} AS o{n}" for n, (sql, _) in enumerate(plan["order"])))
-            empty = ticks.join(rows.select("trace_id", "k").distinct(), ["trace_id", "k"], "left_anti")
+            out = joined.selectExpr(*self.trace, "k", "after", "due", f"{record} AS `values`", "seq AS first_seq",
+                                    *(f"{sql} AS o{n}" for n, (sql, _) in enumerate(plan["order"])), "wstart", "wend")
         if orders:
-            out = out.selectExpr("*", f"row_number() OVER (PARTITION BY trace_id, k ORDER BY {order_by}) AS pos")
+            pane_key = ", ".join([*self.trace, "k"])
+            out = out.selectExpr("*", f"row_number() OVER (PARTITION BY {pane_key} ORDER BY {order_by}) AS pos")
         else:
             out = out.selectExpr("*", "coalesce(first_seq, 0) AS pos")
         return out, empty
+
+
+def _sql_text(value: str) -> str:
+    """A SQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 _SQL_TYPES = (("long", "BIGINT"), ("double", "DOUBLE"), ("string", "STRING"), ("boolean", "BOOLEAN"),

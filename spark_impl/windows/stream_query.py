@@ -54,7 +54,7 @@ def _window(spec: StreamQuery, ctx: Context):
     if isinstance(window, GroupWin):
         keys = tuple(k for k in window.keys if k not in ctx.group_keys)
         ctx = Context(partition=ctx.partition + keys, group_keys=ctx.group_keys + keys,
-                      properties=ctx.properties, jumps=ctx.jumps)
+                      properties=ctx.properties, jumps=ctx.jumps, pane_rows=ctx.pane_rows, one_trace=ctx.one_trace)
         window = window.window
     return window, ctx
 

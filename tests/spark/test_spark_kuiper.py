@@ -19,7 +19,7 @@ import pytest
 
 from oracle import parse, run
 from oracle.model import Advance, Arrive, Event, Jump, Pane, Trace
-from spark_impl import apply_window, frames, run_cases
+from spark_impl import apply_window, apply_window_to_events, frames, run_cases
 from spark_impl.errors import InvalidFrame
 from spark_impl.windows.pane_kernel import aligned_end
 from spark_impl.windows.pane_query import compile_select
@@ -184,3 +184,34 @@ def test_aligned_end_follows_the_zone_across_dst():
     # SS 40 at second 51: 80 s after the minute's start
     assert aligned_end(51_000, 40, 1000, ZoneInfo("UTC")) == 80_000
     assert Pane(0, 1) == Pane(0, 1)
+
+
+def test_an_event_table_of_one_trace_posts_what_a_traced_table_does(spark):
+    """HOPPINGWINDOW(ss, 2, 1) created at 0: ends 1000, 2000, ...; pane k holds
+    [end - 2000, end); each tick fires on the first item at or past its end
+    (E3 at 4500 fires three, the `until` advance, seq 4, two more); the pane
+    ending 4000 holds no row. One trace leaves the trace out of every key
+    (`Context.one_trace`); a trace column keeps it: the same output."""
+    query = "SELECT color, count(*) AS c FROM demo GROUP BY HOPPINGWINDOW(ss, 2, 1), color"
+    events = spark.createDataFrame([(0, 100, "red"), (1, 1200, "blue"), (2, 1300, "red"), (3, 4500, "red")],
+                                   "n long, t long, color string")
+
+    def posted(frame, **kw):
+        rows = apply_window_to_events(frame, query, order_col="n", time_col="t", until=6000, dialect="kuiper",
+                                      pane_rows=False, **kw).collect()
+        return sorted((r.trace_id, r.after, r.time, r.side, r.pos.n if r.pos else None, r["values"],
+                       r.window.start, r.window.end) for r in rows)
+
+    alone = posted(events)
+    red, blue = '{"color":"red","c":%d}', '{"color":"blue","c":1}'
+    assert [(after, time, side, values, (start, end)) for _, after, time, side, _, values, start, end in alone] == [
+        (1, 1000, "insert", red % 1, (-1000, 1000)),
+        (3, 2000, "insert", red % 2, (0, 2000)), (3, 2000, "insert", blue, (0, 2000)),  # in pos order
+        (3, 3000, "insert", blue, (1000, 3000)), (3, 3000, "insert", red % 1, (1000, 3000)),
+        (3, 4000, None, "[]", (2000, 4000)),
+        (4, 5000, "insert", red % 1, (3000, 5000)),
+        (4, 6000, "insert", red % 1, (4000, 6000)),
+    ]
+    assert {r[0] for r in alone} == {"0"}
+    traced = posted(events.selectExpr("*", "'d1' AS device"), trace_col="device")
+    assert [r[1:] for r in traced] == [r[1:] for r in alone] and {r[0] for r in traced} == {"d1"}
