@@ -192,16 +192,17 @@ class _SetPlan:
         w = self.window
         return aligned_end(c, self.interval // w.unit, w.unit, ZoneInfo(w.time_zone))
 
-    def split(self, items: DataFrame, jumps: bool) -> tuple[DataFrame, DataFrame | None]:
+    def split(self, items: DataFrame, jumps: bool) -> tuple[DataFrame | None, DataFrame | None]:
         """(the clean traces' items with columns c and e0; the other traces'
-        items, or None when there are none). The creation times are few (one
+        items), either None when there are none. The creation times are few (one
         per trace at most, most traces sharing one): they are collected (one
         small job; an event table without a `start` row skips the scan) and
         each one's first end computed here, in the zone."""
         starts = {row[0] for row in items.where("kind = 'start'").select("time").distinct().collect()}
         first_ends = {c: self._first_end(c) for c in starts | {0}}
         quirks = {c for c, e0 in first_ends.items() if e0 <= c}
-        created = None
+        if starts <= {0} and quirks:  # every trace created at 0, at its aligned end (e.g. HH in UTC+8)
+            return None, items
         if starts <= {0}:  # every trace created at 0: constants
             marked = items.selectExpr("*", "CAST(0 AS BIGINT) AS c", f"CAST({first_ends[0]} AS BIGINT) AS e0")
         else:
@@ -213,7 +214,7 @@ class _SetPlan:
             return marked, None
         troubled = None
         if quirks:
-            troubled = created.where(F.col("c").isin(sorted(quirks))).select("trace_id")
+            troubled = marked.where(F.col("c").isin(sorted(quirks))).select("trace_id")
         if jumps:
             jumped = items.where("kind = 'jump'").select("trace_id")
             troubled = jumped if troubled is None else troubled.unionByName(jumped)
@@ -271,7 +272,7 @@ class _SetPlan:
 
     def posts(self, items: DataFrame, jumps: bool) -> DataFrame:
         clean, dirty = self.split(items, jumps)
-        out = self._output(self._rows(clean), self._ticks(clean))
+        out = None if clean is None else self._output(self._rows(clean), self._ticks(clean))
         if dirty is None:
             return out
         # the kernel's rows lack the properties: joined back from their own traces' events
@@ -279,7 +280,8 @@ class _SetPlan:
         if not self.pane_rows:
             rest = rest.where("NOT (side = 'insert' AND `values` IS NULL)")
         props = dirty.where("kind = 'event'").select("trace_id", "id", *(F.col(quoted(p)) for p in self.properties))
-        return out.unionByName(rest.join(props, ["trace_id", "id"], "left"))
+        rest = rest.join(props, ["trace_id", "id"], "left")
+        return rest if out is None else out.unionByName(rest)
 
     def _rows(self, clean: DataFrame) -> DataFrame:
         """The admitted rows with the index k of each pane they belong to (a

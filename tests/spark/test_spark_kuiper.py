@@ -215,3 +215,20 @@ def test_an_event_table_of_one_trace_posts_what_a_traced_table_does(spark):
     assert {r[0] for r in alone} == {"0"}
     traced = posted(events.selectExpr("*", "'d1' AS device"), trace_col="device")
     assert [r[1:] for r in traced] == [r[1:] for r in alone] and {r[0] for r in traced} == {"d1"}
+
+
+def test_a_creation_at_its_aligned_end_runs_in_the_kernel_beside_set_traces(spark):
+    """TUMBLINGWINDOW(hh, 8) in UTC+8: the clock's 0 is 08:00 local, so the
+    aligned end of a creation at 0 is 0 itself (the alignment quirk): that
+    trace goes to the kernel, one created at 1 h through set operations; with
+    every trace created at 0 there is no set-oriented trace at all."""
+    spec = kuiper("TUMBLINGWINDOW(hh, 8)", time_zone="Asia/Shanghai")
+    hour = 3_600_000
+    at_zero = Trace([ev("E1", hour, color="red"), Advance(17 * hour)])
+    later = Trace([ev("E2", 2 * hour, color="blue"), Advance(17 * hour)], start_time=hour)
+    both = run_cases([(spec, at_zero), (spec, later)], spark)
+    assert both == [run(spec, at_zero), run(spec, later)]
+    # the quirk trace's ticks run on its ends (8 h, 16 h); the other's first end is 8 h too (09:00 local: 16 h
+    # after local midnight, 8 h on the clock)
+    assert [u.time for u in both[0]] == [u.time for u in both[1]] == [8 * hour, 16 * hour]
+    assert run_cases([(spec, at_zero)], spark) == [run(spec, at_zero)]
