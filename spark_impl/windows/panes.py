@@ -308,9 +308,13 @@ class _SetPlan:
         key = [self.trace_id, "after AS seq", "CAST(0 AS INT) AS phase", "due AS time", "CAST(0 AS INT) AS ordinal"]
         rest = ["CAST(NULL AS STRING) AS error", "wstart", "wend"]
         empty = ticks.where("NOT filled")
-        joined = rows.join(F.broadcast(ticks.select(*self.trace, "k", "after", "due")), [*self.trace, "k"])
-        event_rows = joined.selectExpr(*key, "'insert' AS side", "seq AS pos", "id", "CAST(NULL AS STRING) AS `values`",
-                                       *rest, *props)
+        # the rows beside their fired panes (only where they are read: each step costs planning time)
+        joined = event_rows = None
+        if self.select is None or self.pane_rows or not self.select["group"]:
+            joined = rows.join(F.broadcast(ticks.select(*self.trace, "k", "after", "due")), [*self.trace, "k"])
+        if self.select is None or self.pane_rows:
+            event_rows = joined.selectExpr(*key, "'insert' AS side", "seq AS pos", "id",
+                                           "CAST(NULL AS STRING) AS `values`", *rest, *props)
         if self.select is None:
             marker = empty.selectExpr(*key, "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
                                       "CAST(NULL AS STRING) AS id", "CAST(NULL AS STRING) AS `values`", *rest, *nulls)
@@ -325,7 +329,7 @@ class _SetPlan:
                                                    "CAST(NULL AS STRING) AS id", "'[]' AS `values`", *rest, *nulls))
         return _contract(out, self.properties)
 
-    def _values(self, rows: DataFrame, joined: DataFrame, ticks: DataFrame, empty: DataFrame):
+    def _values(self, rows: DataFrame, joined: DataFrame | None, ticks: DataFrame, empty: DataFrame):
         """(the query's output rows with `values`, `pos` and the pane's
         columns; the fired panes whose output is no row, or None when every
         pane has one). A grouping query aggregates the rows by (trace, k,
