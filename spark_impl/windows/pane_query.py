@@ -280,7 +280,8 @@ def _q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _sql_literal(value: Any) -> tuple[str, str]:
+def sql_literal(value: Any) -> tuple[str, str]:
+    """A value as a SQL literal and its value kind."""
     if value is None:
         return "NULL", "null"
     if isinstance(value, bool):
@@ -310,7 +311,7 @@ class SqlCompiler:
     def value(self, node: Any, in_aggregate: bool = False) -> tuple[str, str]:
         t = type(node)
         if t is Literal:
-            return _sql_literal(node.value)
+            return sql_literal(node.value)
         if t is Name:
             if node.name in self.aliases and node.name not in self.busy and not in_aggregate:
                 self.busy.add(node.name)

@@ -55,7 +55,7 @@ from spark_impl.frames import JSON_TEXT
 from spark_impl.windows import Context
 from spark_impl.windows.base import quoted
 from spark_impl.windows.pane_kernel import aligned_end, kernel
-from spark_impl.windows.pane_query import compile_select, sql_condition
+from spark_impl.windows.pane_query import compile_select, sql_condition, sql_literal
 
 #: windows a processing-time query's WHERE is pushed into (eKuiper's planner)
 PUSHED_DOWN = (Tumbling, Hopping, Session)
@@ -168,7 +168,7 @@ class _SetPlan:
         self.interval = window.hop if self.hopping else window.size
         #: the trace's key columns, and the trace_id column of an output row
         self.trace = [] if ctx.one_trace is not None else ["trace_id"]
-        self.trace_id = "trace_id" if ctx.one_trace is None else f"{_sql_text(ctx.one_trace)} AS trace_id"
+        self.trace_id = "trace_id" if ctx.one_trace is None else f"{sql_literal(ctx.one_trace)[0]} AS trace_id"
 
     @classmethod
     def of(cls, items: DataFrame, window, query, ctx: Context):
@@ -372,11 +372,6 @@ class _SetPlan:
         else:
             out = out.selectExpr("*", "coalesce(first_seq, 0) AS pos")
         return out, empty
-
-
-def _sql_text(value: str) -> str:
-    """A SQL string literal."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 _SQL_TYPES = (("long", "BIGINT"), ("double", "DOUBLE"), ("string", "STRING"), ("boolean", "BOOLEAN"),
