@@ -22,11 +22,11 @@ size (in a temporary folder, untimed) and read back by every workload.
   10 M).
 
 Every output is written to Spark's `noop` sink; a window's time counts its
-check job. Each workload runs once untimed
-on the smallest size first (the JVM compiles a plan's hot code on its first
-large input: a cold run took twice as long in measurement), then `--repeat`
-times per size (default 2); the best time counts (measured: the same 10 M plan
-took 11.4 s, then 7.3 s).
+check job. Each workload runs once untimed on the smallest size first (the JVM
+compiles a plan's hot code on its first large input: a cold run took twice as
+long in measurement), then `--repeat` rounds per size (default 2) run every
+workload once in turn, so drift (JIT, heap) falls on all alike; the best time
+counts (measured: the same 10 M plan took 11.4 s, then 7.3 s).
 Printed per window and size: seconds, events/s, the ratio to the bare plan in
 the same run, t(largest)/t(smallest), and the exchanges of its physical plan
 (shuffles + broadcasts, before adaptive execution changes any). With
@@ -192,15 +192,24 @@ def run_once(spark, build: Callable, path: str) -> tuple[float, int, int]:
 
 def measure(spark, sizes: Sequence[int], keys: int, windows: Sequence[str], folder: Path,
             repeat: int = 2) -> list[Timing]:
+    """Every workload warmed on the smallest size, then per size `repeat`
+    rounds of one run of each workload in turn: a workload compared with
+    another never gains from running after it (the JVM warms its shared code,
+    the parquet reader and the hash aggregate, over the whole bench)."""
     paths = {n: write_events(spark, n, keys, folder) for n in sizes}
-    timings = []
-    for name, build in workloads(windows).items():
+    builds = workloads(windows)
+    for build in builds.values():
         run_once(spark, build, paths[min(sizes)])
-        for n in sizes:
-            runs = [run_once(spark, build, paths[n]) for _ in range(repeat)]
-            seconds, shuffles, broadcasts = min(runs)
+    timings = []
+    for n in sizes:
+        runs = {name: [] for name in builds}
+        for _ in range(repeat):
+            for name, build in builds.items():
+                runs[name].append(run_once(spark, build, paths[n]))
+        for name, done in runs.items():
+            seconds, shuffles, broadcasts = min(done)
             timings.append(Timing(name, n, seconds, shuffles, broadcasts))
-            print(f"  {name:34s} {n:>11,d} events {' '.join(f'{r[0]:7.2f}' for r in runs)} s", flush=True)
+            print(f"  {name:34s} {n:>11,d} events {' '.join(f'{r[0]:7.2f}' for r in done)} s", flush=True)
     return timings
 
 

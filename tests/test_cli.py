@@ -441,3 +441,18 @@ def test_spark_bench_rates_each_query_twice_against_its_window_baseline():
     verdicts = [line for line in bench.table(rows) if " x spark window" in line]
     assert len(verdicts) == 2 and verdicts[0].endswith("(the table check included, which window() does not do)")
     assert verdicts[1].startswith(query + bench.UNCHECKED) and verdicts[1].endswith(f"(target <= {bench.TARGET_KUIPER})")
+
+
+def test_spark_bench_runs_its_workloads_in_turn_so_none_is_measured_warmer(monkeypatch, tmp_path):
+    from spark_impl import bench
+
+    calls = []
+    monkeypatch.setattr(bench, "write_events", lambda spark, n, keys, folder: f"events-{n}")
+    monkeypatch.setattr(bench, "workloads", lambda windows: {"a": "A", "b": "B"})
+    monkeypatch.setattr(bench, "run_once", lambda spark, build, path: calls.append((build, path)) or (len(calls), 1, 0))
+    timings = bench.measure(None, (10, 100), 5, ("w",), tmp_path, repeat=2)
+    warm, rounds = calls[:2], calls[2:]
+    assert warm == [("A", "events-10"), ("B", "events-10")]
+    assert rounds == [(w, f"events-{n}") for n in (10, 100) for _ in range(2) for w in "AB"]
+    assert [(t.workload, t.events, t.seconds) for t in timings] == [("a", 10, 3), ("b", 10, 4), ("a", 100, 7),
+                                                                   ("b", 100, 8)]
