@@ -159,7 +159,11 @@ class _SetPlan:
     its slot; hopping: the ends in `(t, t + size]`); a query is one
     aggregation by (trace, pane, keys) joined to the fired ticks. With one
     trace (`Context.one_trace`) the trace is no key: it is put back as a
-    literal."""
+    literal.
+
+    The plan is one SQL statement (`statement`) over the clean items, so
+    Spark analyses it once; built step by step as DataFrames it took twice
+    as long to plan (each step is analysed on its own)."""
 
     def __init__(self, window, query, admit: str, select: dict | None, types: dict, ctx: Context):
         self.window, self.query, self.admit, self.select = window, query, admit, select
@@ -169,6 +173,8 @@ class _SetPlan:
         #: the trace's key columns, and the trace_id column of an output row
         self.trace = [] if ctx.one_trace is not None else ["trace_id"]
         self.trace_id = "trace_id" if ctx.one_trace is None else f"{sql_literal(ctx.one_trace)[0]} AS trace_id"
+        #: SQL of a row's creation time and first end: its columns, or literals when every trace shares them
+        self.c, self.e0 = "c", "e0"
 
     @classmethod
     def of(cls, items: DataFrame, window, query, ctx: Context):
@@ -193,18 +199,21 @@ class _SetPlan:
         return aligned_end(c, self.interval // w.unit, w.unit, ZoneInfo(w.time_zone))
 
     def split(self, items: DataFrame, jumps: bool) -> tuple[DataFrame | None, DataFrame | None]:
-        """(the clean traces' items with columns c and e0; the other traces'
-        items), either None when there are none. The creation times are few (one
-        per trace at most, most traces sharing one): they are collected (one
-        small job; an event table without a `start` row skips the scan) and
-        each one's first end computed here, in the zone."""
+        """(the clean traces' items, either with columns c and e0 or, when
+        every trace is created at 0, with `self.c`/`self.e0` set to their
+        literals; the other traces' items), either None when there are none.
+        The creation times are few (one per trace at most, most traces sharing
+        one): they are collected (one small job; an event table without a
+        `start` row skips the scan) and each one's first end computed here, in
+        the zone."""
         starts = {row[0] for row in items.where("kind = 'start'").select("time").distinct().collect()}
         first_ends = {c: self._first_end(c) for c in starts | {0}}
         quirks = {c for c, e0 in first_ends.items() if e0 <= c}
         if starts <= {0} and quirks:  # every trace created at 0, at its aligned end (e.g. HH in UTC+8)
             return None, items
         if starts <= {0}:  # every trace created at 0: constants
-            marked = items.selectExpr("*", "CAST(0 AS BIGINT) AS c", f"CAST({first_ends[0]} AS BIGINT) AS e0")
+            self.c, self.e0 = "CAST(0 AS BIGINT)", f"CAST({first_ends[0]} AS BIGINT)"
+            marked = items
         else:
             table = items.sparkSession.createDataFrame(sorted(first_ends.items()), "c long, e0 long")
             created = items.where("kind = 'start'").selectExpr("trace_id", "time AS c")
@@ -222,57 +231,13 @@ class _SetPlan:
         return (marked.join(troubled, "trace_id", "left_anti"),
                 items.join(troubled, "trace_id", "left_semi"))
 
-    def _bounds(self) -> dict[str, str]:
-        """SQL of pane k's bounds from its trace's c and e0: its end, left
-        bound (hopping) and reported start."""
-        w, i = self.window, self.interval
-        end = f"(e0 + k * {i})"
-        trigger = f"(CASE WHEN k = 0 THEN c ELSE {end} - {i} END)"
-        reported = f"({trigger} - {w.hop})" if self.hopping else trigger
-        return {"wend": end, "lft": f"({trigger} + {w.hop - w.size})" if self.hopping else "NULL",
-                "wstart": f"CASE WHEN {reported} <= 0 THEN {end} - {w.size} ELSE {reported} END"}
-
-    def _slot(self, time: str = "time") -> str:
-        return f"CASE WHEN {time} < e0 THEN 0 ELSE ({time} - e0) div {self.interval} + 1 END"
-
-    def _last_pane(self, time: str) -> str:
-        """SQL: the last pane index holding a row at `time` (hopping: e_k <= time + size)."""
-        return f"({time} + {self.window.size} - e0) div {self.interval}" if self.hopping else self._slot(time)
-
-    def _ticks(self, clean: DataFrame) -> DataFrame:
-        """The fired ticks, one row per (trace, k): `after` (the seq of the
-        item that fires it), `due`, the pane's bounds, and `filled` (whether
-        the pane holds a row). Slot d's admitted rows lie in panes d ..
-        last(latest) (each holds the slot's latest or its earliest row),
-        pane 0 only from its left bound on. The slots are aggregated once: the
-        ticks and the filled panes are one explode of each slot's row."""
-        w = self.window
-        on = ", ".join(self.trace)
-        slots = clean.where("kind IN ('event', 'advance')").selectExpr(
-            *self.trace, "seq", "c", "e0", f"{self._slot()} AS slot",
-            f"CASE WHEN kind = 'event' AND ({self.admit}) THEN time END AS admitted").groupBy(*self.trace, "slot").agg(
-            F.min("seq").alias("first"), F.max("admitted").alias("latest"),
-            F.first("c").alias("c"), F.first("e0").alias("e0"))
-        lo = f"CASE WHEN slot = 0 AND latest < c + {w.hop - w.size} THEN 1 ELSE slot END" if self.hopping else "slot"
-        fired = ("transform(sequence(coalesce(before, 0), slot - 1), k -> named_struct('k', k, 'after', first))")
-        filled = (f"transform(sequence({lo}, {self._last_pane('latest')}), "
-                  "k -> named_struct('k', k, 'after', CAST(NULL AS BIGINT)))")
-        marks = slots.selectExpr(
-            *self.trace, "c", "e0", "slot", "first", "latest",
-            f"lag(slot) OVER ({f'PARTITION BY {on} ' if on else ''}ORDER BY slot) AS before").selectExpr(
-            *self.trace, "c", "e0", f"inline(concat(IF(slot > 0, {fired}, array()), "
-            f"IF(latest IS NULL OR {lo} > {self._last_pane('latest')}, array(), {filled})))")
-        panes = marks.groupBy(*self.trace, "k").agg(
-            F.max("after").alias("after"), F.expr("count(1) > count(after)").alias("filled"),
-            F.first("c").alias("c"), F.first("e0").alias("e0"))
-        bounds = self._bounds()
-        return panes.where("after IS NOT NULL").selectExpr(
-            *self.trace, "k", "after", f"{bounds['wend']} AS due", f"{bounds['wstart']} AS wstart",
-            f"{bounds['wend']} AS wend", "filled")
-
     def posts(self, items: DataFrame, jumps: bool) -> DataFrame:
         clean, dirty = self.split(items, jumps)
-        out = None if clean is None else self._output(self._rows(clean), self._ticks(clean))
+        out = None
+        if clean is not None:
+            # one statement, analysed once (a DataFrame step is analysed on its own: 5 to 40 ms each)
+            statement = self.statement().replace("{", "{{").replace("}", "}}").replace(_CLEAN, "{clean}")
+            out = clean.sparkSession.sql(statement, clean=clean)
         if dirty is None:
             return out
         # the kernel's rows lack the properties: joined back from their own traces' events
@@ -283,95 +248,180 @@ class _SetPlan:
         rest = rest.join(props, ["trace_id", "id"], "left")
         return rest if out is None else out.unionByName(rest)
 
-    def _rows(self, clean: DataFrame) -> DataFrame:
+    # ------------------------------------------------------------------ the statement: SQL over the clean items
+
+    def _bounds(self) -> dict[str, str]:
+        """SQL of pane k's bounds from its trace's c and e0: its end, left
+        bound (hopping) and reported start."""
+        w, i = self.window, self.interval
+        end = f"({self.e0} + k * {i})"
+        trigger = f"(CASE WHEN k = 0 THEN {self.c} ELSE {end} - {i} END)"
+        reported = f"({trigger} - {w.hop})" if self.hopping else trigger
+        return {"wend": end, "lft": f"({trigger} + {w.hop - w.size})" if self.hopping else "NULL",
+                "wstart": f"CASE WHEN {reported} <= 0 THEN {end} - {w.size} ELSE {reported} END"}
+
+    def _slot(self, time: str = "time") -> str:
+        return f"CASE WHEN {time} < {self.e0} THEN 0 ELSE ({time} - {self.e0}) div {self.interval} + 1 END"
+
+    def _last_pane(self, time: str) -> str:
+        """SQL: the last pane index holding a row at `time` (hopping: e_k <= time + size)."""
+        return f"({time} + {self.window.size} - {self.e0}) div {self.interval}" if self.hopping else self._slot(time)
+
+    @property
+    def _origin(self) -> list[str]:
+        """The columns c and e0 a row carries (none when they are literals)."""
+        return [] if self.c != "c" else ["c", "e0"]
+
+    def statement(self) -> str:
+        """The plan as one SQL statement over the clean items (`_CLEAN`): its
+        named steps, then the rows in the kernel's columns."""
+        steps = {"ticks": self._ticks(), "placed": self._placed()}
+        steps.update(self._output())
+        body = ",\n".join(f"{name} AS ({sql})" for name, sql in steps.items())
+        return f"WITH {body}\n" + _select(
+            ["trace_id", "seq", "phase", "time", "time AS slot_due", "CAST(0 AS BIGINT) AS slot", "side", "pos", "id",
+             "`values`", "error", "ordinal", "wstart", "wend", *(quoted(p) for p in self.properties)], "posted")
+
+    def _ticks(self) -> str:
+        """The fired ticks, one row per (trace, k): `after` (the seq of the
+        item that fires it), `due`, the pane's bounds, and `filled` (whether
+        the pane holds a row). Slot d's admitted rows lie in panes d ..
+        last(latest) (each holds the slot's latest or its earliest row),
+        pane 0 only from its left bound on. The slots are aggregated once: the
+        ticks and the filled panes are one explode of each slot's row."""
+        w, trace, origin = self.window, [*self.trace], self._origin
+        firsts = [f"first({c}) AS {c}" for c in origin]
+        lo = (f"CASE WHEN slot = 0 AND latest < {self.c} + {w.hop - w.size} THEN 1 ELSE slot END"
+              if self.hopping else "slot")
+        last = self._last_pane("latest")
+        fired = "transform(sequence(coalesce(before, 0), slot - 1), k -> named_struct('k', k, 'after', first))"
+        filled = f"transform(sequence({lo}, {last}), k -> named_struct('k', k, 'after', CAST(NULL AS BIGINT)))"
+        slots = _select([*trace, *origin, "seq", f"{self._slot()} AS slot",
+                         f"CASE WHEN kind = 'event' AND ({self.admit}) THEN time END AS admitted"],
+                        _CLEAN, "kind IN ('event', 'advance')")
+        by_slot = _select([*trace, "slot", "min(seq) AS first", "max(admitted) AS latest", *firsts], f"({slots})",
+                          group=[*trace, "slot"])
+        partition = f"PARTITION BY {', '.join(trace)} " if trace else ""
+        before = _select(["*", f"lag(slot) OVER ({partition}ORDER BY slot) AS before"], f"({by_slot})")
+        marks = _select([*trace, *origin, f"inline(concat(IF(slot > 0, {fired}, array()), "
+                                          f"IF(latest IS NULL OR {lo} > {last}, array(), {filled})))"],
+                        f"({before})")
+        panes = _select([*trace, "k", "max(after) AS after", "count(1) > count(after) AS filled", *firsts],
+                        f"({marks})", group=[*trace, "k"])
+        bounds = self._bounds()
+        return _select([*trace, "k", "after", f"{bounds['wend']} AS due", f"{bounds['wstart']} AS wstart",
+                        f"{bounds['wend']} AS wend", "filled"], f"({panes})", "after IS NOT NULL")
+
+    def _keep(self) -> list[str]:
+        return [*self.trace, "seq", "time", "id", *(quoted(p) for p in self.properties)]
+
+    def _placed(self) -> str:
         """The admitted rows with the index k of each pane they belong to (a
         pane that never fires is dropped by the join with the ticks) and its
         bounds (read by `window_start()`/`window_end()` in an aggregate)."""
-        keep = [*self.trace, "seq", "time", "id", *(quoted(p) for p in self.properties)]
-        events = clean.where(f"kind = 'event' AND ({self.admit})")
-        if self.hopping:
-            first, last = self._slot(), self._last_pane("time")
-            events = events.selectExpr(*keep, "c", "e0", f"explode(sequence({first}, greatest({first}, {last}))) AS k",
-                                       f"{last} AS last").where("k <= last")
-        else:
-            events = events.selectExpr(*keep, "c", "e0", f"{self._slot()} AS k")
-        placed = events.selectExpr(*keep, "k", *(f"{sql} AS {name}" for name, sql in self._bounds().items()))
-        if self.hopping:  # pane 0 from its left bound on (the others': their end - size, the explode's range)
-            placed = placed.where("k > 0 OR time >= lft")
-        return placed.drop("lft")
+        keep, bounds = self._keep(), self._bounds()
+        admitted = f"kind = 'event' AND ({self.admit})"
+        placed = [*keep, "k", f"{bounds['wstart']} AS wstart", f"{bounds['wend']} AS wend"]
+        if not self.hopping:
+            return _select(placed, f"({_select([*keep, *self._origin, f'{self._slot()} AS k'], _CLEAN, admitted)})")
+        # the ends in (t, t + size]; pane 0 from its left bound on (the others': their end - size)
+        first, last = self._slot(), self._last_pane("time")
+        spread = _select([*keep, *self._origin, f"explode(sequence({first}, greatest({first}, {last}))) AS k",
+                          f"{last} AS last"], _CLEAN, admitted)
+        return _select(placed, f"({spread})", f"k <= last AND (k > 0 OR time >= {bounds['lft']})")
 
-    def _output(self, rows: DataFrame, ticks: DataFrame) -> DataFrame:
-        """Event rows, the query's rows, and the empty panes' rows, in the kernel's columns."""
+    def _output(self) -> dict[str, str]:
+        """The steps after `placed`, the last `posted`: event rows, the
+        query's rows, and the empty panes' rows, in the kernel's columns."""
         props = [quoted(p) for p in self.properties]
-        nulls = [f"CAST(NULL AS {dict(_SQL_TYPES).get(self.types.get(p), 'STRING')}) AS {quoted(p)}"
-                 for p in self.properties]
+        nulls = [f"CAST(NULL AS {self._sql_type(p)}) AS {quoted(p)}" for p in self.properties]
         key = [self.trace_id, "after AS seq", "CAST(0 AS INT) AS phase", "due AS time", "CAST(0 AS INT) AS ordinal"]
         rest = ["CAST(NULL AS STRING) AS error", "wstart", "wend"]
-        empty = ticks.where("NOT filled")
-        # the rows beside their fired panes (only where they are read: each step costs planning time)
-        joined = event_rows = None
+        empty = "(SELECT * FROM ticks WHERE NOT filled)"
+        steps = {}
+        # the rows beside their fired panes, only where they are read
         if self.select is None or self.pane_rows or not self.select["group"]:
-            joined = rows.join(F.broadcast(ticks.select(*self.trace, "k", "after", "due")), [*self.trace, "k"])
+            steps["joined"] = _select(["/*+ BROADCAST(ticks) */ *"], "placed JOIN (SELECT "
+                                      f"{', '.join([*self.trace, 'k', 'after', 'due'])} FROM ticks) ticks",
+                                      using=[*self.trace, "k"])
+        branches = []
         if self.select is None or self.pane_rows:
-            event_rows = joined.selectExpr(*key, "'insert' AS side", "seq AS pos", "id",
-                                           "CAST(NULL AS STRING) AS `values`", *rest, *props)
+            branches.append(_select([*key, "'insert' AS side", "seq AS pos", "id",
+                                     "CAST(NULL AS STRING) AS `values`", *rest, *props], "joined"))
         if self.select is None:
-            marker = empty.selectExpr(*key, "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
-                                      "CAST(NULL AS STRING) AS id", "CAST(NULL AS STRING) AS `values`", *rest, *nulls)
-            return _contract(event_rows.unionByName(marker), self.properties)
-        values, empty = self._values(rows, joined, ticks, empty)
-        out = values.selectExpr(*key, "'insert' AS side", "pos", "CAST(NULL AS STRING) AS id", "`values`",
-                                *rest, *nulls)
-        if self.pane_rows:
-            out = event_rows.unionByName(out)
-        if empty is not None:
-            out = out.unionByName(empty.selectExpr(*key, "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
-                                                   "CAST(NULL AS STRING) AS id", "'[]' AS `values`", *rest, *nulls))
-        return _contract(out, self.properties)
+            branches.append(_select([*key, "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
+                                     "CAST(NULL AS STRING) AS id", "CAST(NULL AS STRING) AS `values`", *rest, *nulls],
+                                    empty))
+        else:
+            steps.update(self._values())
+            branches.append(_select([*key, "'insert' AS side", "CAST(pos AS BIGINT) AS pos",
+                                     "CAST(NULL AS STRING) AS id", "`values`", *rest, *nulls], "valued"))
+            if self.select["keys"] or not self.select["group"]:  # without keys every fired pane is a group
+                branches.append(_select([*key, "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
+                                         "CAST(NULL AS STRING) AS id", "'[]' AS `values`", *rest, *nulls], empty))
+        steps["posted"] = "\nUNION ALL ".join(branches)
+        return steps
 
-    def _values(self, rows: DataFrame, joined: DataFrame | None, ticks: DataFrame, empty: DataFrame):
-        """(the query's output rows with `values`, `pos` and the pane's
-        columns; the fired panes whose output is no row, or None when every
-        pane has one). A grouping query aggregates the rows by (trace, k,
-        keys) and joins the fired ticks to the groups; without keys every
-        fired pane is one group, an empty one too: each fired pane adds a
-        marker row (no seq: `count(*)` is `count(seq)`, and `min_by(col,
-        seq)`, `min(seq)` skip it)."""
-        plan = self.select
-        pane = [*self.trace, "k", "after", "due", "wstart", "wend"]
+    def _sql_type(self, prop: str) -> str:
+        return dict(_SQL_TYPES).get(self.types.get(prop), "STRING")
+
+    def _values(self) -> dict[str, str]:
+        """The steps of the query's output rows, the last `valued` (with
+        `values`, `pos` and the pane's columns). A grouping query aggregates
+        the rows by (trace, k, keys) and joins the fired ticks to the groups;
+        without keys every fired pane is one group, an empty one too: each
+        fired pane adds a marker row (no seq: `count(*)` is `count(seq)`, and
+        `min_by(col, seq)`, `min(seq)` skip it)."""
+        plan, trace = self.select, [*self.trace]
         star = ["'id', min_by(id, seq)" if plan["group"] else "'id', id"] + [
             (f"'{p}', min_by({quoted(p)}, seq)" if plan["group"] else f"'{p}', {quoted(p)}") for p in self.properties]
         parts = []
         for name, sql in plan["fields"]:
             parts += star if name is None else [f"'{name}', {sql}"]
         record = f"to_json(named_struct({', '.join(parts)}))"
-        orders = [f"o{n}" for n in range(len(plan["order"]))]
-        order_by = ", ".join([f"o{n} {'DESC NULLS LAST' if d else 'ASC NULLS FIRST'}"
-                              for n, (_, d) in enumerate(plan["order"])] + ["first_seq"])
+        orders = [f"{sql} AS o{n}" for n, (sql, _) in enumerate(plan["order"])]
         if plan["group"]:
-            grouping = rows.select(*self.trace, "k", "seq", "id", "wstart", "wend",
-                                   *(F.col(quoted(p)) for p in self.properties))
+            grouping = [*trace, "k", "seq", "id", "wstart", "wend", *(quoted(p) for p in self.properties)]
+            source = _select(grouping, "placed")
             if not plan["keys"]:
-                markers = ticks.selectExpr(*self.trace, "k", "CAST(NULL AS BIGINT) AS seq",
-                                           "CAST(NULL AS STRING) AS id", "wstart", "wend",
-                                           *(f"CAST(NULL AS {dict(_SQL_TYPES).get(self.types.get(p), 'STRING')}) "
-                                             f"AS {quoted(p)}" for p in self.properties))
-                grouping, empty = grouping.unionByName(markers), None
-            keys = [f"{k} AS g{n}" for n, k in enumerate(plan["keys"])]
+                source += "\nUNION ALL " + _select(
+                    [*trace, "k", "CAST(NULL AS BIGINT) AS seq", "CAST(NULL AS STRING) AS id", "wstart", "wend",
+                     *(f"CAST(NULL AS {self._sql_type(p)}) AS {quoted(p)}" for p in self.properties)], "ticks")
+            keys = [f"g{n}" for n in range(len(plan["keys"]))]
+            keyed = _select(["*", *(f"{k} AS g{n}" for n, k in enumerate(plan["keys"]))], f"({source})")
             # grouped by (trace, pane index, keys) only; the fired ticks' columns joined to the groups
-            groups = grouping.selectExpr("*", *keys).groupBy(*self.trace, "k", *(f"g{n}" for n in range(len(keys))))
-            grouped = groups.agg(F.expr(f"{record} AS `values`"), F.expr("min(seq) AS first_seq"),
-                                 *(F.expr(f"{sql} AS o{n}") for n, (sql, _) in enumerate(plan["order"])))
-            out = grouped.join(F.broadcast(ticks.select(*pane)), [*self.trace, "k"])
+            grouped = _select([*trace, "k", *keys, f"{record} AS `values`", "min(seq) AS first_seq", *orders],
+                              f"({keyed})", group=[*trace, "k", *keys])
+            pane = ", ".join([*trace, "k", "after", "due", "wstart", "wend"])
+            rows = _select(["/*+ BROADCAST(ticks) */ *"], f"({grouped}) JOIN (SELECT {pane} FROM ticks) ticks",
+                           using=[*trace, "k"])
         else:
-            out = joined.selectExpr(*self.trace, "k", "after", "due", f"{record} AS `values`", "seq AS first_seq",
-                                    *(f"{sql} AS o{n}" for n, (sql, _) in enumerate(plan["order"])), "wstart", "wend")
-        if orders:
-            pane_key = ", ".join([*self.trace, "k"])
-            out = out.selectExpr("*", f"row_number() OVER (PARTITION BY {pane_key} ORDER BY {order_by}) AS pos")
+            rows = _select([*trace, "k", "after", "due", f"{record} AS `values`", "seq AS first_seq", *orders,
+                            "wstart", "wend"], "joined")
+        if plan["order"]:
+            order_by = ", ".join([f"o{n} {'DESC NULLS LAST' if d else 'ASC NULLS FIRST'}"
+                                  for n, (_, d) in enumerate(plan["order"])] + ["first_seq"])
+            pos = f"row_number() OVER (PARTITION BY {', '.join([*trace, 'k'])} ORDER BY {order_by}) AS pos"
         else:
-            out = out.selectExpr("*", "coalesce(first_seq, 0) AS pos")
-        return out, empty
+            pos = "coalesce(first_seq, 0) AS pos"
+        return {"valued": _select(["*", pos], f"({rows})")}
+
+
+#: the clean items' place in `_SetPlan.statement` (a DataFrame bound by `spark.sql`)
+_CLEAN = "\x00clean\x00"
+
+
+def _select(columns: list[str], source: str, where: str | None = None, *, group: list[str] | None = None,
+            using: list[str] | None = None) -> str:
+    """SQL: one SELECT."""
+    sql = f"SELECT {', '.join(columns)} FROM {source}"
+    if using is not None:
+        sql += f" USING ({', '.join(using)})"
+    if where is not None:
+        sql += f" WHERE {where}"
+    if group:
+        sql += f" GROUP BY {', '.join(group)}"
+    return sql
 
 
 _SQL_TYPES = (("long", "BIGINT"), ("double", "DOUBLE"), ("string", "STRING"), ("boolean", "BOOLEAN"),
