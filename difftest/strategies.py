@@ -54,7 +54,10 @@ from hypothesis import strategies as st
 from oracle.dialects import IMPLEMENTED, parse, render, settings, writes
 from oracle.errors import UnsupportedWindow
 from oracle.model import (
+    DAY,
+    HOUR,
     MILLISECOND,
+    MINUTE,
     SECOND,
     BATCH_WINDOWS,
     BatchedLength,
@@ -372,13 +375,23 @@ _triggers = st.one_of(
     st.builds(lambda t: Binary(">", Binary("-", Name(TIMESTAMP), Call("last_hit_time")), Literal(t)),
               st.sampled_from((0, GRID, 2 * GRID, 1000))),
 )
-_units = st.sampled_from((SECOND, SECOND, SECOND, MILLISECOND))
+# minutes, hours and days now and then: their ends fall in a trace that starts
+# just before a UTC hour or day (`_START_TIMES`), and an hour's or a day's
+# alignment in a zone is the alignment quirk's case (a creation on its end)
+_units = st.sampled_from((SECOND, SECOND, SECOND, SECOND, SECOND, SECOND, MILLISECOND, MILLISECOND, MINUTE, HOUR, DAY))
 
 
 def _unit_period(unit: int, low: int = 1, high: int = 4) -> st.SearchStrategy[int]:
-    """A period of `unit`: 1 to 4 s, or GRID multiples in ms."""
+    """A period of `unit`: 1 to 4 s, GRID multiples in ms, 1 or 2 minutes,
+    1 or 8 hours (8: a day in UTC+8 starts on its end), 1 day."""
     if unit == MILLISECOND:
         return st.integers(low, high * 2).map(lambda k: k * GRID)
+    if unit == MINUTE:
+        return st.integers(1, 2).map(lambda k: k * unit)
+    if unit == HOUR:
+        return st.sampled_from((unit, 8 * unit))
+    if unit == DAY:
+        return st.just(unit)
     return st.integers(low, high).map(lambda k: k * unit)
 
 
@@ -389,7 +402,7 @@ def _time_fields(draw) -> dict:
     if draw(st.booleans()):
         fields["timestamp"] = TIMESTAMP
         fields["late_tolerance"] = draw(st.sampled_from((0, 0, GRID, 1000, 2 * GRID + 1, 3000)))
-    fields["time_zone"] = draw(st.sampled_from(("UTC", "UTC", "UTC", "Asia/Shanghai")))
+    fields["time_zone"] = draw(st.sampled_from(("UTC", "UTC", "UTC", "Asia/Shanghai", "Asia/Kathmandu")))
     return fields
 
 
@@ -580,7 +593,9 @@ _TS_STEPS = (GRID, 0, 2 * GRID, -GRID, 3 * GRID, -3 * GRID, 10 * GRID)
 # mostly on it (ties, batch boundaries), sometimes not, so a reference point off the
 # grid cuts timestamp batches differently (tests/test_strategy_strength.py)
 _TS_OFFSETS = (0, 0, 0, 0, 0, 0, GRID // 2, 1)
-_START_TIMES = (0, 0, 0, GRID, 2 * GRID + 1, 250)
+# the last two: just before 16:00 UTC (midnight in UTC+8) and a UTC midnight, where an
+# eKuiper window in minutes, hours or days ends within the trace
+_START_TIMES = (0, 0, 0, GRID, 2 * GRID + 1, 250, 16 * HOUR - 10 * GRID, DAY - 10 * GRID)
 _LONG = (False, False, False, False, False, False, False, True)
 
 

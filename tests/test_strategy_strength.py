@@ -16,6 +16,9 @@ import pytest
 from difftest.strategies import GRID, TIMESTAMP, seeded_traces, trace_names
 from oracle import run
 from oracle.model import (
+    DAY,
+    HOUR,
+    MINUTE,
     Advance,
     Arrive,
     Event,
@@ -38,6 +41,7 @@ from oracle.model import (
     TimeLengthBatch,
     TimeOrder,
     Trace,
+    Tumbling,
     Unique,
 )
 
@@ -84,6 +88,10 @@ OPTION_ROWS = [
     ("groupwin or not", GroupWin(("symbol",), Length(2)), Length(2)),
     ("groupwin keys", GroupWin(("symbol",), Time(GRID)), GroupWin(("feed",), Time(GRID))),
     ("groupwin around a batch", GroupWin(("symbol",), TimeBatch(GRID)), TimeBatch(GRID)),
+    # eKuiper's alignment in minutes, hours and days (in a zone): ends that fall within a drawn trace
+    ("kuiper minutes", Tumbling(MINUTE, MINUTE), Tumbling(2 * MINUTE, MINUTE)),
+    ("kuiper days: the zone's midnight", Tumbling(DAY, DAY), Tumbling(DAY, DAY, time_zone="Asia/Shanghai")),
+    ("kuiper hours: the zone's hour", Tumbling(HOUR, HOUR, time_zone="Asia/Kathmandu"), Tumbling(HOUR, HOUR)),
 ]
 
 
