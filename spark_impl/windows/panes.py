@@ -44,6 +44,8 @@ How Spark runs them:
 
 from __future__ import annotations
 
+import re
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -178,7 +180,11 @@ class _SetPlan:
 
     @classmethod
     def of(cls, items: DataFrame, window, query, ctx: Context):
-        """The plan, or None when a condition or the query does not compile to SQL."""
+        """The plan, or None when a condition or the query does not compile to
+        SQL, or a property is named like a column of the plan's own beside
+        the properties (`_OWN_COLUMNS`, `g<n>`; in any case)."""
+        if any(p.lower() in _OWN_COLUMNS or re.fullmatch(r"g\d+", p.lower()) for p in ctx.properties):
+            return None
         types = _types(items, ctx.properties)
         conditions = [c for c in (window.filter, query.where if query is not None else None) if c is not None]
         admit = [sql_condition(c, types) for c in conditions]
@@ -407,6 +413,8 @@ class _SetPlan:
         return {"valued": _select(["*", pos], f"({rows})")}
 
 
+#: the set plan's columns beside the properties (and the keys `g<n>`): a property named so runs in the kernel
+_OWN_COLUMNS = frozenset(("k", "c", "e0", "last", "due"))
 #: the clean items' place in `_SetPlan.statement` (a DataFrame bound by `spark.sql`)
 _CLEAN = "\x00clean\x00"
 

@@ -186,6 +186,29 @@ def test_aligned_end_follows_the_zone_across_dst():
     assert Pane(0, 1) == Pane(0, 1)
 
 
+@pytest.mark.parametrize("name", ["k", "E0", "due", "g0"])
+def test_a_property_named_like_a_column_of_the_set_plan_posts_as_any_other(spark, name):
+    """The set plan carries the properties beside columns of its own (the pane
+    index k, ...): a property named so (in any case) runs in the kernel, with
+    the same output as under another name."""
+    query = f"SELECT {name}, count(*) AS c FROM demo GROUP BY TUMBLINGWINDOW(ss, 1), {name}"
+    events = spark.createDataFrame([(0, 100, "red"), (1, 1200, "blue"), (2, 1300, "red")], "n long, t long, x string")
+
+    def posted(frame, q):
+        rows = apply_window_to_events(frame, q, order_col="n", time_col="t", until=3000, dialect="kuiper",
+                                      pane_rows=False).collect()
+        # in update order, then pos order (the kernel numbers pos from 0, the set plan by first seq)
+        rows = sorted(rows, key=lambda r: (r.after, r.time, r.pos.n if r.pos else -1))
+        return [(r.after, r.time, r.side, r["values"]) for r in rows]
+
+    renamed = posted(events.withColumnRenamed("x", name), query)
+    row = '{"%s":"%s","c":1}'
+    assert renamed == [(1, 1000, "insert", row % (name, "red")), (3, 2000, "insert", row % (name, "blue")),
+                       (3, 2000, "insert", row % (name, "red")), (3, 3000, None, "[]")]
+    plain = posted(events.withColumnRenamed("x", "color"), query.replace(name, "color"))
+    assert [r[:3] + (r[3].replace(f'"{name}"', '"color"'),) for r in renamed] == plain
+
+
 def test_an_event_table_of_one_trace_posts_what_a_traced_table_does(spark):
     """HOPPINGWINDOW(ss, 2, 1) created at 0: ends 1000, 2000, ...; pane k holds
     [end - 2000, end); each tick fires on the first item at or past its end
