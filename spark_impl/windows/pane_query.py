@@ -391,10 +391,15 @@ def sql_condition(node: Any, types: Mapping[str, str]) -> str | None:
         return None
 
 
+def grouping_key(n: int) -> str:
+    """SQL: the column of a grouped plan's n-th key (`#g<n>`: no property's name)."""
+    return f"`#g{n}`"
+
+
 def compile_select(query: Query, types: Mapping[str, str]) -> dict | None:
     """The Spark plan of a query over pane rows, or None (the Python path):
     {"group": bool, "fields": [(name, sql) | (None, "*")], "order": [(sql, descending)],
-    "keys": [sql]}; in a grouped plan the n-th key's column is `g<n>`.
+    "keys": [sql]}; in a grouped plan the n-th key's column is `grouping_key(n)`.
     Not compiled: HAVING, collect, indexing, members, row_number(), a JSON
     text column."""
     if query.having is not None:
@@ -403,7 +408,7 @@ def compile_select(query: Query, types: Mapping[str, str]) -> dict | None:
     aliases = {i.alias: i.expression for i in query.select if i.alias is not None}
     compiler = SqlCompiler(types, group=group)
     # a select item that is a GROUP BY key is that key's grouping column (no first-row lookup)
-    grouped = {key: f"g{n}" for n, key in enumerate(query.keys)} if group else {}
+    grouped = {key: grouping_key(n) for n, key in enumerate(query.keys)} if group else {}
     try:
         if group:
             for key in query.keys:

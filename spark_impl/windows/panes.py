@@ -44,8 +44,6 @@ How Spark runs them:
 
 from __future__ import annotations
 
-import re
-
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -57,7 +55,7 @@ from spark_impl.frames import JSON_TEXT
 from spark_impl.windows import Context
 from spark_impl.windows.base import quoted
 from spark_impl.windows.pane_kernel import aligned_end, kernel
-from spark_impl.windows.pane_query import compile_select, sql_condition, sql_literal
+from spark_impl.windows.pane_query import compile_select, grouping_key, sql_condition, sql_literal
 
 #: windows a processing-time query's WHERE is pushed into (eKuiper's planner)
 PUSHED_DOWN = (Tumbling, Hopping, Session)
@@ -176,14 +174,14 @@ class _SetPlan:
         self.trace = [] if ctx.one_trace is not None else ["trace_id"]
         self.trace_id = "trace_id" if ctx.one_trace is None else f"{sql_literal(ctx.one_trace)[0]} AS trace_id"
         #: SQL of a row's creation time and first end: its columns, or literals when every trace shares them
-        self.c, self.e0 = "c", "e0"
+        self.c, self.e0 = "`#c`", "`#e0`"
 
     @classmethod
     def of(cls, items: DataFrame, window, query, ctx: Context):
         """The plan, or None when a condition or the query does not compile to
-        SQL, or a property is named like a column of the plan's own beside
-        the properties (`_OWN_COLUMNS`, `g<n>`; in any case)."""
-        if any(p.lower() in _OWN_COLUMNS or re.fullmatch(r"g\d+", p.lower()) for p in ctx.properties):
+        SQL, or a property's name starts with `#` (the plan's own columns
+        beside the properties do: `#k`, `#c`, ...)."""
+        if any(p.startswith("#") for p in ctx.properties):
             return None
         types = _types(items, ctx.properties)
         conditions = [c for c in (window.filter, query.where if query is not None else None) if c is not None]
@@ -205,7 +203,7 @@ class _SetPlan:
         return aligned_end(c, self.interval // w.unit, w.unit, ZoneInfo(w.time_zone))
 
     def split(self, items: DataFrame, jumps: bool) -> tuple[DataFrame | None, DataFrame | None]:
-        """(the clean traces' items, either with columns c and e0 or, when
+        """(the clean traces' items, either with columns `#c` and `#e0` or, when
         every trace is created at 0, with `self.c`/`self.e0` set to their
         literals; the other traces' items), either None when there are none.
         The creation times are few (one per trace at most, most traces sharing
@@ -221,15 +219,15 @@ class _SetPlan:
             self.c, self.e0 = "CAST(0 AS BIGINT)", f"CAST({first_ends[0]} AS BIGINT)"
             marked = items
         else:
-            table = items.sparkSession.createDataFrame(sorted(first_ends.items()), "c long, e0 long")
-            created = items.where("kind = 'start'").selectExpr("trace_id", "time AS c")
-            marked = (items.join(F.broadcast(created), "trace_id", "left").withColumn("c", F.coalesce("c", F.lit(0)))
-                      .join(F.broadcast(table), "c"))
+            table = items.sparkSession.createDataFrame(sorted(first_ends.items()), "`#c` long, `#e0` long")
+            created = items.where("kind = 'start'").selectExpr("trace_id", "time AS `#c`")
+            marked = (items.join(F.broadcast(created), "trace_id", "left")
+                      .withColumn("#c", F.coalesce("`#c`", F.lit(0))).join(F.broadcast(table), "#c"))
         if not quirks and not jumps:
             return marked, None
         troubled = None
         if quirks:
-            troubled = marked.where(F.col("c").isin(sorted(quirks))).select("trace_id")
+            troubled = marked.where(F.col("`#c`").isin(sorted(quirks))).select("trace_id")
         if jumps:
             jumped = items.where("kind = 'jump'").select("trace_id")
             troubled = jumped if troubled is None else troubled.unionByName(jumped)
@@ -256,12 +254,12 @@ class _SetPlan:
 
     # ------------------------------------------------------------------ the statement: SQL over the clean items
 
-    def _bounds(self) -> dict[str, str]:
+    def _bounds(self, k: str = "k") -> dict[str, str]:
         """SQL of pane k's bounds from its trace's c and e0: its end, left
         bound (hopping) and reported start."""
         w, i = self.window, self.interval
-        end = f"({self.e0} + k * {i})"
-        trigger = f"(CASE WHEN k = 0 THEN {self.c} ELSE {end} - {i} END)"
+        end = f"({self.e0} + {k} * {i})"
+        trigger = f"(CASE WHEN {k} = 0 THEN {self.c} ELSE {end} - {i} END)"
         reported = f"({trigger} - {w.hop})" if self.hopping else trigger
         return {"wend": end, "lft": f"({trigger} + {w.hop - w.size})" if self.hopping else "NULL",
                 "wstart": f"CASE WHEN {reported} <= 0 THEN {end} - {w.size} ELSE {reported} END"}
@@ -276,7 +274,7 @@ class _SetPlan:
     @property
     def _origin(self) -> list[str]:
         """The columns c and e0 a row carries (none when they are literals)."""
-        return [] if self.c != "c" else ["c", "e0"]
+        return [] if self.c != "`#c`" else ["`#c`", "`#e0`"]
 
     def statement(self) -> str:
         """The plan as one SQL statement over the clean items (`_CLEAN`): its
@@ -325,45 +323,48 @@ class _SetPlan:
         """The admitted rows with the index k of each pane they belong to (a
         pane that never fires is dropped by the join with the ticks) and its
         bounds (read by `window_start()`/`window_end()` in an aggregate)."""
-        keep, bounds = self._keep(), self._bounds()
+        keep, bounds = self._keep(), self._bounds(_K)
         admitted = f"kind = 'event' AND ({self.admit})"
-        placed = [*keep, "k", f"{bounds['wstart']} AS wstart", f"{bounds['wend']} AS wend"]
+        placed = [*keep, _K, f"{bounds['wstart']} AS wstart", f"{bounds['wend']} AS wend"]
         if not self.hopping:
-            return _select(placed, f"({_select([*keep, *self._origin, f'{self._slot()} AS k'], _CLEAN, admitted)})")
+            return _select(placed, f"({_select([*keep, *self._origin, f'{self._slot()} AS {_K}'], _CLEAN, admitted)})")
         # the ends in (t, t + size]; pane 0 from its left bound on (the others': their end - size)
         first, last = self._slot(), self._last_pane("time")
-        spread = _select([*keep, *self._origin, f"explode(sequence({first}, greatest({first}, {last}))) AS k",
-                          f"{last} AS last"], _CLEAN, admitted)
-        return _select(placed, f"({spread})", f"k <= last AND (k > 0 OR time >= {bounds['lft']})")
+        spread = _select([*keep, *self._origin, f"explode(sequence({first}, greatest({first}, {last}))) AS {_K}"],
+                         _CLEAN, admitted)
+        return _select(placed, f"({spread})", f"{_K} <= {last} AND ({_K} > 0 OR time >= {bounds['lft']})")
 
     def _output(self) -> dict[str, str]:
         """The steps after `placed`, the last `posted`: event rows, the
         query's rows, and the empty panes' rows, in the kernel's columns."""
         props = [quoted(p) for p in self.properties]
         nulls = [f"CAST(NULL AS {self._sql_type(p)}) AS {quoted(p)}" for p in self.properties]
-        key = [self.trace_id, "after AS seq", "CAST(0 AS INT) AS phase", "due AS time", "CAST(0 AS INT) AS ordinal"]
+        def key(due: str = "due") -> list[str]:
+            return [self.trace_id, "after AS seq", "CAST(0 AS INT) AS phase", f"{due} AS time",
+                    "CAST(0 AS INT) AS ordinal"]
+
         rest = ["CAST(NULL AS STRING) AS error", "wstart", "wend"]
         empty = "(SELECT * FROM ticks WHERE NOT filled)"
         steps = {}
         # the rows beside their fired panes, only where they are read
         if self.select is None or self.pane_rows or not self.select["group"]:
             steps["joined"] = _select(["/*+ BROADCAST(ticks) */ *"], "placed JOIN (SELECT "
-                                      f"{', '.join([*self.trace, 'k', 'after', 'due'])} FROM ticks) ticks",
-                                      using=[*self.trace, "k"])
+                                      f"{', '.join([*self.trace, f'k AS {_K}', 'after', f'due AS {_DUE}'])} "
+                                      "FROM ticks) ticks", using=[*self.trace, _K])
         branches = []
         if self.select is None or self.pane_rows:
-            branches.append(_select([*key, "'insert' AS side", "seq AS pos", "id",
+            branches.append(_select([*key(_DUE), "'insert' AS side", "seq AS pos", "id",
                                      "CAST(NULL AS STRING) AS `values`", *rest, *props], "joined"))
         if self.select is None:
-            branches.append(_select([*key, "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
+            branches.append(_select([*key(), "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
                                      "CAST(NULL AS STRING) AS id", "CAST(NULL AS STRING) AS `values`", *rest, *nulls],
                                     empty))
         else:
             steps.update(self._values())
-            branches.append(_select([*key, "'insert' AS side", "CAST(pos AS BIGINT) AS pos",
+            branches.append(_select([*key(), "'insert' AS side", "CAST(pos AS BIGINT) AS pos",
                                      "CAST(NULL AS STRING) AS id", "`values`", *rest, *nulls], "valued"))
             if self.select["keys"] or not self.select["group"]:  # without keys every fired pane is a group
-                branches.append(_select([*key, "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
+                branches.append(_select([*key(), "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
                                          "CAST(NULL AS STRING) AS id", "'[]' AS `values`", *rest, *nulls], empty))
         steps["posted"] = "\nUNION ALL ".join(branches)
         return steps
@@ -387,23 +388,23 @@ class _SetPlan:
         record = f"to_json(named_struct({', '.join(parts)}))"
         orders = [f"{sql} AS o{n}" for n, (sql, _) in enumerate(plan["order"])]
         if plan["group"]:
-            grouping = [*trace, "k", "seq", "id", "wstart", "wend", *(quoted(p) for p in self.properties)]
+            grouping = [*trace, _K, "seq", "id", "wstart", "wend", *(quoted(p) for p in self.properties)]
             source = _select(grouping, "placed")
             if not plan["keys"]:
                 source += "\nUNION ALL " + _select(
                     [*trace, "k", "CAST(NULL AS BIGINT) AS seq", "CAST(NULL AS STRING) AS id", "wstart", "wend",
                      *(f"CAST(NULL AS {self._sql_type(p)}) AS {quoted(p)}" for p in self.properties)], "ticks")
-            keys = [f"g{n}" for n in range(len(plan["keys"]))]
-            keyed = _select(["*", *(f"{k} AS g{n}" for n, k in enumerate(plan["keys"]))], f"({source})")
+            keys = [grouping_key(n) for n in range(len(plan["keys"]))]
+            keyed = _select(["*", *(f"{k} AS {grouping_key(n)}" for n, k in enumerate(plan["keys"]))], f"({source})")
             # grouped by (trace, pane index, keys) only; the fired ticks' columns joined to the groups
-            grouped = _select([*trace, "k", *keys, f"{record} AS `values`", "min(seq) AS first_seq", *orders],
-                              f"({keyed})", group=[*trace, "k", *keys])
+            grouped = _select([*trace, f"{_K} AS k", *keys, f"{record} AS `values`", "min(seq) AS first_seq",
+                               *orders], f"({keyed})", group=[*trace, _K, *keys])
             pane = ", ".join([*trace, "k", "after", "due", "wstart", "wend"])
             rows = _select(["/*+ BROADCAST(ticks) */ *"], f"({grouped}) JOIN (SELECT {pane} FROM ticks) ticks",
                            using=[*trace, "k"])
         else:
-            rows = _select([*trace, "k", "after", "due", f"{record} AS `values`", "seq AS first_seq", *orders,
-                            "wstart", "wend"], "joined")
+            rows = _select([*trace, f"{_K} AS k", "after", f"{_DUE} AS due", f"{record} AS `values`",
+                            "seq AS first_seq", *orders, "wstart", "wend"], "joined")
         if plan["order"]:
             order_by = ", ".join([f"o{n} {'DESC NULLS LAST' if d else 'ASC NULLS FIRST'}"
                                   for n, (_, d) in enumerate(plan["order"])] + ["first_seq"])
@@ -413,8 +414,8 @@ class _SetPlan:
         return {"valued": _select(["*", pos], f"({rows})")}
 
 
-#: the set plan's columns beside the properties (and the keys `g<n>`): a property named so runs in the kernel
-_OWN_COLUMNS = frozenset(("k", "c", "e0", "last", "due"))
+#: the pane index and due time beside the properties (a property is never named `#...`: `_SetPlan.of`)
+_K, _DUE = "`#k`", "`#due`"
 #: the clean items' place in `_SetPlan.statement` (a DataFrame bound by `spark.sql`)
 _CLEAN = "\x00clean\x00"
 
