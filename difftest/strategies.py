@@ -402,7 +402,8 @@ def _time_fields(draw) -> dict:
     if draw(st.booleans()):
         fields["timestamp"] = TIMESTAMP
         fields["late_tolerance"] = draw(st.sampled_from((0, 0, GRID, 1000, 2 * GRID + 1, 3000)))
-    fields["time_zone"] = draw(st.sampled_from(("UTC", "UTC", "UTC", "Asia/Shanghai", "Asia/Kathmandu")))
+    fields["time_zone"] = draw(st.sampled_from(("UTC", "UTC", "UTC", "Asia/Shanghai", "Asia/Kathmandu",
+                                                "America/New_York", "Europe/Berlin")))
     return fields
 
 
@@ -593,9 +594,15 @@ _TS_STEPS = (GRID, 0, 2 * GRID, -GRID, 3 * GRID, -3 * GRID, 10 * GRID)
 # mostly on it (ties, batch boundaries), sometimes not, so a reference point off the
 # grid cuts timestamp batches differently (tests/test_strategy_strength.py)
 _TS_OFFSETS = (0, 0, 0, 0, 0, 0, GRID // 2, 1)
-# the last two: just before 16:00 UTC (midnight in UTC+8) and a UTC midnight, where an
-# eKuiper window in minutes, hours or days ends within the trace
-_START_TIMES = (0, 0, 0, GRID, 2 * GRID + 1, 250, 16 * HOUR - 10 * GRID, DAY - 10 * GRID)
+# New York's repeated 01:xx (EST, from 2024-11-03 06:00 UTC) and Berlin's (CEST, from
+# 2024-10-27 00:00 UTC), where Go's time.Date resolves a unit's start to the other
+# occurrence (oracle.windows.panes.go_date)
+_NEW_YORK_REPEATED, _BERLIN_REPEATED = 1_730_613_600_000, 1_729_987_200_000
+# from the seventh on: just before 16:00 UTC (midnight in UTC+8) and a UTC midnight,
+# where an eKuiper window in minutes, hours or days ends within the trace, and 10
+# minutes into a repeated local hour; event times start near the start time
+_START_TIMES = (0, 0, 0, GRID, 2 * GRID + 1, 250, 16 * HOUR - 10 * GRID, DAY - 10 * GRID,
+                _NEW_YORK_REPEATED + 10 * MINUTE - 10 * GRID, _BERLIN_REPEATED + 10 * MINUTE - 10 * GRID)
 _LONG = (False, False, False, False, False, False, False, True)
 
 
@@ -680,7 +687,7 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
     target = choose.integer(0, max_items * 4 if choose.pick(_LONG) else max_items)
     start = choose.pick(_START_TIMES)
     declared = {name: choose.pick(VARIABLES[name]) for name in variables}
-    clock, ts = start, choose.pick((0, GRID, 2 * GRID))
+    clock, ts = start, start - start % GRID + choose.pick((0, GRID, 2 * GRID))
     items: list[TraceItem] = []
     count = 0
 

@@ -40,7 +40,7 @@ from oracle.model import (
     spec_kind,
 )
 from oracle.windows import make_window
-from oracle.windows.panes import aligned_end
+from oracle.windows.panes import aligned_end, go_date
 
 UTC = ZoneInfo("UTC")
 
@@ -198,6 +198,33 @@ def test_hours_align_to_the_local_day_of_the_time_zone():
     assert aligned_end(now, 3, HOUR, UTC) == _ms(2024, 1, 1, 3)
     assert aligned_end(now, 3, HOUR, shanghai) == _ms(2024, 1, 1, 12, zone=shanghai)
     assert aligned_end(now, 1, 86_400_000, shanghai) == _ms(2024, 1, 2, zone=shanghai)
+
+
+@pytest.mark.parametrize("zone, wall, expected_utc", [
+    # New York repeats 01:00-02:00 on 2024-11-03 (EDT, then EST): west of Greenwich, the first
+    ("America/New_York", (2024, 11, 3, 1, 20), (2024, 11, 3, 5, 20)),
+    # Berlin repeats 02:00-03:00 on 2024-10-27 (CEST, then CET): east of it, the second
+    ("Europe/Berlin", (2024, 10, 27, 2, 20), (2024, 10, 27, 1, 20)),
+    # London's repeated 01:xx: its offset at the wall time read as UTC is 0 (GMT), taken as is
+    ("Europe/London", (2024, 10, 27, 1, 20), (2024, 10, 27, 1, 20)),
+    # a skipped wall time (New York 02:30 on 2024-03-10) and a day past the month's end
+    ("America/New_York", (2024, 3, 10, 2, 30), (2024, 3, 10, 6, 30)),
+    ("Asia/Shanghai", (2024, 1, 32), (2024, 1, 31, 16)),
+])
+def test_go_date_resolves_a_wall_time_as_go_does(zone, wall, expected_utc):
+    assert go_date(ZoneInfo(zone), *wall) * 1000 == _ms(*expected_utc)
+
+
+def test_a_unit_start_in_a_repeated_hour_is_gos_occurrence_not_the_times_own():
+    new_york = ZoneInfo("America/New_York")
+    second_0120 = _ms(2024, 11, 3, 6, 20)  # 01:20 EST, the repeated hour's second 01:20
+    # the hour start 01:00 is 01:00 EDT (05:00 UTC): MI 10 ends at 05:30 UTC, before the time
+    assert aligned_end(second_0120, 10, MINUTE, new_york) == _ms(2024, 11, 3, 5, 30)
+    # so is the minute start for SS and the second's for MS
+    assert aligned_end(second_0120 + 5_000, 10, SECOND, new_york) == _ms(2024, 11, 3, 5, 20, 10)
+    assert aligned_end(second_0120 + 250, 600, MILLISECOND, new_york) == _ms(2024, 11, 3, 5, 20) + 600
+    # the first 01:20 (EDT) resolves to itself
+    assert aligned_end(_ms(2024, 11, 3, 5, 20), 10, MINUTE, new_york) == _ms(2024, 11, 3, 5, 30)
 
 
 # --------------------------------------------------------------------------- event time

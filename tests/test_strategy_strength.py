@@ -92,6 +92,12 @@ OPTION_ROWS = [
     ("kuiper minutes", Tumbling(MINUTE, MINUTE), Tumbling(2 * MINUTE, MINUTE)),
     ("kuiper days: the zone's midnight", Tumbling(DAY, DAY), Tumbling(DAY, DAY, time_zone="Asia/Shanghai")),
     ("kuiper hours: the zone's hour", Tumbling(HOUR, HOUR, time_zone="Asia/Kathmandu"), Tumbling(HOUR, HOUR)),
+    # the same offsets but for a DST change: told apart only by Go's time.Date in the repeated hour
+    ("kuiper minutes in New York's repeated hour", Tumbling(MINUTE, MINUTE, time_zone="America/New_York"),
+     Tumbling(MINUTE, MINUTE, time_zone="Etc/GMT+5")),
+    ("kuiper event-time minutes in Berlin's repeated hour",
+     Tumbling(MINUTE, MINUTE, time_zone="Europe/Berlin", timestamp="ts"),
+     Tumbling(MINUTE, MINUTE, time_zone="Etc/GMT-1", timestamp="ts")),
 ]
 
 

@@ -65,6 +65,12 @@ corpus/kuiper/):
   time (`tumbling-processing-alignment-quirk-realigns`).
 * k not dividing 60 (or 24): only the first end is aligned; then ends follow
   at the interval, crossing minute boundaries (`hopping-processing-hop-7s-crosses-minutes`).
+* A unit's start in a local hour a DST change repeats (or skips) is the
+  instant Go's `time.Date` gives it (`go_date`), as eKuiper computes it, not
+  the occurrence the time was read from: in New York's second 01:xx the ends
+  lie an hour back, fire at once and re-align on each tick until 02:00
+  (`tumbling-processing-new-york-repeated-hour`); in Berlin's first 02:xx the
+  first end lies an hour ahead (`tumbling-event-berlin-repeated-hour`).
 * A jump (CORPUS.md) is eKuiper's clock jumping: the pending timer fires once,
   late, seeing the jump's target. A tick 50 ms or more late is skipped and the
   ticks are aligned again from the target, so the skipped panes' rows wait for
@@ -100,7 +106,7 @@ corpus/kuiper/):
 from __future__ import annotations
 
 import bisect
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -138,23 +144,46 @@ def aligned_end(t: int, count: int, unit: int, zone: ZoneInfo) -> int:
     the second of the minute is at most `count`, else `count * (second // count
     + 1)`; minutes within the hour, hours within the local day and
     milliseconds within the second alike; days: local midnight `count` days
-    after t's day. Local fields in `zone`."""
+    after t's day. Local fields in `zone`; the unit's start is a wall time
+    turned into an instant as Go's `time.Date` does (`go_date`)."""
     seconds, milli = divmod(t, 1000)
     local = datetime.fromtimestamp(seconds, zone)
+    y, m, d = local.year, local.month, local.day
     if unit == DAY:
-        day = local.date() + timedelta(days=count)
-        return int(datetime(day.year, day.month, day.day, tzinfo=zone).timestamp()) * 1000
+        return go_date(zone, y, m, d + count) * 1000
     if unit == HOUR:
-        field, base = local.hour, datetime(local.year, local.month, local.day, tzinfo=zone)
+        field, base = local.hour, go_date(zone, y, m, d)
     elif unit == MINUTE:
-        field, base = local.minute, local.replace(minute=0, second=0)
+        field, base = local.minute, go_date(zone, y, m, d, local.hour)
     elif unit == SECOND:
-        field, base = local.second, local.replace(second=0)
+        field, base = local.second, go_date(zone, y, m, d, local.hour, local.minute)
     else:
         assert unit == MILLISECOND
-        field, base = milli, local
+        field, base = milli, go_date(zone, y, m, d, local.hour, local.minute, local.second)
     gap = count if field <= count else count * (field // count + 1)
-    return int(base.timestamp()) * 1000 + gap * unit
+    return base * 1000 + gap * unit
+
+
+def go_date(zone: ZoneInfo, year: int, month: int, day: int, hour: int = 0, minute: int = 0,
+            second: int = 0) -> int:
+    """The instant (s) of a wall time in `zone` as Go's `time.Date` gives it
+    (the day may run past the month's end): read the wall time as UTC, L;
+    take the zone's offset p at L, then its offset o at L - p; the instant is
+    L - o.
+    Where a DST change repeats the wall time or skips it, this picks by the
+    sign of the offset, not by the time it was read from: in a repeated hour,
+    the first occurrence west of Greenwich (New York's 01:00-02:00 EDT) and
+    the second east of it (Berlin's 02:00-03:00 CET). So a unit's start read
+    from a time in New York's second 01:xx (EST) lies an hour before that
+    time's own unit start, and the first end with it
+    (`tumbling-processing-new-york-repeated-hour`)."""
+    wall = datetime(year, month, 1, hour, minute, second, tzinfo=timezone.utc) + timedelta(days=day - 1)
+    wall_seconds = int(wall.timestamp())
+
+    def offset(instant: int) -> int:
+        return int(datetime.fromtimestamp(instant, zone).utcoffset().total_seconds())
+
+    return wall_seconds - offset(wall_seconds - offset(wall_seconds))
 
 
 class _Ticks:

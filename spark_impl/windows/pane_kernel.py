@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import bisect
 import json
-from datetime import datetime, timedelta
+from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from oracle.model import DAY, HOUR, MINUTE, SECOND, CountPanes, Hopping, Session, Sliding, Tumbling
+from oracle.model import DAY, HOUR, MILLISECOND, MINUTE, SECOND, CountPanes, Hopping, Session, Sliding, Tumbling
 from spark_impl.windows.pane_query import evaluate_pane, row_holds, to_json
 
 #: a processing-time tick this many ms late or more is skipped and the ticks re-aligned
@@ -40,26 +40,42 @@ LATE_TICK = 50
 
 
 def aligned_end(t: int, count: int, unit: int, zone: ZoneInfo) -> int:
-    """eKuiper's getAlignedWindowEndTime in ms: the enclosing unit's start (the
-    minute for seconds, the hour for minutes, the local day for hours, the
-    second for ms) plus `gap` units, gap = count when the unit field of t is at
-    most count, else count * (field // count + 1); days: the local midnight
-    `count` days after t's local day."""
+    """eKuiper's getAlignedWindowEndTime in ms, on wall-clock seconds (t's
+    local time read as UTC): the enclosing unit's start (the minute for
+    seconds, the hour for minutes, the local day for hours, the second for
+    ms) plus `gap` units, gap = count when t's count of units into it is at
+    most count, else count * (that // count + 1); days: the local midnight
+    `count` days after t's local day. The start goes back to an instant as
+    Go's time.Date resolves a wall time (`_instant`)."""
     secs, ms = divmod(t, 1000)
-    local = datetime.fromtimestamp(secs, zone)
+    wall = secs + _offset(secs, zone)
     if unit == DAY:
-        d = local.date() + timedelta(days=count)
-        return int(datetime(d.year, d.month, d.day, tzinfo=zone).timestamp()) * 1000
-    if unit == HOUR:
-        value, base = local.hour, datetime(local.year, local.month, local.day, tzinfo=zone)
-    elif unit == MINUTE:
-        value, base = local.minute, local.replace(minute=0, second=0)
-    elif unit == SECOND:
-        value, base = local.second, local.replace(second=0)
+        return _instant(wall - wall % _DAY_S + count * _DAY_S, zone) * 1000
+    if unit == MILLISECOND:
+        start, into = wall, ms
     else:
-        value, base = ms, local
-    gap = count if value <= count else count * (value // count + 1)
-    return int(base.timestamp()) * 1000 + gap * unit
+        enclosing = _ENCLOSING_S[unit]
+        start, into = wall - wall % enclosing, wall % enclosing // (unit // 1000)
+    gap = count if into <= count else count * (into // count + 1)
+    return _instant(start, zone) * 1000 + gap * unit
+
+
+_DAY_S = DAY // 1000
+#: seconds of the unit a unit's first end is aligned within
+_ENCLOSING_S = {SECOND: 60, MINUTE: 3600, HOUR: _DAY_S}
+
+
+def _offset(instant: int, zone: ZoneInfo) -> int:
+    """The zone's UTC offset (s) at an instant (s)."""
+    return int(datetime.fromtimestamp(instant, zone).utcoffset().total_seconds())
+
+
+def _instant(wall: int, zone: ZoneInfo) -> int:
+    """Go's time.Date: a wall time (s, read as UTC) less the offset found at
+    the wall time less the offset found at the wall time. A repeated or
+    skipped wall time resolves by the offset's sign (the first of New York's
+    repeated hour, the second of Berlin's), not by the time it came from."""
+    return wall - _offset(wall - _offset(wall, zone), zone)
 
 
 class Schedule:

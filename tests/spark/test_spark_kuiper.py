@@ -183,6 +183,10 @@ def test_aligned_end_follows_the_zone_across_dst():
     assert aligned_end(t, 2, 3_600_000, ZoneInfo("America/New_York")) == 1710054000000
     # SS 40 at second 51: 80 s after the minute's start
     assert aligned_end(51_000, 40, 1000, ZoneInfo("UTC")) == 80_000
+    # New York's repeated 01:xx: the hour start 01:00 is Go's first occurrence (05:00 UTC), also
+    # from the second 01:20 (06:20 UTC); Berlin's repeated 02:xx: the second (01:00 UTC)
+    assert aligned_end(1730614800000, 10, 60_000, ZoneInfo("America/New_York")) == 1730611800000
+    assert aligned_end(1729988400000, 10, 60_000, ZoneInfo("Europe/Berlin")) == 1729992600000
     assert Pane(0, 1) == Pane(0, 1)
 
 
