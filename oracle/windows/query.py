@@ -43,6 +43,10 @@ without values; `min`/`max` of the non-null values (numbers, or strings),
 null without values; `collect(*)` lists the rows as objects, `collect(x)` the
 values of x, nulls included. `a[i]` is the i-th element (0-based; null out of
 range or on a non-list), `a->f` the field f of an object (null if missing).
+Decided: out of range is null, as eKuiper's earlier valuer gives it; its
+recent one errs (`out of index: i of n`) and fails the pane's row, so one
+short pane would post an error where the rest post rows
+(`query-collect-index-out-of-range-is-null`).
 """
 
 from __future__ import annotations
