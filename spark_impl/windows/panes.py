@@ -254,12 +254,12 @@ class _SetPlan:
 
     # ------------------------------------------------------------------ the statement: SQL over the clean items
 
-    def _bounds(self, k: str = "k") -> dict[str, str]:
+    def _bounds(self) -> dict[str, str]:
         """SQL of pane k's bounds from its trace's c and e0: its end, left
         bound (hopping) and reported start."""
         w, i = self.window, self.interval
-        end = f"({self.e0} + {k} * {i})"
-        trigger = f"(CASE WHEN {k} = 0 THEN {self.c} ELSE {end} - {i} END)"
+        end = f"({self.e0} + {_K} * {i})"
+        trigger = f"(CASE WHEN {_K} = 0 THEN {self.c} ELSE {end} - {i} END)"
         reported = f"({trigger} - {w.hop})" if self.hopping else trigger
         return {"wend": end, "lft": f"({trigger} + {w.hop - w.size})" if self.hopping else "NULL",
                 "wstart": f"CASE WHEN {reported} <= 0 THEN {end} - {w.size} ELSE {reported} END"}
@@ -298,8 +298,8 @@ class _SetPlan:
         lo = (f"CASE WHEN slot = 0 AND latest < {self.c} + {w.hop - w.size} THEN 1 ELSE slot END"
               if self.hopping else "slot")
         last = self._last_pane("latest")
-        fired = "transform(sequence(coalesce(before, 0), slot - 1), k -> named_struct('k', k, 'after', first))"
-        filled = f"transform(sequence({lo}, {last}), k -> named_struct('k', k, 'after', CAST(NULL AS BIGINT)))"
+        fired = "transform(sequence(coalesce(before, 0), slot - 1), k -> named_struct('#k', k, 'after', first))"
+        filled = f"transform(sequence({lo}, {last}), k -> named_struct('#k', k, 'after', CAST(NULL AS BIGINT)))"
         slots = _select([*trace, *origin, "seq", f"{self._slot()} AS slot",
                          f"CASE WHEN kind = 'event' AND ({self.admit}) THEN time END AS admitted"],
                         _CLEAN, "kind IN ('event', 'advance')")
@@ -310,10 +310,10 @@ class _SetPlan:
         marks = _select([*trace, *origin, f"inline(concat(IF(slot > 0, {fired}, array()), "
                                           f"IF(latest IS NULL OR {lo} > {last}, array(), {filled})))"],
                         f"({before})")
-        panes = _select([*trace, "k", "max(after) AS after", "count(1) > count(after) AS filled", *firsts],
-                        f"({marks})", group=[*trace, "k"])
+        panes = _select([*trace, _K, "max(after) AS after", "count(1) > count(after) AS filled", *firsts],
+                        f"({marks})", group=[*trace, _K])
         bounds = self._bounds()
-        return _select([*trace, "k", "after", f"{bounds['wend']} AS due", f"{bounds['wstart']} AS wstart",
+        return _select([*trace, _K, "after", f"{bounds['wend']} AS due", f"{bounds['wstart']} AS wstart",
                         f"{bounds['wend']} AS wend", "filled"], f"({panes})", "after IS NOT NULL")
 
     def _keep(self) -> list[str]:
@@ -323,7 +323,7 @@ class _SetPlan:
         """The admitted rows with the index k of each pane they belong to (a
         pane that never fires is dropped by the join with the ticks) and its
         bounds (read by `window_start()`/`window_end()` in an aggregate)."""
-        keep, bounds = self._keep(), self._bounds(_K)
+        keep, bounds = self._keep(), self._bounds()
         admitted = f"kind = 'event' AND ({self.admit})"
         placed = [*keep, _K, f"{bounds['wstart']} AS wstart", f"{bounds['wend']} AS wend"]
         if not self.hopping:
@@ -349,7 +349,7 @@ class _SetPlan:
         # the rows beside their fired panes, only where they are read
         if self.select is None or self.pane_rows or not self.select["group"]:
             steps["joined"] = _select(["/*+ BROADCAST(ticks) */ *"], "placed JOIN (SELECT "
-                                      f"{', '.join([*self.trace, f'k AS {_K}', 'after', f'due AS {_DUE}'])} "
+                                      f"{', '.join([*self.trace, _K, 'after', f'due AS {_DUE}'])} "
                                       "FROM ticks) ticks", using=[*self.trace, _K])
         branches = []
         if self.select is None or self.pane_rows:
@@ -392,29 +392,29 @@ class _SetPlan:
             source = _select(grouping, "placed")
             if not plan["keys"]:
                 source += "\nUNION ALL " + _select(
-                    [*trace, "k", "CAST(NULL AS BIGINT) AS seq", "CAST(NULL AS STRING) AS id", "wstart", "wend",
+                    [*trace, _K, "CAST(NULL AS BIGINT) AS seq", "CAST(NULL AS STRING) AS id", "wstart", "wend",
                      *(f"CAST(NULL AS {self._sql_type(p)}) AS {quoted(p)}" for p in self.properties)], "ticks")
             keys = [grouping_key(n) for n in range(len(plan["keys"]))]
             keyed = _select(["*", *(f"{k} AS {grouping_key(n)}" for n, k in enumerate(plan["keys"]))], f"({source})")
             # grouped by (trace, pane index, keys) only; the fired ticks' columns joined to the groups
-            grouped = _select([*trace, f"{_K} AS k", *keys, f"{record} AS `values`", "min(seq) AS first_seq",
+            grouped = _select([*trace, _K, *keys, f"{record} AS `values`", "min(seq) AS first_seq",
                                *orders], f"({keyed})", group=[*trace, _K, *keys])
-            pane = ", ".join([*trace, "k", "after", "due", "wstart", "wend"])
+            pane = ", ".join([*trace, _K, "after", "due", "wstart", "wend"])
             rows = _select(["/*+ BROADCAST(ticks) */ *"], f"({grouped}) JOIN (SELECT {pane} FROM ticks) ticks",
-                           using=[*trace, "k"])
+                           using=[*trace, _K])
         else:
-            rows = _select([*trace, f"{_K} AS k", "after", f"{_DUE} AS due", f"{record} AS `values`",
+            rows = _select([*trace, _K, "after", f"{_DUE} AS due", f"{record} AS `values`",
                             "seq AS first_seq", *orders, "wstart", "wend"], "joined")
         if plan["order"]:
             order_by = ", ".join([f"o{n} {'DESC NULLS LAST' if d else 'ASC NULLS FIRST'}"
                                   for n, (_, d) in enumerate(plan["order"])] + ["first_seq"])
-            pos = f"row_number() OVER (PARTITION BY {', '.join([*trace, 'k'])} ORDER BY {order_by}) AS pos"
+            pos = f"row_number() OVER (PARTITION BY {', '.join([*trace, _K])} ORDER BY {order_by}) AS pos"
         else:
             pos = "coalesce(first_seq, 0) AS pos"
         return {"valued": _select(["*", pos], f"({rows})")}
 
 
-#: the pane index and due time beside the properties (a property is never named `#...`: `_SetPlan.of`)
+#: the pane index and, beside the properties, its due time (a property is never named `#...`: `_SetPlan.of`)
 _K, _DUE = "`#k`", "`#due`"
 #: the clean items' place in `_SetPlan.statement` (a DataFrame bound by `spark.sql`)
 _CLEAN = "\x00clean\x00"

@@ -18,7 +18,7 @@ import json
 import pytest
 
 from oracle import parse, run
-from oracle.model import Advance, Arrive, Event, Jump, Pane, Trace
+from oracle.model import Advance, Arrive, Event, Jump, Trace
 from spark_impl import apply_window, apply_window_to_events, frames, run_cases
 from spark_impl.errors import InvalidFrame
 from spark_impl.windows.pane_kernel import aligned_end
@@ -187,7 +187,6 @@ def test_aligned_end_follows_the_zone_across_dst():
     # from the second 01:20 (06:20 UTC); Berlin's repeated 02:xx: the second (01:00 UTC)
     assert aligned_end(1730614800000, 10, 60_000, ZoneInfo("America/New_York")) == 1730611800000
     assert aligned_end(1729988400000, 10, 60_000, ZoneInfo("Europe/Berlin")) == 1729992600000
-    assert Pane(0, 1) == Pane(0, 1)
 
 
 @pytest.mark.parametrize("start", [None, 250], ids=["created at 0", "created at 250"])
