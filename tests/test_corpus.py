@@ -1,9 +1,13 @@
-"""Every conformance case in corpus/ replays through the oracle; so do the cases
-observed on a real Esper engine (../shared/esper-observed), where that folder is
-present, each window the oracle lacks named in its skip reason."""
+"""Every conformance case in corpus/ replays through the oracle; corpus/esper/observed/
+holds the window cases observed on a real Esper engine, copied from the shared
+folder ../shared/esper-observed. Where that folder is beside the checkout, its
+window cases must equal the copies (nothing drifts), and its statement cases
+(`query_*`) are a declared gap: statements over windows are not built yet
+(issue 26), marked strict xfail so they fail the day they pass and get copied."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -12,7 +16,6 @@ from difftest.compare import compare
 from oracle import run
 from oracle.cases import case_files, load_case
 from oracle.dialects import case_spec
-from oracle.errors import UnsupportedWindow
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = case_files([ROOT / "corpus"])
@@ -27,14 +30,25 @@ def test_corpus_case_replays_on_the_oracle(path):
     assert difference is None, f"{path}:\n{difference}"
 
 
-@pytest.mark.skipif(not OBSERVED, reason=f"{OBSERVED_DIR} is not beside this checkout")
-@pytest.mark.parametrize("path", OBSERVED, ids=lambda p: p.name)
-def test_observed_esper_case_replays_on_the_oracle(path):
+OBSERVED_COPY = ROOT / "corpus" / "esper" / "observed"
+STATEMENTS_PENDING = "statements over windows (`select ... from E#...`) are not built yet: issue 26"
+
+
+def test_the_observed_window_cases_are_in_the_corpus():
+    """A clone holds the observed cases it is checked against (corpus/esper/observed)."""
+    copies = {p.name for p in OBSERVED_COPY.glob("*.json")}
+    assert len(copies) >= 138
+    if OBSERVED:
+        windows = {p.name for p in OBSERVED if not p.name.startswith("query_")}
+        assert windows == copies
+        for name in windows:
+            assert json.loads((OBSERVED_DIR / name).read_text()) == json.loads((OBSERVED_COPY / name).read_text()), name
+
+
+@pytest.mark.skipif(not OBSERVED, reason=f"{OBSERVED_DIR} is not beside this checkout (its window cases are in corpus/)")
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=STATEMENTS_PENDING))
+                                  for p in OBSERVED if p.name.startswith("query_")], ids=lambda p: p.name)
+def test_observed_esper_statement_case_replays_on_the_oracle(path):
     case = load_case(path)
-    try:
-        spec = case_spec(case)
-        actual = run(spec, case.trace)
-    except UnsupportedWindow as exc:
-        pytest.skip(f"window {case.window} not built yet: {exc}")
-    difference = compare(case.expected, actual)
+    difference = compare(case.expected, run(case_spec(case), case.trace))
     assert difference is None, f"{path}:\n{difference}"
