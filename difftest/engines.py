@@ -2,7 +2,8 @@
 
 An engine takes `(spec, trace)` pairs and returns, per pair and in order, an
 `Outcome`: the tuple of updates the window posts, or the exception instance
-(a `WindowOracleError`: an invalid trace, an unsupported window) that stopped
+(a `WindowOracleError`: an invalid trace, an unsupported window; or an
+`EngineFailure` wrapping any other exception, an engine's bug) that stopped
 that one pair. One bad pair never stops the others.
 
 * `oracle`: `oracle.run` on each pair.
@@ -42,6 +43,15 @@ class EngineUnavailable(WindowOracleError):
     pyspark or spark_impl that cannot be imported."""
 
 
+class EngineFailure(WindowOracleError):
+    """An engine raised an exception that is not a user-input error (a bug): the
+    case is an ERROR naming the exception, and the other cases run."""
+
+    @classmethod
+    def of(cls, engine: str, exc: BaseException) -> "EngineFailure":
+        return cls(f"internal error of the {engine} engine: {type(exc).__name__}: {exc}")
+
+
 class Engine(Protocol):
     name: str
 
@@ -63,6 +73,8 @@ class OracleEngine:
             return oracle.run(spec, trace)
         except WindowOracleError as exc:
             return exc
+        except Exception as exc:  # RecursionError, OverflowError ...: one case's ERROR, not the replay's end
+            return EngineFailure.of("oracle", exc)
 
 
 # --------------------------------------------------------------------------- spark
@@ -178,6 +190,6 @@ def make_engines(name: str) -> list[Engine]:
 
 
 __all__ = [
-    "ENGINE_NAMES", "Engine", "EngineUnavailable", "ImplEngine", "OracleEngine", "Outcome", "Pair", "SparkEngine",
+    "ENGINE_NAMES", "Engine", "EngineFailure", "EngineUnavailable", "ImplEngine", "OracleEngine", "Outcome", "Pair", "SparkEngine",
     "check_java", "load_spark", "make_engines",
 ]

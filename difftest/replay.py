@@ -7,7 +7,9 @@ Each case ends in one status:
 * `FAIL`: some engine's updates differ; the report shows the first difference;
 * `ERROR`: the case cannot be run: the file cannot be read or is not a case (bad
   JSON, a missing key, an unknown dialect), the window does not parse or is not
-  supported, the trace is invalid. The other cases still run.
+  supported, the trace is invalid, or an engine failed on it (an exception that
+  is not a user-input error is reported with its type: a bug to report). The
+  other cases still run.
 
 Cases are loaded and parsed first, then each engine runs all of them in one call,
 so the Spark engine starts one job for the whole replay.
@@ -80,6 +82,9 @@ def _prepare(path: Path) -> tuple[Case, WindowSpec] | CaseResult:
     except WindowOracleError as exc:
         name, window = (case.name, case.window) if case else (None, None)
         return CaseResult(path, name, window, error=_reason(exc, path))
+    except Exception as exc:  # a parser bug must not stop the other cases
+        name, window = (case.name, case.window) if case else (None, None)
+        return CaseResult(path, name, window, error=f"internal error reading the case ({type(exc).__name__}: {exc})")
 
 
 def _verdict(engine: str, case: Case, outcome) -> Verdict:

@@ -76,6 +76,10 @@ class Driver:
                 self.apply(index, item)
             except EventError as exc:
                 raise InvalidTrace(str(exc), index) from None
+            except InvalidTrace as exc:
+                if exc.index is not None:
+                    raise
+                raise InvalidTrace(exc.reason, index) from None  # a window's refusal: named by the item
         return self.updates
 
     def step(self, index: int, item) -> list[Update]:

@@ -121,6 +121,12 @@ ERRORS = [
     ("values-rows.json", dict(expected=[{"after": 0, "time": 0, "insert": ["E1"], "values": {"insert": [1, 2]}}]),
      "expected[0].values.insert must be a list of objects"),
     ("error-type.json", dict(expected=[{"after": 0, "time": 0, "error": 5}]), "expected[0].error must be a message"),
+    # eKuiper aligns window ends to calendar dates, which end with the year 9999
+    ("kuiper-days.json", dict(dialect="kuiper", window="TUMBLINGWINDOW(dd, 3000000)", expected=[]),
+     "TUMBLINGWINDOW: the size at column 20 must be at most 253,402,300,800,000 ms"),
+    ("kuiper-far-start.json", dict(dialect="kuiper", window="TUMBLINGWINDOW(ss, 10)", start_time=3 * 10**14,
+                                   input=[{"event": {"id": "E1"}}], expected=[]),
+     "the end after 300000000000000 ms lies past the year 9999"),
 ]
 
 
@@ -134,6 +140,25 @@ def test_a_case_that_cannot_run_is_an_error_and_the_others_still_run(tmp_path, c
     assert f"PASS {ok}" in lines
     assert lines[-1] == "1 passed, 0 failed, 1 errors"
     assert "Traceback" not in err
+
+
+def test_an_engine_bug_is_an_error_of_its_case_only(tmp_path, capsys, monkeypatch):
+    """An exception that is not a user-input error (an engine's bug) makes its case
+    an ERROR naming the exception; the other cases run, no traceback."""
+    real = oracle.run
+
+    def buggy(spec, trace):
+        if len(trace.items) == 1:
+            raise OverflowError("date value out of range")
+        return real(spec, trace)
+
+    monkeypatch.setattr(oracle, "run", buggy)
+    bad = write(tmp_path, "bad.json", input=[{"event": {"id": "E1"}}], expected=[])
+    ok = write(tmp_path, "ok.json")
+    code, lines, err = replay(capsys, bad, ok)
+    assert code == 2
+    assert lines[0] == f"ERROR {bad}: internal error of the oracle engine: OverflowError: date value out of range"
+    assert f"PASS {ok}" in lines and "Traceback" not in err
 
 
 def test_a_missing_file_is_an_error(tmp_path, capsys):

@@ -157,7 +157,7 @@ UNITS = {"dd": DAY, "hh": HOUR, "mi": MINUTE, "ss": SECOND, "ms": MILLISECOND}
 UNIT_NAMES = {ms: name for name, ms in UNITS.items()}
 WINDOW_FUNCTIONS = ("tumblingwindow", "hoppingwindow", "slidingwindow", "sessionwindow", "countwindow")
 MAX_COUNT = 2**31 - 1
-MAX_MS = 2**62
+MAX_MS = 253_402_300_800_000  # 1970 to the end of 9999 (oracle.windows.panes.CALENDAR_END)
 
 _DESCRIBE = {
     "SELECT": "SELECT", "FROM": "FROM", "WHERE": "WHERE", "GROUP": "GROUP BY", "BY": "BY", "HAVING": "HAVING",
@@ -442,7 +442,7 @@ def _period(call: _WindowCall, index: int, unit: int, what: str, zero: bool = Fa
     ms = _whole(call, index, what, zero) * unit
     if ms > MAX_MS:
         raise InvalidSpec(f"{call.name.upper()}: the {what} at column {call.args[index].column} must be at most "
-                          "2**62 ms")
+                          f"{MAX_MS:,} ms (the calendar's years 1970 to 9999: eKuiper aligns windows to dates)")
     return ms
 
 

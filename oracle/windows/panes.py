@@ -126,6 +126,7 @@ from oracle.model import (
     Sliding,
     Tumbling,
 )
+from oracle.errors import InvalidTrace
 from oracle.windows.base import Delivery, EventError, Post, WindowBase
 from oracle.windows.query import evaluate_query, holds
 
@@ -145,7 +146,21 @@ def aligned_end(t: int, count: int, unit: int, zone: ZoneInfo) -> int:
     + 1)`; minutes within the hour, hours within the local day and
     milliseconds within the second alike; days: local midnight `count` days
     after t's day. Local fields in `zone`; the unit's start is a wall time
-    turned into an instant as Go's `time.Date` does (`go_date`)."""
+    turned into an instant as Go's `time.Date` does (`go_date`).
+    Decided: the calendar ends with the year 9999 (`CALENDAR_END`); a time whose
+    aligned end lies past it is an invalid trace, not an overflow."""
+    try:
+        return _aligned_end(t, count, unit, zone)
+    except (OverflowError, ValueError):
+        raise InvalidTrace(f"eKuiper aligns window ends to calendar dates, and the end after {t} ms lies past the "
+                           f"year 9999 ({CALENDAR_END} ms)") from None
+
+
+#: 10000-01-01T00:00Z in ms: eKuiper's aligned windows end before it (`aligned_end`)
+CALENDAR_END = 253_402_300_800_000
+
+
+def _aligned_end(t: int, count: int, unit: int, zone: ZoneInfo) -> int:
     seconds, milli = divmod(t, 1000)
     local = datetime.fromtimestamp(seconds, zone)
     y, m, d = local.year, local.month, local.day
