@@ -149,6 +149,10 @@ def positive_float(text: str) -> float:
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.engine == "spark":
         return load_spark("spark_impl.bench", "main")(args) or 0
+    for option, value in (("--keys", args.keys), ("--window", args.window)):
+        if value is not None:
+            raise UsageError(f"{option} applies to --engine spark only; the oracle's bench measures "
+                             "#length(100) and #time(10 sec) on one key")
     repeat = args.repeat or 3
     results = bench.bench_oracle(args.events or 200_000, repeat)
     Printer(sys.stdout).lines(bench.text_lines(results, repeat))
@@ -190,6 +194,8 @@ def add_run(subparsers) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.window is not None and args.kind:
+        raise UsageError("--kind draws windows of a kind and --window checks one given window: give one of them")
     targets = runner.targets(args.dialect, args.window, args.kind)
     session = load_spark("spark_impl.session", "get_spark")()
     impl = runner.ImplUnderTest(runner.load_impl(args.impl), session, args.impl)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import math
+import os
 import sys
 import time
 import warnings
@@ -62,10 +63,13 @@ class RunnerError(WindowOracleError):
 
 
 def load_impl(name: str) -> Callable:
-    """The function `MODULE:FUNCTION` names."""
+    """The function `MODULE:FUNCTION` names, the module found on the path or in
+    the current folder."""
     module_name, _, function_name = name.partition(":")
     if not module_name or not function_name:
         raise RunnerError(f"--impl must be MODULE:FUNCTION, got {name!r}")
+    if "" not in sys.path and os.getcwd() not in sys.path:  # as pytest and `python -m` do: the user's own folder
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:

@@ -232,6 +232,18 @@ def case_files(paths: list[str | Path]) -> list[Path]:
     return found
 
 
+#: the corpus folder `difftest run` saves its findings to; git ignores it
+FOUND = "found"
+
+
+def corpus_files(corpus: str | Path) -> list[Path]:
+    """The corpus's own cases: every case file under `corpus` but the findings of
+    differential runs (`corpus/found/`), which join the corpus only when moved
+    into a dialect folder."""
+    root = Path(corpus)
+    return [p for p in case_files([root]) if p.relative_to(root).parts[0] != FOUND]
+
+
 # --------------------------------------------------------------------------- writing
 
 

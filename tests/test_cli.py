@@ -481,3 +481,27 @@ def test_spark_bench_runs_its_workloads_in_turn_so_none_is_measured_warmer(monke
     assert rounds == [(w, f"events-{n}") for n in (10, 100) for _ in range(2) for w in "AB"]
     assert [(t.workload, t.events, t.seconds) for t in timings] == [("a", 10, 3), ("b", 10, 4), ("a", 100, 7),
                                                                    ("b", 100, 8)]
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["run", "--window", "#length(2)", "--kind", "length"], "give one of them"),
+    (["bench", "--keys", "5"], "--keys applies to --engine spark only"),
+    (["bench", "--window", "#length(3)"], "--window applies to --engine spark only"),
+])
+def test_options_that_do_not_apply_are_refused(capsys, monkeypatch, args, words):
+    from difftest import __main__ as cli
+
+    monkeypatch.setattr(cli, "load_spark", lambda *a: pytest.fail("Spark was started"))
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err
+
+
+def test_impl_is_found_in_the_current_folder(tmp_path, monkeypatch):
+    """`--impl mymod:f` from the folder holding mymod.py, as pytest and `python -m` find it."""
+    from difftest.runner import load_impl
+
+    (tmp_path / "my_window_impl_here.py").write_text("def apply(df, window, dialect):\n    return df\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    assert load_impl("my_window_impl_here:apply").__name__ == "apply"

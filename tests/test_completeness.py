@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from difftest.strategies import EXAMPLES, STRATEGIES
-from oracle.cases import case_files, load_case
+from oracle.cases import corpus_files, load_case
 from oracle.dialects import IMPLEMENTED, case_spec, parse, render, settings, writes
 from oracle.errors import UnsupportedWindow, WindowOracleError
 from oracle.model import WINDOW_SPECS, nested_specs
@@ -42,7 +42,7 @@ SPECS = WINDOW_SPECS + QUERY_SPECS
 
 def _corpus_counts() -> Counter:
     counts: Counter = Counter()
-    for path in case_files([ROOT / "corpus"]):
+    for path in corpus_files(ROOT / "corpus"):
         case = load_case(path)
         try:
             spec = case_spec(case)

@@ -14,11 +14,11 @@ import pytest
 
 from difftest.compare import compare
 from oracle import run
-from oracle.cases import case_files, load_case
+from oracle.cases import case_files, corpus_files, load_case
 from oracle.dialects import case_spec
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = case_files([ROOT / "corpus"])
+CORPUS = corpus_files(ROOT / "corpus")
 OBSERVED_DIR = ROOT.parent / "shared" / "esper-observed"
 OBSERVED = case_files([OBSERVED_DIR]) if OBSERVED_DIR.is_dir() else []
 
@@ -52,3 +52,12 @@ def test_observed_esper_statement_case_replays_on_the_oracle(path):
     case = load_case(path)
     difference = compare(case.expected, run(case_spec(case), case.trace))
     assert difference is None, f"{path}:\n{difference}"
+
+
+def test_findings_of_a_run_are_not_corpus_cases(tmp_path):
+    """`difftest run` saves to corpus/found/ (git ignores it): the tests read the corpus's own cases only."""
+    for rel in ("esper/a.json", "found/esper-x.json", "kuiper/found/b.json"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("{}")
+    assert [p.relative_to(tmp_path).as_posix() for p in corpus_files(tmp_path)] == ["esper/a.json", "kuiper/found/b.json"]
+    assert "corpus/found/" in (ROOT / ".gitignore").read_text().splitlines()

@@ -31,7 +31,7 @@ def _family_kind(kind: str) -> str:
 
 def _built_kinds() -> list[str]:
     """The kinds the oracle runs in some dialect, but those whose Spark family
-    the completeness test lists as pending (eKuiper's, until issue 12)."""
+    the completeness test lists as pending (its `PENDING` table)."""
     pending = {cls for cls, aspects in PENDING.items() if "spark" in aspects}
     return [kind for kind in implemented_kinds(None)
             if not {type(inner) for inner in nested_specs(KIND_EXAMPLES[kind])} & pending]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from difftest.compare import compare
-from oracle.cases import case_files, load_case
+from oracle.cases import corpus_files, load_case
 from oracle.dialects import case_spec
 from oracle.model import nested_specs
 from test_completeness import PENDING  # tests/ is on sys.path (rootdir conftest, prepend import mode)
@@ -20,7 +20,7 @@ def test_every_corpus_case_replays_on_spark(spark):
     from spark_impl import run_cases, unsupported
 
     pending = {cls for cls, aspects in PENDING.items() if "spark" in aspects}
-    cases = [(c, case_spec(c)) for c in (load_case(p) for p in case_files([ROOT / "corpus"]))]
+    cases = [(c, case_spec(c)) for c in (load_case(p) for p in corpus_files(ROOT / "corpus"))]
     assert len(cases) >= 100
     not_built = [f"{c.path}: {reason}" for c, spec in cases if (reason := unsupported(spec))
                  and not {type(inner) for inner in nested_specs(spec)} & pending]
