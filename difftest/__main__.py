@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import random
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any, TextIO
 
 from difftest import bench, replay, runner
 from difftest.engines import ENGINE_NAMES, ImplEngine, SparkEngine, load_spark, make_engines
+from oracle.dialects import IMPLEMENTED
 from oracle.errors import WindowOracleError
 
 
@@ -170,19 +172,23 @@ def add_run(subparsers) -> None:
                     "each batch through the implementation under test (one Spark job), compare every update. "
                     "A disagreement is shrunk to a minimal case and saved. Exit 1 on any mismatch.",
     )
-    p.add_argument("--dialect", default="esper", help="the windows' dialect (default: esper)")
-    p.add_argument("--window", metavar="CLAUSE", help="check only this window clause (default: every implemented kind)")
+    p.add_argument("--dialect", default=runner.ALL_DIALECTS, choices=(runner.ALL_DIALECTS, *IMPLEMENTED),
+                   help="the windows' dialect (default: all, every implemented kind of the four)")
+    p.add_argument("--window", metavar="CLAUSE",
+                   help="check only this window clause, in --dialect (Esper's under the default `all`)")
     p.add_argument("--kind", action="append", metavar="KIND",
                    help="check only this window kind, drawn as in a full run (repeatable; e.g. intersection, "
                         "groupwin/time_batch; default: every implemented kind)")
     p.add_argument("--examples", type=positive_int, default=2000, metavar="N",
-                   help="traces per window kind (default: 2000)")
+                   help="traces per window kind (default: 2000), spread over 4 windows at least; the budget "
+                        "may stop a kind sooner, and every kind gets its share of the budget")
     p.add_argument("--batch-size", type=positive_int, default=1000, metavar="B",
                    help="B/2 to B traces per Spark job (default: 1000)")
     p.add_argument("--in-flight", type=positive_int, default=3, metavar="J",
                    help="batches in flight: the implementation's jobs run in J-1 worker threads while the next "
                         "batch is made and run through the oracle; 1 runs one thing at a time (default: 3)")
-    p.add_argument("--seed", type=int, help="Hypothesis seed, for a reproducible run")
+    p.add_argument("--seed", type=int,
+                   help="the run's seed (default: drawn at random and printed, so a run can be repeated)")
     p.add_argument("--budget", type=positive_float, default=300.0, metavar="SECONDS",
                    help="stop drawing new batches after this long (default: 300)")
     p.add_argument("--impl", default=runner.DEFAULT_IMPL, metavar="MODULE:FUNCTION",
@@ -197,10 +203,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.window is not None and args.kind:
         raise UsageError("--kind draws windows of a kind and --window checks one given window: give one of them")
     targets = runner.targets(args.dialect, args.window, args.kind)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
+    dialects = sorted({t.dialect or args.dialect for t in targets}, key=(runner.ALL_DIALECTS, *IMPLEMENTED).index)
+    print(f"difftest run: {len(targets)} window kinds of {', '.join(dialects)}, {args.examples} traces per kind, "
+          f"budget {args.budget:g} s, seed {seed} (repeat with --seed {seed})", flush=True)
     session = load_spark("spark_impl.session", "get_spark")()
     impl = runner.ImplUnderTest(runner.load_impl(args.impl), session, args.impl)
-    run = runner.Runner(impl, dialect=args.dialect, batch_size=args.batch_size, found_dir=args.found_dir,
-                        seed=args.seed, in_flight=args.in_flight)
+    run = runner.Runner(impl, dialect=dialects[0], batch_size=args.batch_size, found_dir=args.found_dir,
+                        seed=seed, in_flight=args.in_flight)
     with progress_bar(sys.stdout, len(targets) * args.examples) as advance:
         run.on_batch = lambda kind, result: advance(kind, len(result.results))
         if not sys.stdout.isatty():  # a log or CI: a line per kind as it finishes, not silence

@@ -48,8 +48,8 @@ import oracle
 from difftest.compare import Difference, compare
 from difftest.shrink import shrink
 from difftest.known import KNOWN_DIFFERENCES, KnownDifference, known_difference
-from difftest.strategies import implemented_kinds, seeded_traces, trace_names, trace_opcodes, windows
-from oracle.dialects import case_fields, settings as case_settings, window_name
+from difftest.strategies import implemented_kinds, seeded_traces, trace_shape, windows
+from oracle.dialects import IMPLEMENTED, case_fields, settings as case_settings, window_name
 from oracle.cases import Case, dump_case
 from oracle.errors import UnsupportedWindow, WindowOracleError
 from oracle.model import Arrive, Trace, Update, WindowSpec, spec_kind
@@ -263,9 +263,17 @@ class KindStats:
     known: dict[str, int] = field(factory=dict)
     seconds: float = 0.0
     found: list[str] = field(factory=list)
+    windows: set[str] = field(factory=set)  # the distinct windows drawn
+
+    @property
+    def compared_nothing(self) -> bool:
+        """No update was compared (every drawn trace posted nothing, or nothing ran):
+        not a pass, whatever the mismatch count says."""
+        return self.updates == 0 and self.error is None
 
     def add(self, result: BatchResult) -> None:
         self.batches += 1
+        self.windows.add(result.window)
         for r in result.results:
             self.cases += 1
             self.events += sum(isinstance(item, Arrive) for item in r.trace.items)
@@ -275,7 +283,8 @@ class KindStats:
                 self.known[r.known.name] = self.known.get(r.known.name, 0) + 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "asked": self.asked, "batches": self.batches, "cases": self.cases,
+        return {"kind": self.kind, "asked": self.asked, "batches": self.batches, "windows": len(self.windows),
+                "cases": self.cases,
                 "error": self.error, "unsupported": self.unsupported, "unsupported_reason": self.unsupported_reason,
                 "reasons": self.reasons, "events": self.events,
                 "updates_compared": self.updates, "rejected": self.rejected, "mismatches": self.mismatches, "known_differences": self.known,
@@ -317,13 +326,30 @@ def save_found(result: TraceResult, batch: BatchResult, folder: Path, impl_name:
 
 @frozen
 class Target:
-    """What one part of a run draws: a kind of window, or one fixed window clause."""
+    """What one part of a run draws: a kind of window, or one fixed window clause,
+    in a dialect (None: the runner's)."""
 
     kind: str
     specs: st.SearchStrategy
+    dialect: str | None = None
+
+
+ALL_DIALECTS = "all"
 
 
 def targets(dialect: str, window: str | None, kinds: Iterable[str] | None = None) -> list[Target]:
+    """What a run draws. `dialect` "all": every implemented kind of every dialect
+    (a kind named by `kinds` in each dialect that has it; `window` read as Esper)."""
+    if dialect == ALL_DIALECTS:
+        if window is not None:
+            return [Target(t.kind, t.specs, "esper") for t in targets("esper", window)]
+        wanted = list(kinds or ())
+        unknown = [k for k in wanted if not any(k in implemented_kinds(d) for d in IMPLEMENTED)]
+        if unknown:
+            raise RunnerError(f"unknown or unimplemented window kind {unknown[0]!r} in every dialect")
+        return [Target(f"{d}: {t.kind}", t.specs, d) for d in IMPLEMENTED
+                for t in targets(d, None, [k for k in wanted if k in implemented_kinds(d)] or None)
+                if not wanted or t.kind in wanted]
     if window is not None:
         spec = oracle.parse(window, dialect)
         try:
@@ -356,6 +382,12 @@ class InFlight:
     job: Future
 
 
+#: a kind's draws are spread over at least this many windows (batches), budget allowing
+SPECS_PER_KIND = 4
+MIN_BATCH = 20
+FIRST_RATE = 300.0  # traces/s: the guess before a run has measured its own
+
+
 @define
 class Runner:
     """Drives Hypothesis over each target and keeps the statistics.
@@ -378,10 +410,35 @@ class Runner:
     on_target: Callable[[KindStats], None] | None = None  # called as each kind finishes
     stats: list[KindStats] = field(factory=list)
     done_log: list[tuple[float, int]] = field(factory=list)  # (clock when judged, traces) per batch
+    dialects: list[str] = field(factory=list)  # the dialects the run's targets drew
+
+    def kind_seed(self, target: Target) -> int:
+        """The seed of one target's draws: the run's seed mixed with the dialect and
+        kind, so no two kinds draw the same traces."""
+        key = f"{self.seed}/{target.dialect or self.dialect}/{target.kind}".encode()
+        return int.from_bytes(hashlib.sha1(key).digest()[:8], "big")
+
+    def batch_cap(self, examples: int, deadline: float) -> int:
+        """Traces per batch such that the kind gets SPECS_PER_KIND windows at least:
+        from what is asked, and from the time left at the rate measured so far."""
+        cap = max(1, math.ceil(examples / SPECS_PER_KIND))
+        if deadline != math.inf:
+            seconds = max(0.0, deadline - time.perf_counter())
+            cap = min(cap, int(self.rate() * seconds / SPECS_PER_KIND))
+        return max(MIN_BATCH, min(self.batch_size, cap))
+
+    def rate(self) -> float:
+        """Traces judged per second in this run so far (a first guess before two batches)."""
+        log = self.done_log
+        if len(log) < 2 or log[-1][0] <= log[0][0]:
+            return FIRST_RATE
+        return sum(n for _, n in log[1:]) / (log[-1][0] - log[0][0])
 
     def run_target(self, target: Target, examples: int, deadline: float) -> KindStats:
         stats = KindStats(target.kind, asked=examples)
         self.stats.append(stats)
+        dialect = target.dialect or self.dialect
+        cap = self.batch_cap(examples, deadline)
         started = time.perf_counter()
         pending: deque[InFlight] = deque()
         drawn = 0  # traces handed to the implementation so far
@@ -390,7 +447,7 @@ class Runner:
         def settle(flight: InFlight) -> None:
             nonlocal failed
             actual, error = flight.job.result()
-            result = judge(flight.spec, flight.window, self.dialect, flight.batch, flight.expected, actual, error)
+            result = judge(flight.spec, flight.window, dialect, flight.batch, flight.expected, actual, error)
             self.done_log.append((time.perf_counter(), len(flight.batch)))
             stats.add(result)
             if self.on_batch:
@@ -409,24 +466,24 @@ class Runner:
             spent = drawn > 0 and time.perf_counter() > deadline  # every kind gets one batch
             if failed is not None or spent or drawn >= examples:
                 return  # a mismatch found, or the budget or examples spent: let Hypothesis finish
-            count = min(count, examples - drawn)
+            count = min(count, cap, examples - drawn)
             reason = self.impl.unsupported(spec)
             if reason is not None:  # counted and reported, never compared: not a pass
                 stats.unsupported += count
-                stats.unsupported_reason = stats.unsupported_reason or f"{oracle.render(spec, self.dialect)}: {reason}"
+                stats.unsupported_reason = stats.unsupported_reason or f"{oracle.render(spec, dialect)}: {reason}"
                 drawn += count
                 return
-            batch = label(seeded_traces(seed, count, trace_names(spec), self.max_items, trace_opcodes(spec)))
+            batch = label(seeded_traces(seed, count, max_items=self.max_items, **trace_shape(spec)))
             drawn += count
-            window = oracle.render(spec, self.dialect)
+            window = oracle.render(spec, dialect)
             expected = expected_updates(spec, batch)
-            job = worker.submit(run_impl, self.impl, spec, window, self.dialect, batch)
+            job = worker.submit(run_impl, self.impl, spec, window, dialect, batch)
             pending.append(InFlight(spec, window, batch, expected, job))
             while len(pending) >= self.in_flight or (pending and pending[0].job.done()):
                 settle(pending.popleft())
 
         if self.seed is not None:
-            body = hypothesis_seed(self.seed)(body)
+            body = hypothesis_seed(self.kind_seed(target))(body)
         with ThreadPoolExecutor(max(1, self.in_flight - 1), thread_name_prefix="impl") as worker:
             with warnings.catch_warnings():  # Hypothesis notes Spark's recursion-limit change: not ours to fix
                 warnings.simplefilter("ignore", HypothesisWarning)
@@ -457,6 +514,7 @@ class Runner:
 
     def run(self, targets_: Sequence[Target], examples: int, budget: float | None) -> list[KindStats]:
         start = time.perf_counter()
+        self.dialects += [d for d in dict.fromkeys(t.dialect or self.dialect for t in targets_) if d not in self.dialects]
         for n, target in enumerate(targets_):
             if budget is None:
                 deadline = math.inf
@@ -486,7 +544,7 @@ class Runner:
         return {
             "cases": cases,
             "events": sum(s.events for s in self.stats),
-            "updates_compared": sum(s.updates for s in self.stats),
+            "updates_compared": sum(s.updates for s in self.stats if not s.error),
             "rejected": sum(s.rejected for s in self.stats),
             "mismatches": sum(s.mismatches for s in self.stats),
             "errors": {s.kind: s.error for s in self.stats if s.error},
@@ -496,12 +554,14 @@ class Runner:
             "traces_per_second": round(steady_cases / steady_seconds, 1) if steady_seconds else None,
             "traces_per_second_overall": round(cases / seconds, 1) if seconds else None,
             "found": [p for s in self.stats for p in s.found],
+            "compared_nothing": [s.kind for s in self.stats if s.compared_nothing],
         }
 
 
 # --------------------------------------------------------------------------- reporting
 
-COLUMNS = ("window kind", "cases", "events", "updates", "rejected", "mismatches", "known", "seconds")
+COLUMNS = ("window kind", "windows", "cases", "events", "updates", "rejected", "mismatches", "known", "seconds")
+VERDICT = COLUMNS.index("mismatches")
 
 
 def cases_cell(stats: KindStats) -> str:
@@ -512,17 +572,21 @@ def cases_cell(stats: KindStats) -> str:
 
 def kind_line(stats: KindStats) -> str:
     """One line for a finished kind, printed as it finishes when the output is not a terminal."""
+    if stats.error:
+        return f"{stats.kind}: ERROR, the implementation failed: nothing compared (the reason follows the table)"
     short = "" if stats.cases >= stats.asked else f" (stopped at {stats.cases} of {stats.asked} asked)"
     rejected = f" ({stats.rejected} rejected items: error updates)" if stats.rejected else ""
-    return (f"{stats.kind}: {stats.cases} cases{short}, {stats.updates} updates compared{rejected}, "
+    return (f"{stats.kind}: {len(stats.windows)} windows, {stats.cases} cases{short}, "
+            f"{stats.updates} updates compared{rejected}, "
             f"{stats.mismatches} mismatches, {stats.seconds:.1f} s")
 
 
 def table_lines(stats: Sequence[KindStats], totals: dict[str, Any]) -> list[tuple[str, str | None]]:
     """The end-of-run table, one row per window kind, as (text, style) lines."""
-    rows = [(s.kind, cases_cell(s), s.events, s.updates, s.rejected, s.mismatches, sum(s.known.values()),
-             f"{s.seconds:.1f}") for s in stats]
-    rows.append(("total", totals["cases"], totals["events"], totals["updates_compared"], totals["rejected"],
+    # a kind whose implementation failed compared nothing: its updates are "-" and its verdict ERROR
+    rows = [(s.kind, len(s.windows), cases_cell(s), s.events, "-" if s.error else s.updates, s.rejected,
+             "ERROR" if s.error else s.mismatches, sum(s.known.values()), f"{s.seconds:.1f}") for s in stats]
+    rows.append(("total", sum(len(s.windows) for s in stats), totals["cases"], totals["events"], totals["updates_compared"], totals["rejected"],
                  totals["mismatches"],
                  sum(totals["known_differences"].values()), f"{totals['seconds']:.1f}"))
     widths = [max(len(str(r[i])) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS))]
@@ -532,12 +596,16 @@ def table_lines(stats: Sequence[KindStats], totals: dict[str, Any]) -> list[tupl
 
     lines: list[tuple[str, str | None]] = [(fmt(COLUMNS), "bold")]
     for row in rows:
-        lines.append((fmt(row), "red" if row[5] else None))
+        lines.append((fmt(row), "red" if row[VERDICT] else None))
     steady, overall = totals["traces_per_second"], totals["traces_per_second_overall"]
     lines.append((f"throughput: {steady if steady is not None else '-'} traces/s compared in steady state "
                   f"({overall if overall is not None else '-'} traces/s overall, Spark's warm-up included)", None))
     known = totals["known_differences"]
     lines.append(("known differences: " + (", ".join(f"{k}: {v}" for k, v in known.items()) or "none listed"), None))
+    nothing = [s.kind for s in stats if s.compared_nothing]
+    if nothing:
+        lines.append((f"NOT CHECKED: {len(nothing)} kind(s) compared no update at all (not a pass): "
+                      + ", ".join(nothing), "red"))
     for s in stats:
         if s.error:
             lines.append((f"{s.kind}: the implementation failed (not a mismatch, nothing saved): {s.error}", "red"))
@@ -551,7 +619,7 @@ def table_lines(stats: Sequence[KindStats], totals: dict[str, Any]) -> list[tupl
 
 
 def report_json(runner: Runner, impl_name: str, totals: dict[str, Any]) -> dict[str, Any]:
-    return {"impl": impl_name, "dialect": runner.dialect, "batch_size": runner.batch_size,
+    return {"impl": impl_name, "dialects": runner.dialects or [runner.dialect], "batch_size": runner.batch_size,
             "batches_in_flight": runner.in_flight, "seed": runner.seed,
             "kinds": [s.to_json() for s in runner.stats], **totals,
             "known_difference_list": [{"name": k.name, "kinds": list(k.kinds), "reason": k.reason}

@@ -129,6 +129,8 @@ from oracle.model import (
     WindowSpec,
     spec_expression_names,
     spec_keys,
+    spec_timestamps,
+    spec_values,
 )
 from oracle.stream_query import AGGREGATES, PROJECTIONS, StreamQuery
 from oracle.windows import make_window
@@ -655,6 +657,24 @@ def trace_names(spec: WindowSpec) -> tuple[str, ...]:
     return tuple(dict.fromkeys(spec_keys(spec) + spec_expression_names(spec)))
 
 
+def trace_numbers(spec: WindowSpec) -> tuple[str, ...]:
+    """The properties a trace for `spec` carries as numbers (`build_trace`'s
+    `numbers`): what its statistics read, under their own names."""
+    return tuple(name for name in dict.fromkeys(spec_values(spec)) if name not in ("price", "ts"))
+
+
+def trace_stamps(spec: WindowSpec) -> tuple[str, ...]:
+    """The properties a trace for `spec` carries as integer timestamps (`build_trace`'s `stamps`)."""
+    return tuple(name for name in dict.fromkeys(spec_timestamps(spec)) if name != "ts")
+
+
+def trace_shape(spec: WindowSpec) -> dict[str, tuple[str, ...]]:
+    """Every keyword `build_trace` (and `seeded_traces`, `traces`) takes for a
+    trace `spec` can read: keys, numbers, timestamps and operation codes."""
+    return {"properties": trace_names(spec), "numbers": trace_numbers(spec), "stamps": trace_stamps(spec),
+            "opcodes": trace_opcodes(spec)}
+
+
 #: an event's operation code, where the window takes more than inserts: None
 #: (no code: an insert) first and twice as likely as each other code
 _OPS = (None, "update", "delete", None, "upsert", "safedelete", "insert")
@@ -668,7 +688,7 @@ def trace_opcodes(spec: WindowSpec) -> tuple[str, ...]:
 
 
 def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int = 25,
-                opcodes: Iterable[str] = ()) -> Trace:
+                opcodes: Iterable[str] = (), numbers: Iterable[str] = (), stamps: Iterable[str] = ()) -> Trace:
     """A trace of at most `max_items` items (now and then four times as many).
 
     Every event has an id `E1`, `E2`, ... in arrival order, a float `price`, an
@@ -678,10 +698,18 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
     in `VARIABLES`: the trace declares it, and `set` items change it.
     `start_time` is usually 0. With `opcodes` (a keyed window's codes), each
     event carries one of them or none (an insert), so keys repeat under every
-    code: duplicate inserts, updates and deletes of missing keys included."""
+    code: duplicate inserts, updates and deletes of missing keys included.
+    Each name in `numbers` is a number like `price`, each in `stamps` an integer
+    like `ts`, always present. The names are the window's own: `symbol`,
+    `price` or `ts` is left out where the window reads a name differing from it
+    in case only (`Symbol`), so no event holds two names one engine can confuse."""
     names = tuple(dict.fromkeys(properties))
     variables = tuple(name for name in names if name in VARIABLES)
+    read = {*names, *numbers, *stamps}
+    builtins = {b for b in ("symbol", "price", "ts") if not any(n.lower() == b and n != b for n in read)}
     extra = tuple(name for name in names if name not in ("symbol", "price", "ts", "id") and name not in VARIABLES)
+    numbers = tuple(n for n in dict.fromkeys(numbers) if n not in names and n not in ("price", "ts", "id"))
+    stamps = tuple(n for n in dict.fromkeys(stamps) if n not in names and n not in numbers and n not in ("ts", "id"))
     steps = _STEPS_WITH_SET if variables else _STEPS
     ops = tuple(op for op in _OPS if op is None or op in set(opcodes)) if opcodes else ()
     target = choose.integer(0, max_items * 4 if choose.pick(_LONG) else max_items)
@@ -700,6 +728,13 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
             value = _key_value(choose, values, count - 1)
             if value is not None:
                 props[name] = value
+        for name in numbers:
+            props[name] = 10.0 + choose.integer(0, 40) / 4
+        for name in stamps:
+            props[name] = ts + choose.pick(_TS_OFFSETS)
+        for name in ("symbol", "price", "ts"):
+            if name not in builtins:
+                props.pop(name, None)
         return Event(f"E{count}", props)
 
     def arrive(time: int | None = None) -> Arrive:
@@ -725,20 +760,21 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
 
 
 @st.composite
-def traces(draw, properties: Iterable[str] = (), max_items: int = 25, opcodes: Iterable[str] = ()) -> Trace:
+def traces(draw, properties: Iterable[str] = (), max_items: int = 25, opcodes: Iterable[str] = (),
+           numbers: Iterable[str] = (), stamps: Iterable[str] = ()) -> Trace:
     """A trace (`build_trace`) whose every choice is a Hypothesis draw, so a
     failing trace shrinks to a minimal one."""
-    return build_trace(HypothesisChoices(draw), properties, max_items, opcodes)
+    return build_trace(HypothesisChoices(draw), properties, max_items, opcodes, numbers, stamps)
 
 
 def seeded_traces(seed: int, count: int, properties: Iterable[str] = (), max_items: int = 25,
-                  opcodes: Iterable[str] = ()) -> list[Trace]:
+                  opcodes: Iterable[str] = (), numbers: Iterable[str] = (), stamps: Iterable[str] = ()) -> list[Trace]:
     """`count` traces (`build_trace`) from one `random.Random(seed)`: the cheap
     way to make a big batch. Hypothesis draws the seed, so a run with a fixed
     Hypothesis seed makes the same batches; a failing trace is then shrunk by
     the harness (`difftest.shrink`), not by Hypothesis."""
     choose = SeededChoices(random.Random(seed))
-    return [build_trace(choose, properties, max_items, opcodes) for _ in range(count)]
+    return [build_trace(choose, properties, max_items, opcodes, numbers, stamps) for _ in range(count)]
 
 
 # --------------------------------------------------------------------------- cases
@@ -759,5 +795,5 @@ def cases(draw, dialect: str = "esper", kinds: str | Iterable[str] | None = None
     """A window of `kinds` (see `windows`) and a trace whose events carry the
     properties the window keys by."""
     spec = draw(windows(dialect, kinds))
-    trace = draw(traces(properties=trace_names(spec), max_items=max_items, opcodes=trace_opcodes(spec)))
+    trace = draw(traces(max_items=max_items, **trace_shape(spec)))
     return GeneratedCase(dialect, spec, render(spec, dialect), trace)

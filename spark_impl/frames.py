@@ -43,6 +43,7 @@ from oracle.model import (
     Arrive,
     DERIVED_WINDOWS,
     DerivedValues,
+    Event,
     Jump,
     Pane,
     SetVariables,
@@ -335,14 +336,19 @@ def updates_from_rows(rows: Iterable[Any], traces: Mapping[str, Trace]) -> dict[
     message from the `error` column. A row's optional `window` (a struct of
     `start` and `end`: an eKuiper pane) is the update's pane; an empty update's
     row (side null) whose `values` is "[]" is a query's pane of no output row
-    (`values` present, both sides empty). A trace without rows has no update."""
+    (`values` present, both sides empty). A trace without rows has no update.
+
+    Rows no window posts are kept, so a comparison shows them (they come from an
+    implementation under test): an id of no event of the trace is an `Event` of
+    that id without properties, two rows at one position are both posted, and
+    two error rows of one update join their messages."""
     events = {tid: {e.id: e for e in trace.events()} for tid, trace in traces.items()}
     units: dict[str, dict[tuple, list]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
         units[row["trace_id"]][(row["after"], row["phase"], row["time"], row["ordinal"])].append(row)
     result: dict[str, tuple[Update, ...]] = {tid: () for tid in traces}
     for tid, by_key in units.items():
-        result[tid] = tuple(_update(key, by_key[key], events[tid]) for key in sorted(by_key))
+        result[tid] = tuple(_update(key, by_key[key], events.get(tid, {})) for key in sorted(by_key))
     return result
 
 
@@ -375,17 +381,14 @@ def _update(key: tuple, rows: list, events: Mapping[str, Any]) -> Update:
         if values is not None:  # a derived-value row: JSON, NaN and infinities bare (json reads them as floats)
             derived[row["side"]].append((tuple(row["pos"]), json.loads(values)))
         else:
-            sides[row["side"]].append((tuple(row["pos"]), events[row["id"]]))
+            event = events.get(row["id"]) or Event(str(row["id"]), {})
+            sides[row["side"]].append((tuple(row["pos"]), event))
     ordered = {}
     for side, posted in [*sides.items(), *(("values " + s, p) for s, p in derived.items())]:
         posted.sort(key=lambda pe: pe[0])
-        if any(a[0] == b[0] for a, b in zip(posted, posted[1:])):
-            raise AssertionError(f"two {side} rows of update {key} share a position: {rows}")
         ordered[side] = tuple(e for _, e in posted)
-    if len(errors) > 1:
-        raise AssertionError(f"update {key} has {len(errors)} error rows: {rows}")
     values = None
     if ordered["values insert"] or ordered["values remove"] or no_rows:
         values = DerivedValues(ordered["values insert"], ordered["values remove"])
     return Update(after=key[0], time=key[2], insert=ordered["insert"], remove=ordered["remove"],
-                  update=ordered["update"], error=errors[0] if errors else None, values=values, window=pane)
+                  update=ordered["update"], error=" | ".join(errors) if errors else None, values=values, window=pane)

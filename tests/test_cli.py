@@ -426,10 +426,39 @@ def test_run_names_a_window_the_oracle_does_not_run_before_starting_spark(capsys
 def test_a_kind_stopped_early_says_so():
     from difftest.runner import KindStats, cases_cell, kind_line
 
-    stopped = KindStats("time", asked=2000, cases=700, updates=900, seconds=3.25)
+    stopped = KindStats("time", asked=2000, cases=700, updates=900, seconds=3.25, windows={"#time(1)", "#time(2)"})
     whole = KindStats("length", asked=2000, cases=2000)
     assert cases_cell(stopped) == "700/2000" and cases_cell(whole) == "2000"
-    assert kind_line(stopped) == "time: 700 cases (stopped at 700 of 2000 asked), 900 updates compared, 0 mismatches, 3.2 s"
+    assert kind_line(stopped) == ("time: 2 windows, 700 cases (stopped at 700 of 2000 asked), 900 updates compared, "
+                                  "0 mismatches, 3.2 s")
+
+
+def test_a_kind_that_compared_nothing_is_said_loudly():
+    """0 updates compared is not a pass: the table ends with a NOT CHECKED line and the report lists the kind."""
+    from difftest.runner import KindStats, Runner, table_lines
+
+    silent = KindStats("esper: firstlength", asked=20, cases=20, windows={"#firstlength(1)"})
+    busy = KindStats("esper: length", asked=20, cases=20, updates=31, windows={"#length(1)"})
+    failed = KindStats("esper: time", asked=20, cases=20, error="RuntimeError: no")
+    totals = Runner(impl=None, stats=[silent, busy, failed]).totals()
+    assert totals["compared_nothing"] == ["esper: firstlength"] and totals["updates_compared"] == 31
+    lines = [line for line, _ in table_lines([silent, busy, failed], totals)]
+    assert "NOT CHECKED: 1 kind(s) compared no update at all (not a pass): esper: firstlength" in lines
+    failed_row = next(line for line in lines if line.startswith("esper: time "))
+    assert failed_row.split()[5] == "-" and failed_row.split()[7] == "ERROR"
+
+
+def test_each_kind_draws_its_own_traces_and_several_windows():
+    """Kinds of one run never share a seed, and a kind's batches are sized for 4 windows at least."""
+    import math
+
+    from difftest.runner import Runner, Target
+
+    runner = Runner(impl=None, seed=7, batch_size=1000)
+    seeds = {runner.kind_seed(Target(kind, None, dialect)) for kind in ("length", "time") for dialect in ("esper", "ccl")}
+    assert len(seeds) == 4
+    assert runner.batch_cap(2000, math.inf) == 500 and runner.batch_cap(20, math.inf) == 20
+    assert runner.batch_cap(2000, 0.0) == 20  # no time left: the smallest batch
 
 
 def test_the_run_counts_the_items_a_window_rejected():
@@ -450,7 +479,7 @@ def test_the_run_counts_the_items_a_window_rejected():
     assert f"({late} rejected items: error updates)" in kind_line(stats)
     runner = Runner(impl=None, dialect="kuiper", stats=[stats])
     header, row = [line for line, _ in table_lines([stats], runner.totals())][:2]
-    assert header.split()[5] == "rejected" and row.split()[4] == str(late)  # "window kind": two words
+    assert header.split()[6] == "rejected" and row.split()[5] == str(late)  # "window kind": two words
 
 
 def test_spark_bench_rates_each_query_twice_against_its_window_baseline():

@@ -45,3 +45,15 @@ def off_by_one_in_time(trace_df, window, dialect="esper"):
 
 def drops_removes(trace_df, window, dialect="esper"):
     return correct_apply_window(trace_df, window, dialect).where("side IS NULL OR side <> 'remove'")
+
+
+def posts_an_unknown_id(trace_df, window, dialect="esper"):
+    """Every trace's first row posted again under an id no event has."""
+    out = correct_apply_window(trace_df, window, dialect)
+    return out.unionByName(out.where("after = 0 AND side = 'insert'").withColumn("id", F.lit("BOGUS")))
+
+
+def posts_a_row_twice(trace_df, window, dialect="esper"):
+    """Every trace's first row posted twice, at one position."""
+    out = correct_apply_window(trace_df, window, dialect)
+    return out.unionByName(out.where("after = 0 AND side = 'insert'"))
