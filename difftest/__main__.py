@@ -205,7 +205,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     targets = runner.targets(args.dialect, args.window, args.kind)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     dialects = sorted({t.dialect or args.dialect for t in targets}, key=(runner.ALL_DIALECTS, *IMPLEMENTED).index)
-    print(f"difftest run: {len(targets)} window kinds of {', '.join(dialects)}, {args.examples} traces per kind, "
+    print(f"difftest run: {len(targets)} window kind{'s' * (len(targets) != 1)} of {', '.join(dialects)}, "
+          f"{args.examples} traces per kind, "
           f"budget {args.budget:g} s, seed {seed} (repeat with --seed {seed})", flush=True)
     session = load_spark("spark_impl.session", "get_spark")()
     impl = runner.ImplUnderTest(runner.load_impl(args.impl), session, args.impl)

@@ -136,7 +136,7 @@ USER_IMPLS = [
     ("time_as_string", "error", "the implementation's output column 'time' is string, not bigint"),
     ("off_by_one_in_time", "mismatch", "differs in time"),
     ("drops_removes", "mismatch", "differs in remove"),
-    ("posts_an_unknown_id", "mismatch", "'BOGUS'"),
+    ("posts_an_unknown_id", "mismatch", "BOGUS]"),
     ("posts_a_row_twice", "mismatch", "differs in insert"),
 ]
 
