@@ -667,8 +667,5 @@ def _corpus_windows() -> list[str]:
 
 @pytest.mark.parametrize("text", _corpus_windows())
 def test_corpus_windows_parse_and_round_trip(text):
-    try:
-        spec = esper.parse(text)
-    except UnsupportedWindow:
-        pytest.skip(f"{text}: not modeled")
+    spec = esper.parse(text)
     assert esper.parse(esper.render(spec)) == spec

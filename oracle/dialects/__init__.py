@@ -15,7 +15,8 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from oracle.errors import InvalidCase, UnsupportedWindow
+from oracle.dialects.limits import check_text
+from oracle.errors import InvalidCase, UnsupportedWindow, WindowSyntaxError
 from oracle.model import Query, WindowSpec
 from oracle.stream_query import QUERY_SPECS
 
@@ -39,12 +40,15 @@ def parse(text: str, dialect: str = "esper", settings: Mapping[str, Any] | None 
     """The spec of a window clause (or statement) written in `dialect`'s syntax,
     with the case `settings` (`CASE_SETTINGS`) where the dialect takes them."""
     module = _module(dialect)
-    if getattr(module, "SETTING_KEYS", None) is not None:
-        return module.parse(text, settings)
-    if settings:
+    check_text(text)
+    if settings and getattr(module, "SETTING_KEYS", None) is None:
         raise UnsupportedWindow(f"the {dialect} dialect takes no setting ({', '.join(sorted(settings))}); "
                                 "those case keys are eKuiper's")
-    return module.parse(text)
+    try:
+        return module.parse(text, settings) if getattr(module, "SETTING_KEYS", None) is not None else module.parse(text)
+    except RecursionError:  # a left-deep chain of terms the grammar's tree walk cannot descend
+        raise WindowSyntaxError("an expression of too many terms for the parser (a few hundred at most)",
+                                text if len(text) <= 200 else text[:200] + "...", 1) from None
 
 
 def render(spec: WindowSpec, dialect: str = "esper") -> str:

@@ -968,6 +968,17 @@ SYNTAX: dict[type, Syntax] = {
 #: window name -> derived-value spec class (esper.md §7)
 _DERIVED_BY_NAME = {next(iter(SYNTAX[cls].builds)): cls for cls in DERIVED_WINDOWS}
 _BY_NAME = {name: build for syntax in SYNTAX.values() for name, build in syntax.builds.items()}
+
+
+def _build(view: View):
+    """The spec of one view; a refusal of the model's validators (which know no
+    text) is told with the view's column."""
+    try:
+        return _BY_NAME[view.name](view)
+    except InvalidSpec as exc:
+        if "column" in str(exc):
+            raise
+        raise InvalidSpec(f"{exc} (the view at column {view.column})") from None
 #: the spec classes of the chain, written by `render` itself
 CHAIN = (GroupWin, Intersection, RetainUnion)
 assert not set(_BY_NAME) & set(UNSUPPORTED), "a window both built and unsupported"
@@ -1054,7 +1065,7 @@ def parse(text: str) -> WindowSpec:
     if groups and views[0] is not groups[0]:
         raise InvalidSpec(f"groupwin (column {groups[0].column}) must come first, before the data windows")
     data_views = views[1:] if groups else views
-    windows = [_BY_NAME[v.name](v) for v in data_views]
+    windows = [_build(v) for v in data_views]
     window = _combine(windows, retain, data_views)
     if groups:
         return GroupWin(_properties(groups[0], "the group key"), window)
@@ -1080,7 +1091,7 @@ def _without_derived(views: list[View], retain: str | None) -> tuple[list[View],
     if grouping is not None:
         raise UnsupportedWindow(f"a derived-value window ({view.name}, column {view.column}) after {grouping.name} "
                                 f"(column {grouping.column}) is not supported: grouped statistics are out of scope")
-    return views[:at], _BY_NAME[view.name](view)
+    return views[:at], _build(view)
 
 
 # --------------------------------------------------------------------------- render

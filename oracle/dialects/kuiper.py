@@ -46,6 +46,8 @@ functions lower-case, the window first in GROUP BY, `AS` before every alias,
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Mapping
 from typing import Any
 
@@ -556,6 +558,8 @@ def parse(text: str, settings: Mapping[str, Any] | None = None):
     for group in groups:
         if group is windows[0]:
             continue
+        if group.expr.node in keys:
+            raise InvalidSpec(f"the GROUP BY key {group.expr.text!r} at column {group.column} is named twice")
         if group.filter is not None or group.over is not None:
             raise InvalidSpec(f"FILTER and OVER follow a window function, not the key at column {group.column}")
         for node in expression_nodes(group.expr.node):
@@ -570,6 +574,12 @@ def parse(text: str, settings: Mapping[str, Any] | None = None):
             if isinstance(node, Call) and node.function in ("last_hit_time", "last_hit_count"):
                 raise InvalidSpec(f"{node.function}() reads a sliding window's trigger; it stands only in "
                                   f"OVER (WHEN ...) (column {item.column})")
+    aliases = [item.alias for item in parts["select"] if item.alias is not None]
+    twice = next((a for i, a in enumerate(aliases) if a in aliases[:i]), None)
+    if twice is not None:  # eKuiper's map of output fields keeps the last: refused, not silently lost
+        second = list(re.finditer(rf"\bas\s+`?{re.escape(twice)}\b", text, re.IGNORECASE))[1:2]
+        where = f" at column {second[0].start() + 1}" if second else ""
+        raise InvalidSpec(f"the alias {twice!r} names two select items{where}; one would be lost")
     having = parts.get("having")
     return Query(parts["select"], parts["stream"].node.name, window, where, tuple(keys),
                  having.node if having is not None else None, tuple(parts.get("order", ())))
