@@ -6,6 +6,8 @@
                    [--report FILE.json]
     difftest run [--dialect D] [--window CLAUSE] [--examples N] [--seed S] [--budget SECONDS]
                  [--impl MODULE:FUNCTION] [--report FILE.json]
+    difftest expect CASE.json [--write]
+    difftest expect --window CLAUSE [--dialect D] [--time FIELD] [--until MS] EVENTS.jsonl|EVENTS.csv
 
 Each subcommand is a pair of functions: `add_<name>(subparsers)` declares its
 arguments and `cmd_<name>(args) -> exit code` runs it; `SUBCOMMANDS` lists the
@@ -29,6 +31,7 @@ from typing import Any, TextIO
 from difftest import bench, replay, runner
 from difftest.engines import ENGINE_NAMES, ImplEngine, SparkEngine, load_spark, make_engines
 from oracle.dialects import IMPLEMENTED
+from oracle.dialects import parse as oracle_parse
 from oracle.errors import WindowOracleError
 
 
@@ -242,9 +245,99 @@ def progress_bar(stream: TextIO, total: int):
         yield advance
 
 
+# --------------------------------------------------------------------------- expect
+
+
+def add_expect(subparsers) -> None:
+    p = subparsers.add_parser(
+        "expect", help="the oracle's updates for a case file, or for a window over your own events",
+        description="Print the updates the oracle posts, one JSON object per line in the case format's `expected` "
+                    "shape: for a case file (its input; --write fills its `expected` in place), or for --window "
+                    "over an events file (JSON lines, or CSV with a header; every event has an `id`, the --time "
+                    "column is its arrival time in ms).",
+    )
+    p.add_argument("path", type=Path, metavar="CASE.json|EVENTS.jsonl|EVENTS.csv")
+    p.add_argument("--window", metavar="CLAUSE", help="the window (or statement) to run over an events file")
+    p.add_argument("--dialect", default="esper", choices=IMPLEMENTED, help="the window's dialect (default: esper)")
+    p.add_argument("--time", metavar="FIELD", help="events file: the field holding each event's arrival time, ms")
+    p.add_argument("--until", type=int, metavar="MS", help="events file: walk the clock to MS after the last event")
+    p.add_argument("--write", action="store_true", help="case file: write the updates into its `expected`")
+    p.set_defaults(handler=cmd_expect)
+
+
+def cmd_expect(args: argparse.Namespace) -> int:
+    from oracle import cases, run
+    from oracle.dialects import case_spec
+    from oracle.events import events_trace
+
+    if args.window is None:
+        for option, value in (("--time", args.time), ("--until", args.until)):
+            if value is not None:
+                raise UsageError(f"{option} applies to an events file with --window, not to a case file")
+        try:
+            raw = json.loads(args.path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read {args.path}: {exc}") from None
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{args.path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        if isinstance(raw, dict):
+            raw.setdefault("expected", [])  # a case being written has none yet
+        case = cases.case_from_json(raw, args.path)
+        updates = run(case_spec(case), case.trace)
+        if args.write:
+            text = cases.dump_case(cases.Case(case.name, case.dialect, case.window, case.trace, updates, case.about,
+                                              case.source, case.path, case.extra))
+            args.path.write_text(text, encoding="utf-8")
+    else:
+        if args.write:
+            raise UsageError("--write fills a case file's `expected`; an events file has none")
+        spec = oracle_parse(args.window, args.dialect)
+        updates = run(spec, events_trace(read_events(args.path), args.time, args.until))
+    for update in updates:
+        print(json.dumps(cases.update_to_json(update)))
+    return 0
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """The events of a JSON-lines or CSV file (by its suffix). CSV values are
+    numbers where they read as one (int, then float), else text; an empty cell
+    is a missing property. A line that is not an event names its number."""
+    import csv
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    events: list[dict[str, Any]] = []
+    if path.suffix.lower() == ".csv":
+        for row in csv.DictReader(text.splitlines()):
+            events.append({k: _csv_value(v) for k, v in row.items() if k is not None and v not in (None, "")})
+        return events
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{path} line {number}: not valid JSON: {exc.msg}") from None
+        if not isinstance(record, dict):
+            raise UsageError(f"{path} line {number}: an event is a JSON object, got {type(record).__name__}")
+        events.append(record)
+    return events
+
+
+def _csv_value(text: str) -> Any:
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
 # --------------------------------------------------------------------------- main
 
-SUBCOMMANDS = (add_replay, add_bench, add_run)
+SUBCOMMANDS = (add_replay, add_bench, add_run, add_expect)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -262,6 +355,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WindowOracleError as exc:
         print(f"difftest {args.command}: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader stopped early (`| head`): nothing more to say
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

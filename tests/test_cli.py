@@ -534,3 +534,46 @@ def test_impl_is_found_in_the_current_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
     assert load_impl("my_window_impl_here:apply").__name__ == "apply"
+
+
+def test_expect_prints_and_writes_a_cases_expected_updates(tmp_path, capsys):
+    case = {k: v for k, v in LENGTH_2.items() if k != "expected"}
+    path = write(tmp_path, "new.json", case=case)
+    assert main(["expect", str(path)]) == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert printed == LENGTH_2["expected"]
+    assert main(["expect", str(path), "--write"]) == 0
+    assert json.loads(path.read_text())["expected"] == LENGTH_2["expected"]
+    capsys.readouterr()
+    assert replay(capsys, path)[0] == 0
+
+
+@pytest.mark.parametrize("suffix, text", [
+    (".csv", "id,t,price\na,0,1.5\nb,500,2\nc,1200,3\n"),
+    (".jsonl", '{"id": "a", "t": 0, "price": 1.5}\n{"id": "b", "t": 500, "price": 2}\n\n{"id": "c", "t": 1200}\n'),
+])
+def test_expect_runs_a_window_over_an_events_file(tmp_path, capsys, suffix, text):
+    path = tmp_path / f"events{suffix}"
+    path.write_text(text)
+    assert main(["expect", "--window", "#time(1 sec)", "--time", "t", "--until", "3000", str(path)]) == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(u["after"], u["time"], u["insert"], u["remove"]) for u in printed] == [
+        (0, 0, ["a"], []), (1, 500, ["b"], []), (2, 1000, [], ["a"]), (2, 1200, ["c"], []),
+        (3, 1500, [], ["b"]), (3, 2200, [], ["c"])]
+
+
+@pytest.mark.parametrize("args, text, words", [
+    (["--window", "#length(2)", "--time", "t"], '{"id": "a", "t": 0}\n{"id": "b", "t": "x"}\n',
+     "trace item 1: the time field 't' must be a whole number of ms, got 'x'"),
+    (["--window", "#length(2)"], '{"id": "a"}\n[1, 2]\n', "line 2: an event is a JSON object, got list"),
+    (["--window", "#length(2)"], '{"id": "a"}\n{"id": \n', "line 2: not valid JSON"),
+    (["--window", "#length(2)"], '{"price": 1}\n', "trace item 0: the event has no `id`"),
+    (["--window", "#length(2)", "--write"], '{"id": "a"}\n', "--write fills a case file's `expected`"),
+    (["--time", "t"], '{"id": "a"}\n', "--time applies to an events file with --window"),
+])
+def test_expect_names_what_is_wrong(tmp_path, capsys, args, text, words):
+    path = tmp_path / "events.jsonl"
+    path.write_text(text)
+    assert main(["expect", *args, str(path)]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err
