@@ -494,7 +494,26 @@ def test_spark_bench_rates_each_query_twice_against_its_window_baseline():
                       bench.CHECK: None, bench.BARE: None}
     verdicts = [line for line in bench.table(rows) if " x spark window" in line]
     assert len(verdicts) == 2 and verdicts[0].endswith("(the table check included, which window() does not do)")
-    assert verdicts[1].startswith(query + bench.UNCHECKED) and verdicts[1].endswith(f"(target <= {bench.TARGET_KUIPER})")
+    assert verdicts[1].startswith(query + bench.UNCHECKED) and verdicts[1].endswith(f"(target <= {bench.TARGET_KUIPER}: meets)")
+
+
+def test_spark_bench_gives_each_window_a_verdict_at_the_largest_size():
+    """Figures beside their targets: a verdict per window at the largest size,
+    every block labelled, no empty column."""
+    from spark_impl import bench
+
+    seconds = {"#length(10)": (2.0, 24.0), "#time(10 sec)": (2.0, 11.0), bench.BARE: (1.0, 10.0),
+               bench.CHECK: (0.5, 5.0)}
+    timings = [bench.Timing(name, n, s[i], 1, 0) for name, s in seconds.items() for i, n in enumerate((10, 100))]
+    lines = bench.table(bench.summary(timings, ["#length(10)", "#time(10 sec)"]))
+    assert lines[0] == "figures (best run per size):" and lines[1].split()[-1] == "verdict"
+    rows = {(name, n): line for line in lines[2:] for name in seconds for n in (10, 100)
+            if line.startswith(name) and line[len(name):].split()[0] == str(n)}
+    assert len(rows) == 8
+    assert rows[("#length(10)", 100)].endswith("MISSES: x bare 2.40 > 1.3, scaling 12.00 > 10.0")
+    assert rows[("#time(10 sec)", 100)].endswith("meets")
+    assert rows[("#time(10 sec)", 10)].split()[-5] == "-"  # t/t(min) at the smallest size: "-", not blank
+    assert not rows[(bench.BARE, 100)].endswith(("meets", "10.0"))  # the baseline has no verdict
 
 
 def test_spark_bench_runs_its_workloads_in_turn_so_none_is_measured_warmer(monkeypatch, tmp_path):
