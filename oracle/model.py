@@ -137,11 +137,13 @@ def check_trace(trace: Trace) -> None:
     """Raise `InvalidTrace`, naming the item's index, for a trace no window can run:
     the clock going backwards, a duplicate id, an empty id, a clock further than
     `MAX_CLOCK` ms from 0 (the start time: no index), a `set` of a variable the
-    trace does not declare (as Esper refuses to set an undeclared variable)."""
+    trace does not declare (as Esper refuses to set an undeclared variable), an
+    event property `TraceProperties` refuses."""
     clock = trace.start_time
     if abs(clock) > MAX_CLOCK:
         raise InvalidTrace(f"the start time {clock} ms is further than 2**62 ms from 0")
     seen: dict[str, int] = {}
+    properties = TraceProperties()
     for index, item in enumerate(trace.items):
         kind = type(item)
         time = item.time if kind is not SetVariables else None
@@ -164,6 +166,63 @@ def check_trace(trace: Trace) -> None:
                     raise InvalidTrace("an event has an empty id", index)
                 raise InvalidTrace(f"duplicate event id {event_id!r} (first at item {seen[event_id]})", index)
             seen[event_id] = index
+            for name, value in item.event.props.items():
+                problem = properties.problem(name, value, index)
+                if problem is not None:
+                    raise InvalidTrace(problem, index)
+
+
+def _value_type(value: Any) -> str | None:
+    """The kind of value a property holds, for `TraceProperties` (None: missing)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list or an object"
+
+
+class TraceProperties:
+    """What the events of one trace may hold, one rule for both engines (a
+    Spark frame holds each property as one typed column beside its own
+    columns, and Spark resolves names without case):
+
+    * a property name is an identifier (letters, digits, `_`, not first a
+      digit) and not one of the trace frame's own columns (`RESERVED_NAMES`,
+      any case);
+    * two names of one trace never differ in case only (`Symbol` beside `symbol`);
+    * a property holds one kind of value across the trace: numbers (integers
+      and floats mix), strings, booleans, or lists and objects; missing (null)
+      anywhere."""
+
+    def __init__(self):
+        self.names: dict[str, tuple[str, int]] = {}  # folded name -> (name as first written, item)
+        self.kinds: dict[str, tuple[str, int]] = {}  # name -> (kind, item it was first seen at)
+
+    def problem(self, name: str, value: Any, index: int) -> str | None:
+        if name not in self.kinds:
+            if not isinstance(name, str) or not _NAME.match(name):
+                return f"property name {name!r} is not an identifier (letters, digits and _, not first a digit)"
+            folded = name.lower()
+            if folded in RESERVED_NAMES:
+                return f"property {name!r} is named like the trace frame's own column {folded!r}"
+            first = self.names.get(folded)
+            if first is not None:
+                return f"properties {first[0]!r} (item {first[1]}) and {name!r} differ only in case"
+            self.names[folded] = (name, index)
+            self.kinds[name] = (None, index)
+        kind = _value_type(value)
+        seen, at = self.kinds[name]
+        if kind is None:
+            return None
+        if seen is None:
+            self.kinds[name] = (kind, index)
+        elif seen != kind:
+            return f"property {name!r} holds {kind} here but {seen} at item {at}; a property holds one kind of value"
+        return None
 
 
 def clock_times(trace: Trace) -> list[int]:

@@ -121,6 +121,8 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
             types = PropertyTypes(frames.spec_properties(spec))
             types.merge(PropertyTypes.of_trace(trace_id, trace))
             groups[spec].append((trace_id, trace, types))
+        except InvalidTrace as exc:  # told as the case's own: its item, not the internal trace id
+            results[index] = InvalidTrace(exc.reason.removeprefix(f"trace {trace_id!r}: "), exc.index)
         except WindowOracleError as exc:
             results[index] = exc
     if not groups:

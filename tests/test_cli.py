@@ -121,6 +121,16 @@ ERRORS = [
     ("values-rows.json", dict(expected=[{"after": 0, "time": 0, "insert": ["E1"], "values": {"insert": [1, 2]}}]),
      "expected[0].values.insert must be a list of objects"),
     ("error-type.json", dict(expected=[{"after": 0, "time": 0, "error": 5}]), "expected[0].error must be a message"),
+    # one rule of what a case may hold, for both engines (oracle.model.TraceProperties)
+    ("seq-property.json", dict(input=[{"event": {"id": "E1", "seq": 1}}]),
+     "trace item 0: property 'seq' is named like the trace frame's own column 'seq'"),
+    ("case-twins.json", dict(input=[{"event": {"id": "E1", "symbol": "A"}}, {"event": {"id": "E2", "Symbol": "B"}}]),
+     "trace item 1: properties 'symbol' (item 0) and 'Symbol' differ only in case"),
+    ("mixed-kinds.json", dict(input=[{"event": {"id": "E1", "size": 3}}, {"event": {"id": "E2", "size": None}},
+                                     {"event": {"id": "E3", "size": "big"}}]),
+     "trace item 2: property 'size' holds a string here but a number at item 0"),
+    ("dotted-name.json", dict(input=[{"event": {"id": "E1", "a.b": 3}}]),
+     "trace item 0: property name 'a.b' is not an identifier"),
     # eKuiper aligns window ends to calendar dates, which end with the year 9999
     ("kuiper-days.json", dict(dialect="kuiper", window="TUMBLINGWINDOW(dd, 3000000)", expected=[]),
      "TUMBLINGWINDOW: the size at column 20 must be at most 253,402,300,800,000 ms"),

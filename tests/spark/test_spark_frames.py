@@ -374,3 +374,29 @@ def test_run_cases_splits_into_bounded_jobs_and_a_failed_job_fails_only_its_case
     assert str(results[2]) == "the Spark job failed: RuntimeError: boom"
     for index in (0, 1, 4):
         assert results[index] == run(*pairs[index])
+
+
+@pytest.mark.parametrize("items, words", [
+    ([ev("E1", seq=1)], "property 'seq' is named like the trace frame's own column 'seq'"),
+    ([ev("E1", symbol="A"), ev("E2", Symbol="B")], "properties 'symbol' (item 1) and 'Symbol' differ only in case"),
+    ([ev("E1", size=3), ev("E2", size="big")], "property 'size' holds a string here but a number at item 1"),
+])
+def test_one_rule_of_what_a_case_may_hold_in_both_engines(items, words):
+    """What the oracle refuses, run_cases refuses with the same message, naming the
+    case's own item, never an internal trace id (no Spark job starts for it)."""
+    from spark_impl import run_cases
+
+    trace = Trace([ev("E0"), *items])
+    with pytest.raises(InvalidTrace) as caught:
+        run(KeepAll(), trace)
+    [outcome] = run_cases([(KeepAll(), trace)], spark=object())
+    assert isinstance(outcome, InvalidTrace) and str(outcome) == str(caught.value)
+    assert words in str(outcome) and "trace '" not in str(outcome)
+
+
+def test_run_cases_names_the_cases_item_not_its_internal_trace_id():
+    from spark_impl import run_cases
+
+    [outcome] = run_cases([(KeepAll(), Trace([ev("E0"), ev("E1", v=2**63)]))], spark=object())
+    assert isinstance(outcome, InvalidTrace) and outcome.index == 1
+    assert str(outcome) == f"trace item 1: property 'v' = {2**63} does not fit in a long"
