@@ -54,7 +54,7 @@ from oracle.errors import InvalidTrace, UnsupportedWindow, WindowOracleError
 from oracle.model import Jump, Trace, Update, WindowSpec
 from spark_impl import frames, pipeline
 from spark_impl.errors import InvalidFrame, JobFailed, SparkUnavailable
-from spark_impl.event_table import apply_window_to_events
+from spark_impl.event_table import apply_window_to_events, check_trace_frame
 from spark_impl.frames import OUTPUT_COLUMNS, UPDATE_KEY, PropertyTypes
 from spark_impl.session import get_spark, interpreted
 
@@ -64,7 +64,7 @@ def _spec(window: str | WindowSpec, dialect: str) -> WindowSpec:
 
 
 def apply_window(trace_df, window: str | WindowSpec, dialect: str = "esper", *, jumps: bool = True,
-                 numbered: bool = False, pane_rows: bool = True):
+                 numbered: bool = False, pane_rows: bool = True, validate: bool = True):
     """The updates `window` (a clause in `dialect`'s syntax, or a spec) posts over
     every trace of `trace_df`, one row per posted event (module docstring).
 
@@ -75,8 +75,17 @@ def apply_window(trace_df, window: str | WindowSpec, dialect: str = "esper", *, 
     only the query's output rows (`values`) and empty panes, not the panes' rows.
 
     Raises `InvalidFrame` naming a missing or mistyped input column, the parser's
-    errors for a bad clause, `UnsupportedWindow` for a window not implemented."""
-    out = pipeline.apply(trace_df, _spec(window, dialect), jumps=jumps, pane_rows=pane_rows)
+    errors for a bad clause, `UnsupportedWindow` for a window not implemented.
+    `validate` (the default): first check that the frame describes traces
+    (`event_table.check_trace_frame`: two Spark jobs), raising `InvalidFrame`
+    naming the column, the trace and the value; `validate=False` skips it for a
+    frame known to be valid (an invalid one then gives wrong output)."""
+    spec = _spec(window, dialect)
+    if validate:  # the columns first (no job), then their values, read as given (check_input's frame raises)
+        pipeline.check_input(trace_df, spec, jumps=jumps)
+        check_trace_frame(trace_df.selectExpr("trace_id", "CAST(seq AS BIGINT) AS seq", "kind",
+                                              "CAST(time AS BIGINT) AS time", "id"))
+    out = pipeline.apply(trace_df, spec, jumps=jumps, pane_rows=pane_rows)
     return pipeline.numbered(out) if numbered else out
 
 

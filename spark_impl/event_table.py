@@ -344,3 +344,63 @@ def _describe(problem, order_col: str, time_col: str, trace_col: str | None, unt
                 "(an event's position is unique)")
     return (f"time_col {time_col!r} goes back along order_col {order_col!r}{in_trace}: "
             f"{problem.time} ms at {order_col}={problem.seq}, after {problem.prev_time} ms at {order_col}={problem.prev_seq}")
+
+
+# --------------------------------------------------------------------------- a trace frame
+
+#: a clock further than this from 0 cannot be planned (a clock plus a period must fit a long)
+MAX_CLOCK = 2**62
+
+
+def check_trace_frame(trace_df: DataFrame) -> None:
+    """Raise `InvalidFrame` for the first problem of a trace frame (the input of
+    `apply_window`), naming the column, the trace and the value: what the
+    oracle refuses in a trace, in two Spark jobs.
+
+    * per trace (one aggregate): a kind that is null or not one of `KINDS`, an
+      event without an id, an id twice, a clock further than 2^62 ms from 0,
+      more than one `start` row, a start time after the first item's time;
+    * then the order: a null trace, seq or time, a negative seq, a seq twice, a
+      time going back along seq (`check_events` on the items: one scan of a
+      frame written in order, a sort otherwise)."""
+    kinds = ", ".join(f"'{k}'" for k in frames.KINDS)
+    per_trace = trace_df.groupBy("trace_id").agg(
+        F.expr(f"min_by(seq, seq) FILTER (WHERE kind IS NULL OR kind NOT IN ({kinds}))").alias("bad_kind_seq"),
+        F.expr(f"min_by(kind, seq) FILTER (WHERE kind IS NULL OR kind NOT IN ({kinds}))").alias("bad_kind"),
+        F.expr("min(seq) FILTER (WHERE kind = 'event' AND id IS NULL)").alias("no_id_seq"),
+        F.expr("count(id) FILTER (WHERE kind = 'event')").alias("ids"),
+        F.expr("count(DISTINCT id) FILTER (WHERE kind = 'event')").alias("distinct_ids"),
+        F.expr(f"min_by(seq, seq) FILTER (WHERE abs(time) > {MAX_CLOCK})").alias("far_seq"),
+        F.expr(f"min_by(time, seq) FILTER (WHERE abs(time) > {MAX_CLOCK})").alias("far_time"),
+        F.expr("count(1) FILTER (WHERE kind = 'start')").alias("starts"),
+        F.expr("max(time) FILTER (WHERE kind = 'start')").alias("start_time"),
+        F.expr("min_by(time, seq) FILTER (WHERE kind <> 'start')").alias("first_time"),
+        F.expr("min(seq) FILTER (WHERE kind <> 'start')").alias("first_seq"),
+    )
+    problems = per_trace.where(
+        "bad_kind_seq IS NOT NULL OR no_id_seq IS NOT NULL OR ids <> distinct_ids OR far_seq IS NOT NULL "
+        "OR starts > 1 OR start_time > first_time").orderBy("trace_id").limit(1).collect()
+    if not problems:
+        items = trace_df.where("kind <> 'start'").select("trace_id", "seq", "time")
+        check_events(items, order_col="seq", time_col="time", trace_col="trace_id", until=None)
+        return
+    p = problems[0]
+    where = f"in trace {p.trace_id!r}"
+    if p.bad_kind_seq is not None:
+        raise InvalidFrame(f"column 'kind' is {p.bad_kind!r} at seq={p.bad_kind_seq} {where}; "
+                           f"kinds: {', '.join(frames.KINDS)}")
+    if p.no_id_seq is not None:
+        raise InvalidFrame(f"column 'id' is null on the event at seq={p.no_id_seq} {where}")
+    if p.ids != p.distinct_ids:
+        repeated = (trace_df.where(F.col("trace_id") == p.trace_id).where("kind = 'event'").groupBy("id")
+                    .agg(F.expr("min(seq)").alias("seq"), F.expr("count(1)").alias("n")).where("n > 1")
+                    .orderBy("seq").first())
+        raise InvalidFrame(f"column 'id' has the value {repeated.id!r} more than once {where} "
+                           f"(first at seq={repeated.seq}; an event's id is unique in its trace)")
+    if p.far_seq is not None:
+        raise InvalidFrame(f"column 'time' is {p.far_time} ms at seq={p.far_seq} {where}, further than 2**62 ms "
+                           "from 0 (a clock plus a period must fit a 64-bit long)")
+    if p.starts > 1:
+        raise InvalidFrame(f"{where}: {p.starts} rows of kind 'start'; a trace has at most one")
+    raise InvalidFrame(f"column 'time' goes back {where}: the start row's {p.start_time} ms is after "
+                       f"{p.first_time} ms at seq={p.first_seq}")
