@@ -18,6 +18,8 @@ from spark_impl.errors import InvalidFrame
 
 #: the trace_id of a table without trace_col
 ONE_TRACE = "0"
+#: a clock further than this from 0 cannot be planned (a clock plus a period must fit a long)
+MAX_CLOCK = 2**62
 _INTEGRAL = (T.LongType, T.IntegerType, T.ShortType, T.ByteType)
 
 #: the order check sorts each trace in buckets of about this many rows, so that
@@ -62,6 +64,12 @@ def apply_window_to_events(events_df: DataFrame, window: str | WindowSpec, *, or
         >>> out.where("side = 'remove'").groupBy("symbol").count()
     """
     spec = parse(window, dialect) if isinstance(window, str) else window
+    for name, value in (("until", until), ("start", start)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise InvalidFrame(f"{name} must be a whole number of ms, got {value!r}")
+        if value is not None and abs(value) > MAX_CLOCK:
+            raise InvalidFrame(f"{name}={value} ms is further than 2**62 ms from 0 (a clock plus a period must fit "
+                               "a 64-bit long)")
     fields = {f.name: f.dataType for f in events_df.schema.fields}
     for role, name in (("order_col", order_col), ("time_col", time_col), ("trace_col", trace_col)):
         if name is not None and name not in fields:
@@ -69,27 +77,34 @@ def apply_window_to_events(events_df: DataFrame, window: str | WindowSpec, *, or
     if not isinstance(fields[order_col], _INTEGRAL):
         raise InvalidFrame(f"order_col {order_col!r} must be an integer column, not {fields[order_col].simpleString()}")
     if isinstance(fields[time_col], (T.TimestampType, T.TimestampNTZType)):
-        arrival = F.unix_millis(F.col(time_col).cast("timestamp"))
+        arrival = F.unix_millis(_col(time_col).cast("timestamp"))
     elif isinstance(fields[time_col], _INTEGRAL):
-        arrival = F.col(time_col).cast("long")
+        arrival = _col(time_col).cast("long")
     else:
         raise InvalidFrame(f"time_col {time_col!r} must be integer ms or a timestamp, not {fields[time_col].simpleString()}")
     consumed = {trace_col, "id"} | ({order_col, time_col} & frames.RESERVED)
     props = [c for c in events_df.columns if c not in consumed]
+    odd = next((c for c in props if not frames.is_identifier(c)), None)
+    if odd is not None:
+        raise InvalidFrame(f"column {odd!r} is not an identifier (letters, digits and _, not first a digit), so it "
+                           "cannot be an event property; rename it")
     clashes = [c for c in props if c.lower() in frames.RESERVED]
     if clashes:
         raise InvalidFrame(
             f"column {clashes[0]!r} clashes with the column {clashes[0].lower()!r} the window's input or output uses; "
             "rename it, or name it as order_col, time_col or trace_col"
         )
-    trace_id = F.col(trace_col).cast("string") if trace_col else F.lit(ONE_TRACE)
-    event_id = F.col("id").cast("string") if "id" in fields else F.col(order_col).cast("string")
+    trace_id = _col(trace_col).cast("string") if trace_col else F.lit(ONE_TRACE)
+    event_id = F.col("id").cast("string") if "id" in fields else _col(order_col).cast("string")
     rows = events_df.select(
-        trace_id.alias("trace_id"), F.col(order_col).cast("long").alias("seq"), F.lit("event").alias("kind"),
+        trace_id.alias("trace_id"), _col(order_col).cast("long").alias("seq"), F.lit("event").alias("kind"),
         arrival.alias("time"), event_id.alias("id"), *props,
     )
     if validate or until is not None:
-        check_events(rows, order_col=order_col, time_col=time_col, trace_col=trace_col, until=until, order=validate)
+        check_events(rows, order_col=order_col, time_col=time_col, trace_col=trace_col, until=until, order=validate,
+                     start=(start or 0) if validate else None)
+    if validate and "id" in fields:
+        _check_ids(rows, trace_col)
     if until is not None:
         ends = rows.groupBy("trace_id").agg(F.max("seq").alias("_last"))
         rows = rows.unionByName(ends.select(
@@ -105,8 +120,27 @@ def apply_window_to_events(events_df: DataFrame, window: str | WindowSpec, *, or
     return pipeline.numbered(out) if numbered else out
 
 
+def _col(name: str):
+    """A column by its name as written, dots and backticks included."""
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def _check_ids(rows: DataFrame, trace_col: str | None) -> None:
+    """Raise `InvalidFrame` for the first trace whose `id` column is null on an
+    event or holds one value twice (an event's id is unique in its trace)."""
+    found = (rows.groupBy("trace_id", "id").agg(F.expr("min(seq)").alias("seq"), F.expr("count(1)").alias("n"))
+             .where("id IS NULL OR n > 1").orderBy("trace_id", "seq").limit(1).collect())
+    if found:
+        bad = found[0]
+        in_trace = f" in trace {bad.trace_id!r}" if trace_col else ""
+        if bad.id is None:
+            raise InvalidFrame(f"column 'id' is null{in_trace} (first at order {bad.seq}); every event has an id")
+        raise InvalidFrame(f"column 'id' has the value {bad.id!r} {bad.n} times{in_trace} (first at order {bad.seq}); "
+                           "an event's id is unique in its trace")
+
+
 # The problems `check_events` finds, by rank: the first by (rank, trace, seq) is reported.
-_NULL_TRACE, _NULL_ORDER, _NEGATIVE, _NULL_TIME, _LATE, _OUT_OF_ORDER = range(6)
+_NULL_TRACE, _NULL_ORDER, _NEGATIVE, _NULL_TIME, _LATE, _OUT_OF_ORDER, _EARLY = range(7)
 _OVERLAP = -1  # not a problem: the partition scan cannot decide a trace, the full check runs
 _PROBLEM = "rank int, trace_id string, seq long, prev_seq long, time long, prev_time long, n long"
 
@@ -120,12 +154,13 @@ _RUN = ("trace_id string, n long, n_seq long, n_time long, lo long, null_time_at
 
 
 def check_events(rows: DataFrame, *, order_col: str, time_col: str, trace_col: str | None,
-                 until: int | None, order: bool = True) -> None:
+                 until: int | None, order: bool = True, start: int | None = None) -> None:
     """Raise `InvalidFrame` for the first problem of an event table already
     renamed to (trace_id, seq, time): a null trace, order or time value, a
     negative order value, an `until` before a trace's last event, a repeated
     order value or a time going back along the order. `order=False` checks
-    `until` only (one aggregate).
+    `until` only (one aggregate). With `start`, an event before it (the clock
+    the window is created at) is a problem too.
 
     Fast path, one scan and no sort of the table: each input partition is
     scanned as it lies by `_scan_partition` (Arrow batches through numpy: Spark
@@ -137,17 +172,17 @@ def check_events(rows: DataFrame, *, order_col: str, time_col: str, trace_col: s
     disjoint seq ranges, and the scan decides it. If some trace's runs overlap,
     the scan cannot, and `_full_check` sorts the table instead."""
     if order:
-        found = _first([scanned_problems(rows, until, traced=trace_col is not None)])
+        found = _first([scanned_problems(rows, until, traced=trace_col is not None, start=start)])
         if found is not None and found.rank == _OVERLAP:
-            found = _first(_full_check(rows, until))
+            found = _first(_full_check(rows, until, start))
     else:
         late = rows.groupBy("trace_id").agg(F.expr("max(time)").alias("time")).where(F.col("time") > until)
         found = _first([late.selectExpr(f"{_LATE} AS rank", "trace_id", "time")])
     if found is not None:
-        raise InvalidFrame(_describe(found, order_col, time_col, trace_col, until))
+        raise InvalidFrame(_describe(found, order_col, time_col, trace_col, until, start))
 
 
-def scanned_problems(rows: DataFrame, until: int | None, traced: bool = True) -> DataFrame:
+def scanned_problems(rows: DataFrame, until: int | None, traced: bool = True, start: int | None = None) -> DataFrame:
     """The problems the partition scan finds, and an `_OVERLAP` row per trace
     it cannot decide: one exchange (by trace) of the runs, a few rows per trace
     and partition; every problem is a struct of a run's row."""
@@ -158,6 +193,7 @@ def scanned_problems(rows: DataFrame, until: int | None, traced: bool = True) ->
         "trace_id", "first_seq", "first_time", "bad_seq", "bad_prev_seq", "bad_time", "bad_prev_time",
         *(f"{fn}({c}) OVER {whole} AS {c}" for fn, c in (("sum", "n"), ("sum", "n_seq"), ("sum", "n_time"),
                                                          ("min", "lo"), ("min", "null_time_at"), ("max", "latest"))),
+        f"min(first_time) OVER {whole} AS earliest",
         f"lag(last_seq) OVER {lined} AS prev_seq", f"lag(last_time) OVER {lined} AS prev_time",
     )
     return lined_up.selectExpr(
@@ -165,7 +201,7 @@ def scanned_problems(rows: DataFrame, until: int | None, traced: bool = True) ->
         f"{_struct(_OVERLAP, 'first_seq', one='prev_seq >= first_seq')}, "
         f"{_struct(_OUT_OF_ORDER, 'bad_seq', 'bad_prev_seq', 'bad_time', 'bad_prev_time', one='bad_seq IS NOT NULL')}, "
         f"{_struct(_OUT_OF_ORDER, 'first_seq', 'prev_seq', 'first_time', 'prev_time', one='prev_time > first_time')}, "
-        f"{_trace_structs(until)}), p -> p.n > 0))",
+        f"{_trace_structs(until, start)}), p -> p.n > 0))",
     )
 
 
@@ -178,20 +214,22 @@ def _struct(rank: int, seq: str = "NULL", prev_seq: str = "NULL", time: str = "N
             f"'n', CAST(coalesce({count}, 0) AS BIGINT))")
 
 
-def _trace_structs(until: int | None) -> str:
+def _trace_structs(until: int | None, start: int | None = None) -> str:
     """SQL: the problems of a whole trace as structs, from its counts (columns n,
-    n_seq, n_time, lo, null_time_at, latest)."""
+    n_seq, n_time, lo, null_time_at, latest, earliest)."""
     late = f"latest > {until}" if until is not None else "false"
+    early = f"earliest < {start}" if start is not None else "false"
     return ", ".join((
         _struct(_NULL_TRACE, n="IF(trace_id IS NULL, n, 0)"),
         _struct(_NULL_ORDER, n="n - n_seq"),
         _struct(_NEGATIVE, "lo", one="lo < 0"),
         _struct(_NULL_TIME, "null_time_at", n="n - n_time"),
         _struct(_LATE, time="latest", one=late),
+        _struct(_EARLY, time="earliest", one=early),
     ))
 
 
-def _full_check(rows: DataFrame, until: int | None) -> list[DataFrame]:
+def _full_check(rows: DataFrame, until: int | None, start: int | None = None) -> list[DataFrame]:
     """The problems of any table, sorted: each trace's seq range is cut into
     about one bucket per CHECK_ROWS_PER_BUCKET rows (so one long trace spreads
     over every task); within a bucket each row is compared with the one before
@@ -200,7 +238,7 @@ def _full_check(rows: DataFrame, until: int | None) -> list[DataFrame]:
         F.expr("count(1)").alias("n"), F.expr("count(seq)").alias("n_seq"), F.expr("count(time)").alias("n_time"),
         F.expr("min(seq)").alias("lo"), F.expr("max(seq)").alias("hi"),
         F.expr("min(CASE WHEN time IS NULL THEN seq END)").alias("null_time_at"),
-        F.expr("max(time)").alias("latest"),
+        F.expr("max(time)").alias("latest"), F.expr("min(time)").alias("earliest"),
     )
     width = f"(hi - lo) div greatest(1, n_seq div {CHECK_ROWS_PER_BUCKET}) + 1"
     placed = rows.where("trace_id IS NOT NULL AND seq IS NOT NULL AND time IS NOT NULL").select(
@@ -222,7 +260,7 @@ def _full_check(rows: DataFrame, until: int | None) -> list[DataFrame]:
         "lag(last_seq) OVER (PARTITION BY trace_id ORDER BY bucket) AS prev_seq",
         "lag(last_time) OVER (PARTITION BY trace_id ORDER BY bucket) AS prev_time",
     ).where("prev_time > time").selectExpr(f"{_OUT_OF_ORDER} AS rank", "*")
-    whole = per_trace.selectExpr("trace_id", f"inline(filter(array({_trace_structs(until)}), p -> p.n > 0))")
+    whole = per_trace.selectExpr("trace_id", f"inline(filter(array({_trace_structs(until, start)}), p -> p.n > 0))")
     return [whole, within, across]
 
 
@@ -325,7 +363,8 @@ def _ascending(codes, seqs) -> bool:
 _RUN_LONGS = tuple(c.split()[0] for c in _RUN.split(", ")[1:])
 
 
-def _describe(problem, order_col: str, time_col: str, trace_col: str | None, until: int | None) -> str:
+def _describe(problem, order_col: str, time_col: str, trace_col: str | None, until: int | None,
+              start: int | None = None) -> str:
     in_trace = f" in trace {problem.trace_id!r}" if trace_col else ""
     rows = "row" if problem.n == 1 else "rows"
     if problem.rank == _NULL_TRACE:
@@ -339,6 +378,9 @@ def _describe(problem, order_col: str, time_col: str, trace_col: str | None, unt
     if problem.rank == _LATE:
         whose = f"trace {problem.trace_id!r}" if trace_col else "the table"
         return f"until={until} ms is before the last event of {whose}, at {problem.time} ms"
+    if problem.rank == _EARLY:
+        return (f"time_col {time_col!r} is {problem.time} ms{in_trace}, before the window's start at {start} ms "
+                "(an event arrives at or after the clock the window is created at)")
     if problem.prev_seq == problem.seq:
         return (f"order_col {order_col!r} has the value {problem.seq} more than once{in_trace} "
                 "(an event's position is unique)")
@@ -347,9 +389,6 @@ def _describe(problem, order_col: str, time_col: str, trace_col: str | None, unt
 
 
 # --------------------------------------------------------------------------- a trace frame
-
-#: a clock further than this from 0 cannot be planned (a clock plus a period must fit a long)
-MAX_CLOCK = 2**62
 
 
 def check_trace_frame(trace_df: DataFrame) -> None:

@@ -80,6 +80,11 @@ START_SEQ = -1
 ONE_PARTITION_ROWS = 50_000
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def is_identifier(name: str) -> bool:
+    """Whether `name` can be a property column (letters, digits and _, not first a digit)."""
+    return bool(_IDENTIFIER.match(name))
 #: the metadata key of a string column holding JSON text (a list or object property)
 JSON_TEXT = "json_text"
 _WIDER = {frozenset({"long", "double"}): "double"}

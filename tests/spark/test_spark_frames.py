@@ -271,6 +271,10 @@ BAD_TABLE_ROWS = [
     # the first problem by kind, then trace, then position
     ([("b", 1, 500), ("b", 1, 500), ("a", 5, 900), ("a", 6, 800), ("a", 7, None)], "dev", None,
      "time_col 'ts' is null at n=7 in trace 'a' (1 row in all)"),
+    # an event before the window's start (0 by default): the oracle refuses time going backwards
+    ([("a", 1, -5), ("a", 2, 500)], "dev", None,
+     "time_col 'ts' is -5 ms in trace 'a', before the window's start at 0 ms (an event arrives at or after the "
+     "clock the window is created at)"),
 ]
 
 
@@ -311,6 +315,37 @@ def test_the_full_check_compares_rows_across_its_buckets(spark, monkeypatch):
         table = spark.createDataFrame([(n, t) for n, t in enumerate(back)], "n long, ts long").repartition(3)
         with pytest.raises(InvalidFrame, match=rf"{back[at]} ms at n={at}, after {back[at - 1]} ms at n={at - 1}$"):
             apply_window_to_events(table, "#keepall", order_col="n", time_col="ts")
+
+
+# the arguments and the table's names and ids (issue 25): (table rows as n/ts/id/`a.b`, keywords, message)
+BAD_EVENT_ARGUMENTS = [
+    ("n long, ts long", [(1, 500)], dict(until=2500.7), "until must be a whole number of ms, got 2500.7"),
+    ("n long, ts long", [(1, 500)], dict(until="2500"), "until must be a whole number of ms, got '2500'"),
+    ("n long, ts long", [(1, 500)], dict(until=10**30), f"until={10**30} ms is further than 2**62 ms from 0"),
+    ("n long, ts long", [(1, 500)], dict(until=2**62 + 1), "is further than 2**62 ms from 0"),
+    ("n long, ts long", [(1, 500)], dict(start=True), "start must be a whole number of ms, got True"),
+    ("n long, ts long", [(1, 500)], dict(start=800), "time_col 'ts' is 500 ms, before the window's start at 800 ms"),
+    ("n long, ts long, `a.b` string", [(1, 500, "x")], {}, "column 'a.b' is not an identifier"),
+    ("n long, ts long, `a``b` string", [(1, 500, "x")], {}, "column 'a`b' is not an identifier"),
+    ("n long, ts long, id string", [(1, 500, "x"), (2, 600, "x")], {},
+     "column 'id' has the value 'x' 2 times (first at order 1)"),
+    ("n long, ts long, id string", [(1, 500, "x"), (2, 600, None)], {}, "column 'id' is null (first at order 2)"),
+]
+
+
+@pytest.mark.parametrize("schema, rows, keywords, message", BAD_EVENT_ARGUMENTS,
+                         ids=[m[:30] for *_, m in BAD_EVENT_ARGUMENTS])
+def test_apply_window_to_events_names_a_bad_argument_or_column(spark, schema, rows, keywords, message):
+    table = spark.createDataFrame(rows, schema)
+    with pytest.raises(InvalidFrame) as caught:
+        apply_window_to_events(table, "#keepall", order_col="n", time_col="ts", **keywords)
+    assert message in str(caught.value)
+
+
+def test_a_dotted_order_column_is_refused_naming_it(spark):
+    table = spark.createDataFrame([(1, 500, "x")], "`o.n` long, `t.s` long, note string")
+    with pytest.raises(InvalidFrame, match="column 'o.n' is not an identifier"):  # it would be a property too
+        apply_window_to_events(table, "#keepall", order_col="o.n", time_col="t.s")
 
 
 def test_validate_false_skips_the_check_but_not_until(spark):
