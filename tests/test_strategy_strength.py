@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from difftest.strategies import GRID, TIMESTAMP, seeded_traces, trace_names
-from oracle import run
+from oracle import parse, run
 from oracle.model import (
     DAY,
     HOUR,
@@ -99,6 +99,39 @@ OPTION_ROWS = [
      Tumbling(MINUTE, MINUTE, time_zone="Europe/Berlin", timestamp="ts"),
      Tumbling(MINUTE, MINUTE, time_zone="Etc/GMT-1", timestamp="ts")),
 ]
+
+
+# the other dialects' options, written in their own syntax: (what, dialect, window, the window changed in one option)
+DIALECT_ROWS = [
+    ("ccl slack", "ccl", "KEEP 2 ROWS SLACK 1", "KEEP 2 ROWS SLACK 2"),
+    ("ccl slack size", "ccl", "KEEP 2 ROWS SLACK 1", "KEEP 3 ROWS SLACK 1"),
+    ("ccl jumping rows", "ccl", "KEEP EVERY 2 ROWS", "KEEP EVERY 3 ROWS"),
+    ("ccl jumping time", "ccl", "KEEP EVERY 1 SECONDS", "KEEP EVERY 2 SECONDS"),
+    ("ccl keyed keys", "ccl", "PRIMARY KEY (symbol) KEEP 2 ROWS", "PRIMARY KEY (feed) KEEP 2 ROWS"),
+    ("ccl keyed retention", "ccl", "PRIMARY KEY (symbol) KEEP 1 ROWS", "PRIMARY KEY (symbol) KEEP 2 ROWS"),
+    ("ccl PER", "ccl", "KEEP 1 ROWS PER(symbol)", "KEEP 1 ROWS"),
+    ("apama within", "apama", "within 1.0 every 0.5", "within 1.5 every 0.5"),
+    ("apama every", "apama", "within 1.0 every 0.5", "within 1.0 every 1.0"),
+    ("apama retain", "apama", "retain 2", "retain 3"),
+    ("apama retain every", "apama", "retain 2 every 2", "retain 2 every 1"),
+    ("apama within retain", "apama", "within 1.0 retain 2", "within 1.0 retain 3"),
+    ("apama partition", "apama", "partition by v.symbol retain 1", "retain 1"),
+    ("kuiper tumbling size", "kuiper", "TUMBLINGWINDOW(ss, 1)", "TUMBLINGWINDOW(ss, 2)"),
+    ("kuiper hopping hop", "kuiper", "HOPPINGWINDOW(ss, 2, 1)", "HOPPINGWINDOW(ss, 2, 2)"),
+    ("kuiper sliding size", "kuiper", "SLIDINGWINDOW(ss, 1)", "SLIDINGWINDOW(ss, 2)"),
+    ("kuiper sliding delay", "kuiper", "SLIDINGWINDOW(ss, 1)", "SLIDINGWINDOW(ss, 1, 1)"),
+    ("kuiper session timeout", "kuiper", "SESSIONWINDOW(ss, 10, 1)", "SESSIONWINDOW(ss, 10, 2)"),
+    ("kuiper session max duration", "kuiper", "SESSIONWINDOW(ss, 2, 1)", "SESSIONWINDOW(ss, 4, 1)"),
+    ("kuiper count size", "kuiper", "COUNTWINDOW(2)", "COUNTWINDOW(3)"),
+    ("kuiper count every", "kuiper", "COUNTWINDOW(3)", "COUNTWINDOW(3, 1)"),
+    ("kuiper filter", "kuiper", "TUMBLINGWINDOW(ss, 2)", "TUMBLINGWINDOW(ss, 2) FILTER(WHERE price > 15)"),
+]
+
+
+@pytest.mark.parametrize(("what", "dialect", "text_a", "text_b"), DIALECT_ROWS, ids=[row[0] for row in DIALECT_ROWS])
+def test_each_option_of_the_other_dialects_matters_on_some_drawn_case(what, dialect, text_a, text_b):
+    spec_a, spec_b = parse(text_a, dialect), parse(text_b, dialect)
+    assert differs(spec_a, spec_b), f"{what}: no drawn trace tells {text_a} from {text_b}"
 
 
 def draws(*specs):
