@@ -246,8 +246,11 @@ def test_late_rows_are_dropped_counted_and_posted_as_errors():
 
 def test_a_row_without_an_event_time_is_an_invalid_trace_naming_the_item():
     spec = Tumbling(1000, timestamp="ts")
-    trace = Trace([Arrive(Event("E1", {"ts": 10})), Arrive(Event("E2", {"ts": "soon"}))])
-    with pytest.raises(InvalidTrace, match=r"trace item 1: event 'E2' has no event time: its property 'ts' is 'soon'"):
+    trace = Trace([Arrive(Event("E1", {"v": 10})), Arrive(Event("E2", {"ts": "soon"}))])
+    with pytest.raises(InvalidTrace, match=r"trace item 0: event 'E1' has no event time"):
+        run(spec, trace)
+    trace = Trace([Arrive(Event("E1", {"ts": "soon"}))])
+    with pytest.raises(InvalidTrace, match=r"trace item 0: event 'E1' has no event time: its property 'ts' is 'soon'"):
         run(spec, trace)
 
 

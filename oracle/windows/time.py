@@ -22,17 +22,27 @@ class TimeWindow(WindowBase):
       events remain, the timer is re-armed at `oldest stamp + t` (always after `now`).
     * A jump fires the timer once, at the jump target: one post covers every
       event stamped `<= target - t` (esper.md §0.1).
-    * The timer is due at the oldest held event's stamp + t. Decided: after a
-      quiet removal (`discard`, an intersection) it moves to the new oldest;
-      Esper leaves the schedule where it was, to fire posting nothing, which
-      shows only in the order of removals within one jump.
+    * A quiet removal (`discard`: another member of an intersection removed
+      the events) leaves the timer where it was, as Esper's `TimeWindowView`
+      does: its `update(null, oldData)` removes the events and schedules
+      nothing. The stale timer then fires at its old due time, removes what is
+      due by then (often nothing, posting nothing) and re-arms at the oldest
+      stamp + t. It shows in a jump: timers fire in (due, slot) order, so a
+      sub-window whose stale timer is due first posts first, though its own
+      events fall due later (`intersection-groupwin-jump-interleaves-groups-by-due`).
+      An arrival into a window emptied that way arms the timer anew at
+      `now + t` (Esper schedules on an empty window's first arrival, replacing
+      the stale callback).
     """
 
     def __init__(self, spec: Time, now: int):
         self.span = spec.span
         self.stamped: deque[tuple[int, Event]] = deque()
+        self.armed: int | None = None  # the timer's due time, stale after a quiet removal
 
     def on_event(self, event: Event, now: int) -> list[Post]:
+        if not self.stamped:
+            self.armed = now + self.span
         self.stamped.append((now, event))
         return [Post((event,))]
 
@@ -40,10 +50,11 @@ class TimeWindow(WindowBase):
         expired = []
         while self.stamped and self.stamped[0][0] <= now - self.span:
             expired.append(self.stamped.popleft()[1])
+        self.armed = self.stamped[0][0] + self.span if self.stamped else None
         return [Post((), expired)] if expired else []
 
     def next_timer(self) -> int | None:
-        return self.stamped[0][0] + self.span if self.stamped else None
+        return self.armed
 
     def discard(self, gone: Collection[Event]) -> None:
         self.stamped = deque(s for s in self.stamped if s[1] not in gone)
