@@ -1,4 +1,4 @@
-"""Conformance cases (../shared/CORPUS.md) to and from the model.
+"""Conformance cases (the case format: corpus/README.md) to and from the model.
 
 The only place that reads or writes the case format. Every error names the file,
 the key and, for trace items, the item's index.

@@ -2,7 +2,7 @@
 
 A dialect module has `parse(text)`, `render(spec)` and `name(spec)`; one whose
 windows need more than their text (eKuiper's time mode, timestamp field, late
-tolerance and time zone: case keys of ../shared/CORPUS.md) also has
+tolerance and time zone: case keys of corpus/README.md) also has
 `SETTING_KEYS`, `parse(text, settings)` and `settings(spec)`, the case keys
 `spec` needs. A case with the `query` key (CORPUS.md) runs the query's spec:
 `case_spec(case)`; and `case_fields(spec, dialect)` gives the `window` text and

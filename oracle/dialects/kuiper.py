@@ -31,7 +31,7 @@ Syntax (kuiper.md §0; seed "Time-units"):
 * Select items: `*`, or an expression with an optional `AS alias` (`AS` may be
   left out). `ORDER BY` items take `ASC` or `DESC`.
 
-Settings (../shared/CORPUS.md case keys; they are not part of eKuiper's SQL:
+Settings (corpus/README.md case keys; they are not part of eKuiper's SQL:
 a rule option, the stream's TIMESTAMP, the server's zone): `time_mode`
 (`processing`, the default, or `event`), `timestamp_field` (needed with event
 time), `late_tolerance` (ms, event time only, default 0), `time_zone` (IANA,

@@ -97,7 +97,7 @@ corpus/kuiper/):
   (`sliding-event-delay-pane-bounds`).
 * COUNTWINDOW in event time (§8): eKuiper refuses the rule
   (`NewEventTimeTrigger`: "unsupported window type"); the kuiper dialect
-  raises `InvalidSpec` (tests/test_kuiper_dialect.py), and a count window is
+  raises `InvalidSpec` (tests/test_kuiper.py), and a count window is
   never timed.
 * The opt-in operators (inc-agg, v2) are not modelled: the default v1
   operator is the spec.
