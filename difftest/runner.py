@@ -462,8 +462,8 @@ class Runner:
             if result.mismatches and failed is None:
                 failed = result
 
-        # each batch holds at least batch_size / 2 traces
-        @settings(max_examples=2 * math.ceil(examples / max(1, self.batch_size // 2)) + 1, deadline=None,
+        # each batch holds at least min(cap, batch_size / 2) traces
+        @settings(max_examples=2 * math.ceil(examples / max(1, min(cap, self.batch_size // 2))) + 1, deadline=None,
                   database=None, phases=[Phase.generate], print_blob=False, verbosity=Verbosity.quiet,
                   suppress_health_check=list(HealthCheck))
         @given(batches(target.specs, self.batch_size))
