@@ -22,27 +22,21 @@ class TimeWindow(WindowBase):
       events remain, the timer is re-armed at `oldest stamp + t` (always after `now`).
     * A jump fires the timer once, at the jump target: one post covers every
       event stamped `<= target - t` (esper.md §0.1).
-    * A quiet removal (`discard`: another member of an intersection removed
-      the events) leaves the timer where it was, as Esper's `TimeWindowView`
-      does: its `update(null, oldData)` removes the events and schedules
-      nothing. The stale timer then fires at its old due time, removes what is
-      due by then (often nothing, posting nothing) and re-arms at the oldest
-      stamp + t. It shows in a jump: timers fire in (due, slot) order, so a
-      sub-window whose stale timer is due first posts first, though its own
-      events fall due later (`intersection-groupwin-jump-interleaves-groups-by-due`).
-      An arrival into a window emptied that way arms the timer anew at
-      `now + t` (Esper schedules on an empty window's first arrival, replacing
-      the stale callback).
+    * The timer is due at the oldest held event's stamp + t. Decided: after a
+      quiet removal (`discard`, an intersection) it moves to the new oldest;
+      Esper leaves the schedule where it was, to fire posting nothing, which
+      shows only in the order of removals within one jump (its `TimeWindowView`
+      schedules only when an empty window takes an arrival and after a
+      firing). Not copied yet: Apama's `partition by ... within ... retain`
+      shares this spec, and its lot rule orders by the events' own due times,
+      so Esper's order needs a field of its own on the spec.
     """
 
     def __init__(self, spec: Time, now: int):
         self.span = spec.span
         self.stamped: deque[tuple[int, Event]] = deque()
-        self.armed: int | None = None  # the timer's due time, stale after a quiet removal
 
     def on_event(self, event: Event, now: int) -> list[Post]:
-        if not self.stamped:
-            self.armed = now + self.span
         self.stamped.append((now, event))
         return [Post((event,))]
 
@@ -50,11 +44,10 @@ class TimeWindow(WindowBase):
         expired = []
         while self.stamped and self.stamped[0][0] <= now - self.span:
             expired.append(self.stamped.popleft()[1])
-        self.armed = self.stamped[0][0] + self.span if self.stamped else None
         return [Post((), expired)] if expired else []
 
     def next_timer(self) -> int | None:
-        return self.armed
+        return self.stamped[0][0] + self.span if self.stamped else None
 
     def discard(self, gone: Collection[Event]) -> None:
         self.stamped = deque(s for s in self.stamped if s[1] not in gone)

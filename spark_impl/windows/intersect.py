@@ -274,29 +274,20 @@ class _FirstUnique(_Unique):
 
 
 class _Time(_Member):
-    """Esper's `TimeWindowView` holds one schedule callback (`callback`, its due
-    clock): set by a row that finds the window empty, and after each firing to
-    the oldest held row's due. A quiet drop changes nothing but the rows, so
-    the callback may fire early (dropping nothing) and order a jump by its
-    stale clock."""
-
     def __init__(self, spec, env):
-        self.span, self.held, self.callback = spec.span, deque(), None  # held: (arrival clock, row)
+        self.span, self.held = spec.span, deque()  # (arrival clock, row)
 
     def arrive(self, row, now):
-        if not self.held:
-            self.callback = now + self.span
         self.held.append((now, row))
         return [([row], [])]
 
     def due(self):
-        return self.callback
+        return self.held[0][0] + self.span if self.held else None
 
     def fire(self, now):
         gone = []
         while self.held and self.held[0][0] <= now - self.span:
             gone.append(self.held.popleft()[1])
-        self.callback = self.held[0][0] + self.span if self.held else None
         return [([], gone)] if gone else []
 
     def discard(self, gone):

@@ -147,20 +147,6 @@ def _own_due(member, index: int) -> str:
     return "slot_due"
 
 
-def stale_callbacks_order_jumps(spec: Intersection, ctx: Context) -> bool:
-    """Whether a `#time` member's callback can be stale where it orders posts.
-    Esper's `TimeWindowView` keeps its callback where it was when another member
-    removes its oldest rows quietly; the stale callback removes nothing in a
-    walk, and in a jump removes what the real one would, so it shows only in the
-    order of the timer handles one jump fires: where there are several (groups,
-    or several timed members) and a member other than `#keepall` beside the
-    `#time` one can remove quietly. That clock is no row's own: the kernel
-    (intersect.py) replays it."""
-    several = bool(ctx.group_keys) or sum(isinstance(m, TIMED) for m in spec.members) > 1
-    timed = any(isinstance(m, Time) for m in spec.members)
-    return several and timed and sum(not isinstance(m, KeepAll) for m in spec.members) > 1
-
-
 def intersection(items: DataFrame, spec: Intersection, ctx: Context) -> DataFrame:
     """An event leaves in the first unit any member removes it in. Within that
     unit the members fire in (due, member) order, each member's timer due at
@@ -169,7 +155,7 @@ def intersection(items: DataFrame, spec: Intersection, ctx: Context) -> DataFram
     still-held events start earliest posts it. Without groupwin and with at
     most one timed member, that is the first removal by (unit, member): one
     aggregate per event."""
-    if not all(isinstance(m, ALONE) for m in spec.members) or stale_callbacks_order_jumps(spec, ctx):
+    if not all(isinstance(m, ALONE) for m in spec.members):
         return sequential_intersection(items, spec, ctx)
     if (not ctx.group_keys and all(isinstance(m, ON_ROW) for m in spec.members)
             and sum(isinstance(m, Time) for m in spec.members) <= 1):
