@@ -38,6 +38,15 @@ ROWS = [
      "the GROUP BY key 'color' at column 66 is named twice"),
     ("kuiper", "SELECT count(*) FROM demo GROUP BY TUMBLINGWINDOW(dd, 3000000)", InvalidSpec,
      "must be at most 253,402,300,800,000 ms"),
+    # what the text alone shows cannot be evaluated: Esper's compiler refuses it
+    ("esper", "#expr(current_count <= 'abc')", InvalidSpec,
+     "(\"current_count <= 'abc'\" at column 7): current_count <= \"abc\" orders a number with a string"),
+    ("esper", "#expr(true < false)", InvalidSpec, "orders a boolean; only numbers and strings are ordered"),
+    ("esper", "#expr(true = 1)", InvalidSpec, "compares a boolean with a number"),
+    ("esper", "#expr(-'a' < 1)", InvalidSpec, "- applies to a number, and \"a\" is a string"),
+    ("esper", "#expr(sum('a') < current_count)", InvalidSpec, "sum applies to a number"),
+    ("esper", "#expr(newest_event.price > 0 and 'x')", InvalidSpec, "and applies to a boolean, and \"x\" is a string"),
+    ("esper", "#length(1)" * 20000, WindowSyntaxError, "200,000 characters long"),  # a 20,000-member intersection
 ]
 
 
@@ -52,6 +61,11 @@ def test_hostile_text_is_a_clear_error(dialect, text, error, words):
     ("kuiper", "SELECT count(*) FROM demo WHERE s = '１２' GROUP BY COUNTWINDOW(2)"),  # text in a string is text
     ("esper", "#expr(" + " + ".join(["price"] * 200) + " > 0)"),  # a long expression within the limits
     ("esper", "#length(2147483647)"),
+    # Esper takes these as written, so the oracle does (its docstrings say what they mean):
+    ("esper", "#sort(5, price, price desc)"),  # a second key on the same property never decides a tie
+    ("esper", '#time_batch(1 sec, "FORCE_UPDATE, FORCE_UPDATE")'),  # TimeBatchFlags sets the flag twice
+    ("esper", '#time_batch(1 sec, 0, "")'),  # TimeBatchFlags skips empty words: no flag
+    ("esper", "#expr(price <= 'abc')"),  # a property's kind is known per event: an event error then
 ])
 def test_text_within_the_limits_parses(dialect, text):
     assert parse(text, dialect) is not None

@@ -40,7 +40,8 @@ Decided and documented:
   Long-typed reference point in msec", `TimeBatchViewForge`).
 * Flow control (time_batch, time_length_batch): the string is split on commas, each word
   trimmed and case-folded, empty words skipped; FORCE_UPDATE sets force_update,
-  START_EAGER sets both flags (`TimeBatchFlags.processKeywords`). With START_EAGER
+  START_EAGER sets both flags (`TimeBatchFlags.processKeywords`), so a word
+  twice and the empty string `""` are accepted as Esper accepts them. With START_EAGER
   the reference point is kept in the spec as written, though Esper ignores it then
   (esper.md §2 `#time_batch`).
 * Several data windows form an intersection, or with `retain-union` a union
@@ -65,6 +66,14 @@ Decided and documented:
   property, and a name that overlaps a field the window posts (ignoring case;
   `#linest` checks `slope` and `YIntercept` only, `StatViewAdditionalPropsForge`)
   is an `InvalidSpec`.
+* Sort criteria (`#sort`, `#rank`) may name a property twice, as Esper allows
+  (`SortWindowViewForge` checks no duplicates): the later key never decides a
+  tie the earlier one left. `#rank`'s unique properties must differ.
+* An expiry expression (`#expr`, `#expr_batch`) whose operands' kinds are known
+  from the text (literals, built-ins, operators over them) must apply each
+  operator to kinds it takes, as Esper's compiler requires ("Implicit
+  conversion ... is not allowed"): `current_count <= 'abc'` is an `InvalidSpec`
+  naming the parameter; a property's kind is checked per event (an event error).
 * Windows Esper has but the oracle does not model (expr, expr_batch) raise `UnsupportedWindow` naming the window,
   whatever their parameters: a clause that GRAMMAR rejects is read again with
   LOOSE_GRAMMAR (any parameters in balanced parentheses) to name its windows, so
@@ -633,7 +642,60 @@ def _expiry(view: View, index: int) -> Expression:
     literal = isinstance(node, Literal) and node.value is not None and not isinstance(node.value, bool)
     if arithmetic or literal or isinstance(node, _NOT_BOOLEAN):
         raise InvalidSpec(f"{_where(view, index)}: the expiry expression must give true or false, got {_kind(param)}")
+    try:
+        _static_kind(node)
+    except InvalidSpec as exc:
+        raise InvalidSpec(f"{_where(view, index)}: {exc}") from None
     return node
+
+
+def _static_kind(node: Expression) -> str | None:
+    """What a node gives where the text alone decides it ("number", "string",
+    "boolean"; None for a property, null or a min/max of one, known only per
+    event). Esper's compiler refuses an operator over kinds it cannot convert
+    ("Implicit conversion from datatype 'String' to 'Integer' is not allowed"),
+    so `current_count <= 'abc'` is refused here rather than on the first event."""
+    if isinstance(node, Literal):
+        value = node.value
+        if value is None:
+            return None
+        return "boolean" if isinstance(value, bool) else "string" if isinstance(value, str) else "number"
+    if isinstance(node, Builtin):
+        return "number"
+    if isinstance(node, (Name, EventProperty)):
+        return None
+    if isinstance(node, Aggregate):
+        inner = None if node.argument is None else _static_kind(node.argument)
+        if node.function in ("sum", "avg"):
+            _need_kind(node.function, node.argument, inner, "number")
+        return "number" if node.function in ("count", "sum", "avg") else inner
+    if isinstance(node, Negate):
+        _need_kind("-", node.operand, _static_kind(node.operand), "number")
+        return "number"
+    if isinstance(node, Not):
+        _need_kind("not", node.operand, _static_kind(node.operand), "boolean")
+        return "boolean"
+    left, right = _static_kind(node.left), _static_kind(node.right)
+    if node.op in ("and", "or"):
+        _need_kind(node.op, node.left, left, "boolean")
+        _need_kind(node.op, node.right, right, "boolean")
+        return "boolean"
+    if node.op in COMPARISONS:
+        ordering = node.op not in ("=", "!=")
+        if ordering and "boolean" in (left, right):
+            raise InvalidSpec(f"{render_expression(node)} orders a boolean; only numbers and strings are ordered")
+        if left and right and left != right:
+            raise InvalidSpec(f"{render_expression(node)} {'orders' if ordering else 'compares'} a {left} with a "
+                              f"{right}; Esper converts neither to the other")
+        return "boolean"
+    _need_kind(node.op, node.left, left, "number")
+    _need_kind(node.op, node.right, right, "number")
+    return "number"
+
+
+def _need_kind(op: str, operand: Expression, kind: str | None, wanted: str) -> None:
+    if kind is not None and kind != wanted:
+        raise InvalidSpec(f"{op} applies to a {wanted}, and {render_expression(operand)} is a {kind}")
 
 
 def _expr(view: View) -> Expr:
