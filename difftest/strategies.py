@@ -309,8 +309,8 @@ LOT_SPECS: dict[type, st.SearchStrategy] = {
 #: Apama's windows: the lot kinds and the forms that are other kinds (`oracle.dialects.apama`)
 APAMA_WINDOWS = st.one_of(
     DATA_WINDOW_SPECS[Length], DATA_WINDOW_SPECS[LengthBatch], DATA_WINDOW_SPECS[Time], DATA_WINDOW_SPECS[KeepAll],
-    st.builds(lambda span, size: Intersection((Time(span), Length(size))), spans, sizes),
-    st.builds(lambda key, span: Intersection((Unique(key), Time(span))), _unique_key, spans),
+    st.builds(lambda span, size: Intersection((Time(span), Length(size)), stale_time_timers=False), spans, sizes),
+    st.builds(lambda key, span: Intersection((Unique(key), Time(span)), stale_time_timers=False), _unique_key, spans),
     *LOT_SPECS.values(),
     st.builds(GroupWin, key_names, st.one_of(DATA_WINDOW_SPECS[Length], DATA_WINDOW_SPECS[LengthBatch],
                                              LOT_SPECS[BatchedLength], LOT_SPECS[LengthUnique])),

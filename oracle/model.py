@@ -944,10 +944,17 @@ def _members(inst, attribute, value):
 
 @frozen
 class Intersection(Spec):
-    """Several data windows on one stream, an event held while every member holds it."""
+    """Several data windows on one stream, an event held while every member holds it.
+
+    `stale_time_timers`: when another member removes a `#time` member's events,
+    True (Esper's `TimeWindowView`) leaves the `#time` member's timer where it
+    was, to fire at that stale time; False (Apama's lots) moves it to the
+    oldest event still held. It decides only which sub-window of a group posts
+    first in one jump."""
 
     KIND: ClassVar[str] = "intersection"
     members: tuple[DataWindow, ...] = field(converter=tuple, validator=_members)
+    stale_time_timers: bool = field(default=True, validator=attrs.validators.instance_of(bool), kw_only=True)
 
 
 @frozen

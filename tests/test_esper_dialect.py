@@ -507,6 +507,11 @@ def test_render(spec, text):
     assert esper.parse(text) == spec
 
 
+def test_esper_does_not_write_an_intersection_whose_time_timer_follows_the_oldest():
+    with pytest.raises(UnsupportedWindow, match="stale_time_timers=True"):
+        esper.render(Intersection((Unique(("symbol",)), Time(1000)), stale_time_timers=False))
+
+
 @given(windows("esper", KINDS))
 def test_parse_of_render_is_identity(spec):
     # windows() itself renders and parses back; this states the property outright

@@ -35,13 +35,17 @@ lot kinds are `oracle.windows.lots`):
 | `retain n every m` | `BatchedLength(n, m)` | |
 | `retain n with unique k` | `LengthUnique(n, k)` | a hidden duplicate holds a place (not `#unique#length`) |
 | `within d` | `Time(d)` | in at arrival, out at exactly arrival + d, same-instant expiries in one lot |
-| `within d retain n` | `Intersection(Time(d), Length(n))` | "the last n items received in the last d seconds" |
-| `within d with unique k` | `Intersection(Unique(k), Time(d))` | the latest per key; an older duplicate never shows again |
+| `within d retain n` | `Intersection(Time(d), Length(n))`¹ | "the last n items received in the last d seconds" |
+| `within d with unique k` | `Intersection(Unique(k), Time(d))`¹ | the latest per key; an older duplicate never shows again |
 | `within d retain n with unique k` | `LengthUnique(n, k, d)` | |
 | `within d every p [retain n] [with unique k]` | `BatchedTime(d, p, n, k)` | a 1 ms period is the unbatched form |
 | `partition by ks <form>` | `GroupWin(ks, form)` | "as if ... applied separately to each partition" |
 | `partition by ks within d every p ...` | `BatchedTime(..., partition=ks)` | the partitions share the window's grid |
 | `partition by ks within d [every p]` | the form alone | PTIME: "The correlator ignores a partition by statement if it is used only with a within window" |
+
+¹ with `stale_time_timers=False`: a partition's timer is due at its oldest
+item's own due time, so in one jump the partitions release in the order their
+items fall due (Esper's `#time` keeps a stale timer instead).
 
 Errors: a clause that does not parse is a `WindowSyntaxError` with its
 1-based column (`where`, `group by`, `join`, any other aggregate...). What
@@ -326,9 +330,9 @@ def _spec(window: _Window, alias: Token | None) -> WindowSpec:
     if size is not None and unique:
         spec = LengthUnique(size, unique, span)
     elif size is not None:
-        spec = Intersection((Time(span), Length(size)))
+        spec = Intersection((Time(span), Length(size)), stale_time_timers=False)
     elif unique:
-        spec = Intersection((Unique(unique), Time(span)))
+        spec = Intersection((Unique(unique), Time(span)), stale_time_timers=False)
     else:
         return Time(span)  # PTIME: a partition changes nothing in a pure within window
     return GroupWin(partition, spec) if partition else spec
@@ -374,6 +378,9 @@ def _unique(names: tuple[str, ...]) -> str:
 
 def _intersection(spec: Intersection) -> str:
     members = spec.members
+    if spec.stale_time_timers:
+        raise UnsupportedWindow(f"the apama dialect cannot write {spec!r}: its within window's timer follows the "
+                                "oldest item held (stale_time_timers=False)")
     if len(members) == 2 and isinstance(members[0], Time) and type(members[1]) is Length:
         return f"within {render_duration(members[0].span)} retain {members[1].size}"
     if len(members) == 2 and isinstance(members[0], Unique) and isinstance(members[1], Time):

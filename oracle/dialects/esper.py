@@ -1172,6 +1172,9 @@ def _render_window(spec) -> str:
 
 def _render_chain(spec) -> str:
     if isinstance(spec, Intersection):
+        if not spec.stale_time_timers:
+            raise UnsupportedWindow(f"the esper dialect cannot write {spec!r}: Esper's #time keeps a stale timer "
+                                    "(stale_time_timers=True)")
         return "".join(map(_render_window, spec.members))
     if isinstance(spec, RetainUnion):
         return "".join(map(_render_window, spec.members)) + " retain-union"

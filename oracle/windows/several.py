@@ -23,6 +23,7 @@ from oracle.model import (
     RetainUnion,
 )
 from oracle.windows.base import Post, WindowBase
+from oracle.windows.time import TimeWindow
 
 #: members that may refuse an arrival (Esper's `AsymetricDataWindowViewForge`)
 FIRST_X = (FirstLength, FirstTime, FirstUnique, FirstEvent)
@@ -100,7 +101,9 @@ class IntersectionWindow(_Members):
       removal set it posts when there is remove-stream data). An arrival a
       member pushes out at once is then posted as old only, not as new.
     * A member's timer post: its old events are dropped by the other members
-      and posted as old, one post per member, in (due, member) order.
+      and posted as old, one post per member, in (due, member) order. A
+      `#time` member's timer is due where `stale_time_timers` puts it
+      (`TimeWindow`): with Esper's rule a quiet removal leaves it stale.
     With a batch member (at most one, `IntersectBatchView`):
     * Arrival: the other members take it first; every event they push out is
       dropped by all members (the batch member's open batch included) and is
@@ -118,6 +121,9 @@ class IntersectionWindow(_Members):
 
     def __init__(self, spec: Intersection, now: int):
         super().__init__(spec.members, now)
+        for member in self.members:
+            if isinstance(member, TimeWindow):
+                member.keeps_stale_timer = spec.stale_time_timers
         self.first_x = [isinstance(m, FIRST_X) for m in spec.members]
         self.batch = next((i for i, m in enumerate(spec.members) if isinstance(m, BATCH_WINDOWS)), None)
         self.latest_new: list[tuple[Event, ...] | None] = [None] * len(self.members)

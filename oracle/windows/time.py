@@ -22,21 +22,30 @@ class TimeWindow(WindowBase):
       events remain, the timer is re-armed at `oldest stamp + t` (always after `now`).
     * A jump fires the timer once, at the jump target: one post covers every
       event stamped `<= target - t` (esper.md §0.1).
-    * The timer is due at the oldest held event's stamp + t. Decided: after a
-      quiet removal (`discard`, an intersection) it moves to the new oldest;
-      Esper leaves the schedule where it was, to fire posting nothing, which
-      shows only in the order of removals within one jump (its `TimeWindowView`
-      schedules only when an empty window takes an arrival and after a
-      firing). Not copied yet: Apama's `partition by ... within ... retain`
-      shares this spec, and its lot rule orders by the events' own due times,
-      so Esper's order needs a field of its own on the spec.
+    * A quiet removal (`discard`: another member of an intersection removed
+      the events): with `keeps_stale_timer` (an intersection's
+      `stale_time_timers`, Esper's rule) the timer stays where it was, as
+      Esper's `TimeWindowView.update(null, oldData)` removes the events and
+      schedules nothing; the stale timer fires at its old due time, removes
+      what is due by then (often nothing: no post) and re-arms at the oldest
+      stamp + t. An arrival into a window emptied that way arms it anew at
+      `now + t` (Esper schedules when an empty window takes an arrival,
+      replacing the stale callback). Without it (Apama's lots) the timer moves
+      to the new oldest stamp + t. The two differ only in the order of the
+      timers one jump fires, which is (due, slot): a sub-window whose stale
+      timer is due first posts first, though its own events fall due later
+      (`groupwin-unique-time-stale-timer-orders-a-jump`).
     """
 
     def __init__(self, spec: Time, now: int):
         self.span = spec.span
         self.stamped: deque[tuple[int, Event]] = deque()
+        self.armed: int | None = None  # the timer's due time
+        self.keeps_stale_timer = False
 
     def on_event(self, event: Event, now: int) -> list[Post]:
+        if not self.stamped:
+            self.armed = now + self.span
         self.stamped.append((now, event))
         return [Post((event,))]
 
@@ -44,13 +53,19 @@ class TimeWindow(WindowBase):
         expired = []
         while self.stamped and self.stamped[0][0] <= now - self.span:
             expired.append(self.stamped.popleft()[1])
+        self._rearm()
         return [Post((), expired)] if expired else []
 
+    def _rearm(self) -> None:
+        self.armed = self.stamped[0][0] + self.span if self.stamped else None
+
     def next_timer(self) -> int | None:
-        return self.stamped[0][0] + self.span if self.stamped else None
+        return self.armed
 
     def discard(self, gone: Collection[Event]) -> None:
         self.stamped = deque(s for s in self.stamped if s[1] not in gone)
+        if not self.keeps_stale_timer:
+            self._rearm()
 
     def contents(self) -> list[Event]:
         return [event for _, event in self.stamped]

@@ -274,24 +274,40 @@ class _FirstUnique(_Unique):
 
 
 class _Time(_Member):
+    """The member holds one schedule callback (`callback`, the clock it is due
+    at), as Esper's `TimeWindowView` does: booked by a row that finds the
+    member empty, and after each firing at the oldest held row's due. Under an
+    intersection with `stale_time_timers`, a quiet drop leaves the booking
+    alone, so the callback may fire early, drop nothing, and order a jump by
+    its stale clock; otherwise a drop books it anew at the oldest row's due."""
+
     def __init__(self, spec, env):
-        self.span, self.held = spec.span, deque()  # (arrival clock, row)
+        self.span, self.held, self.callback = spec.span, deque(), None  # held: (arrival clock, row)
+        self.stale = False
 
     def arrive(self, row, now):
+        if not self.held:
+            self.callback = now + self.span
         self.held.append((now, row))
         return [([row], [])]
 
     def due(self):
-        return self.held[0][0] + self.span if self.held else None
+        return self.callback
+
+    def _book(self):
+        self.callback = self.held[0][0] + self.span if self.held else None
 
     def fire(self, now):
         gone = []
         while self.held and self.held[0][0] <= now - self.span:
             gone.append(self.held.popleft()[1])
+        self._book()
         return [([], gone)] if gone else []
 
     def discard(self, gone):
         self.held = deque(h for h in self.held if h[1] not in gone)
+        if not self.stale:
+            self._book()
 
 
 class _ExtTimed(_Member):
@@ -558,6 +574,9 @@ class _Intersection:
 
     def __init__(self, spec: Intersection, env: _Env):
         self.members = [_MEMBERS[type(m)](m, env) for m in spec.members]
+        for member in self.members:
+            if isinstance(member, _Time):
+                member.stale = spec.stale_time_timers
         self.first_x = [isinstance(m, FIRST_X) for m in spec.members]
         self.any_first_x = any(self.first_x)
         self.batch = next((i for i, m in enumerate(spec.members) if isinstance(m, BATCH_WINDOWS)), None)

@@ -147,15 +147,30 @@ def _own_due(member, index: int) -> str:
     return "slot_due"
 
 
+def stale_callbacks_order_jumps(spec: Intersection, ctx: Context) -> bool:
+    """Whether a `#time` member's stale callback can order posts. With
+    `stale_time_timers` the callback stays where it was when another member
+    drops the member's oldest rows; it then drops nothing in a walk and in a
+    jump drops what the fresh one would, so it shows only in the order of the
+    several timer handles one jump fires (groups, or several timed members)
+    and only where a member other than `#keepall` drops rows beside the `#time`
+    one. That clock is no row's own due: the kernel (intersect.py) keeps it."""
+    several = bool(ctx.group_keys) or sum(isinstance(m, TIMED) for m in spec.members) > 1
+    timed = any(isinstance(m, Time) for m in spec.members)
+    dropping = sum(not isinstance(m, KeepAll) for m in spec.members) > 1
+    return spec.stale_time_timers and several and timed and dropping
+
+
 def intersection(items: DataFrame, spec: Intersection, ctx: Context) -> DataFrame:
     """An event leaves in the first unit any member removes it in. Within that
     unit the members fire in (due, member) order, each member's timer due at
-    the oldest due time among the events it still holds (the oracle's rule),
+    the oldest due time among the events it still holds (a stale `#time`
+    callback that could order them runs in the kernel instead),
     so among the members removing the event there, the one whose removals of
     still-held events start earliest posts it. Without groupwin and with at
     most one timed member, that is the first removal by (unit, member): one
     aggregate per event."""
-    if not all(isinstance(m, ALONE) for m in spec.members):
+    if not all(isinstance(m, ALONE) for m in spec.members) or stale_callbacks_order_jumps(spec, ctx):
         return sequential_intersection(items, spec, ctx)
     if (not ctx.group_keys and all(isinstance(m, ON_ROW) for m in spec.members)
             and sum(isinstance(m, Time) for m in spec.members) <= 1):
