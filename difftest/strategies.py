@@ -178,7 +178,8 @@ def _binary(op: str):
 
 
 _counts = st.integers(0, 5).map(Literal)
-_amounts = st.integers(40, 120).map(lambda k: Literal(k / 4))  # prices are 10.0 to 20.0 in quarters
+_amounts = st.integers(40, 79).map(lambda k: Literal(k / 4))  # prices are 10.0 to 20.0 in quarters: a bound some price passes
+_spreads = st.integers(0, 40).map(lambda k: Literal(k / 4))  # a max - min of such prices
 _spans_literal = spans.map(Literal)
 _count_bound = _counts | st.just(Name("MAXC"))
 _expiry_atoms = st.one_of(
@@ -187,9 +188,10 @@ _expiry_atoms = st.one_of(
     st.builds(lambda t: Binary(">", Builtin("oldest_timestamp"), Binary("-", Builtin("newest_timestamp"), t)), _spans_literal),
     st.builds(_binary("="), st.just(Builtin("expired_count")), _counts),
     st.builds(_binary(">="), st.just(Builtin("expired_count")), _counts),
-    st.builds(_binary("<"), st.sampled_from([Aggregate("sum", Name("price")), Aggregate("avg", Name("price")),
-                                             Binary("-", Aggregate("max", Name("price")), Aggregate("min", Name("price")))]),
-              _amounts.map(lambda a: Literal(a.value * 3))),
+    st.builds(_binary("<"), st.just(Aggregate("sum", Name("price"))), _amounts.map(lambda a: Literal(a.value * 3))),
+    st.builds(_binary("<"), st.just(Aggregate("avg", Name("price"))), _amounts),
+    st.builds(_binary("<"), st.just(Binary("-", Aggregate("max", Name("price")), Aggregate("min", Name("price")))),
+              _spreads),
     st.builds(_binary("<="), st.sampled_from([Aggregate("count"), Aggregate("count", Name("symbol"))]), _count_bound),
     st.just(Binary("=", EventProperty("newest_event", "symbol"), EventProperty("oldest_event", "symbol"))),
     st.builds(_binary(">"), st.just(Name("price")), _amounts),

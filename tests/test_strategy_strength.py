@@ -13,9 +13,17 @@ from __future__ import annotations
 
 import pytest
 
-from difftest.strategies import GRID, TIMESTAMP, seeded_traces, trace_names
+import attrs
+from hypothesis import HealthCheck, assume, given, settings
+
+from difftest.strategies import GRID, TIMESTAMP, seeded_traces, trace_shape, windows
 from oracle import parse, run
+from oracle.stream_query import QUERY_SPECS
 from oracle.model import (
+    WINDOW_SPECS,
+    Intersection,
+    Spec,
+    WindowSpec,
     DAY,
     HOUR,
     MINUTE,
@@ -128,6 +136,164 @@ DIALECT_ROWS = [
 ]
 
 
+def _kuiper(text: str, **settings) -> WindowSpec:
+    return parse(text, "kuiper", settings)
+
+
+_EVENT = {"time_mode": "event", "timestamp_field": "ts"}
+
+# one row per spec field no row above changes (`test_every_field_of_every_spec_has_a_row`)
+FIELD_ROWS = [
+    ("apama retain every: batch", parse("retain 4 every 2", "apama"), parse("retain 4 every 3", "apama")),
+    ("apama retain every: size", parse("retain 3 every 2", "apama"), parse("retain 4 every 2", "apama")),
+    ("apama retain every: unique", parse("retain 3 every 2", "apama"),
+     parse("retain 3 every 2 with unique v.symbol", "apama")),
+    ("apama within every retain: size", parse("within 1.0 every 0.5 retain 1", "apama"),
+     parse("within 1.0 every 0.5 retain 2", "apama")),
+    ("apama within every: unique", parse("within 1.0 every 0.5", "apama"),
+     parse("within 1.0 every 0.5 with unique v.symbol", "apama")),
+    ("apama within every: partition", parse("partition by v.symbol within 1.0 every 0.5 retain 1", "apama"),
+     parse("within 1.0 every 0.5 retain 1", "apama")),
+    ("apama retain unique: size", parse("retain 1 with unique v.symbol", "apama"),
+     parse("retain 2 with unique v.symbol", "apama")),
+    ("apama retain unique: within", parse("retain 2 with unique v.symbol", "apama"),
+     parse("within 1.0 retain 2 with unique v.symbol", "apama")),
+    ("apama retain unique: key", parse("retain 2 with unique v.symbol", "apama"),
+     parse("retain 2 with unique v.feed", "apama")),
+    ("apama stream query: output", parse("from v in values retain 2 select sum(v)", "apama"),
+     parse("from v in values retain 2 select max(v)", "apama")),
+    ("apama stream query: window", parse("from v in values retain 2 select sum(v)", "apama"),
+     parse("from v in values retain 3 select sum(v)", "apama")),
+    ("apama stream query: argument", parse("from v in values retain 2 select sum(v.value)", "apama"),
+     parse("from v in values retain 2 select sum(v.price)", "apama")),
+    ("ccl slack: size", parse("KEEP 2 ROWS SLACK 2", "ccl"), parse("KEEP 3 ROWS SLACK 2", "ccl")),
+    ("ccl slack: slack", parse("KEEP 2 ROWS SLACK 2", "ccl"), parse("KEEP 2 ROWS SLACK 3", "ccl")),
+    ("size: additional property", parse("#size()", "esper"), parse("#size(symbol)", "esper")),
+    ("size: *", parse("#size()", "esper"), parse("#size(*)", "esper")),
+    ("size: source", parse("#size()", "esper"), parse("#length(2)#size()", "esper")),
+    ("uni: x", parse("#uni(price)", "esper"), parse("#uni(ts)", "esper")),
+    ("uni: additional property", parse("#uni(price)", "esper"), parse("#uni(price, symbol)", "esper")),
+    ("uni: *", parse("#uni(price)", "esper"), parse("#uni(price, *)", "esper")),
+    ("uni: source", parse("#uni(price)", "esper"), parse("#length(2)#uni(price)", "esper")),
+    ("linest: x", parse("#linest(price, ts)", "esper"), parse("#linest(ts, ts)", "esper")),
+    ("linest: y", parse("#linest(price, ts)", "esper"), parse("#linest(price, price)", "esper")),
+    ("linest: additional property", parse("#linest(price, ts)", "esper"), parse("#linest(price, ts, feed)", "esper")),
+    ("linest: *", parse("#linest(price, ts)", "esper"), parse("#linest(price, ts, *)", "esper")),
+    ("linest: source", parse("#linest(price, ts)", "esper"), parse("#time(1 sec)#linest(price, ts)", "esper")),
+    ("correl: x", parse("#correl(price, ts)", "esper"), parse("#correl(size, ts)", "esper")),
+    ("correl: y", parse("#correl(price, ts)", "esper"), parse("#correl(price, size)", "esper")),
+    ("correl: additional property", parse("#correl(price, ts)", "esper"), parse("#correl(price, ts, symbol)", "esper")),
+    ("correl: *", parse("#correl(price, ts)", "esper"), parse("#correl(price, ts, *)", "esper")),
+    ("correl: source", parse("#correl(price, ts)", "esper"), parse("#length(3)#correl(price, ts)", "esper")),
+    ("weighted_avg: x", parse("#weighted_avg(price, ts)", "esper"), parse("#weighted_avg(size, ts)", "esper")),
+    ("weighted_avg: weight", parse("#weighted_avg(price, ts)", "esper"), parse("#weighted_avg(price, size)", "esper")),
+    ("weighted_avg: additional property", parse("#weighted_avg(price, ts)", "esper"),
+     parse("#weighted_avg(price, ts, symbol)", "esper")),
+    ("weighted_avg: *", parse("#weighted_avg(price, ts)", "esper"), parse("#weighted_avg(price, ts, *)", "esper")),
+    ("weighted_avg: source", parse("#weighted_avg(price, ts)", "esper"),
+     parse("#length(2)#weighted_avg(price, ts)", "esper")),
+    ("expr: expiry", parse("#expr(current_count <= 2)", "esper"), parse("#expr(current_count <= 3)", "esper")),
+    ("expr_batch: expiry", parse("#expr_batch(current_count >= 2)", "esper"),
+     parse("#expr_batch(current_count >= 3)", "esper")),
+    ("expr_batch: include the trigger", parse("#expr_batch(current_count >= 2)", "esper"),
+     parse("#expr_batch(current_count >= 2, false)", "esper")),
+    ("ext_timed: timestamp", ExtTimed(TIMESTAMP, GRID), ExtTimed("stamp", GRID)),
+    ("ext_timed_batch: timestamp", ExtTimedBatch(TIMESTAMP, GRID), ExtTimedBatch("stamp", GRID)),
+    ("time_order: timestamp", TimeOrder(TIMESTAMP, GRID), TimeOrder("stamp", GRID)),
+    ("groupwin: window", GroupWin(("symbol",), Length(1)), GroupWin(("symbol",), Length(2))),
+    ("retain-union: members", parse("#length(2)#time(1 sec) retain-union", "esper"),
+     parse("#length(3)#time(1 sec) retain-union", "esper")),
+    ("intersection: stale #time timers", GroupWin(("symbol",), Intersection((Unique(("feed",)), Time(2 * GRID)))),
+     GroupWin(("symbol",), Intersection((Unique(("feed",)), Time(2 * GRID)), stale_time_timers=False))),
+    ("kuiper count: filter", _kuiper("COUNTWINDOW(2)"), _kuiper("COUNTWINDOW(2) FILTER(WHERE price > 15)")),
+    ("kuiper hopping: size", _kuiper("HOPPINGWINDOW(ss, 2, 1)"), _kuiper("HOPPINGWINDOW(ss, 3, 1)")),
+    ("kuiper hopping: unit", _kuiper("HOPPINGWINDOW(ss, 2, 1)"), _kuiper("HOPPINGWINDOW(ms, 2000, 1000)")),
+    ("kuiper hopping: filter", _kuiper("HOPPINGWINDOW(ss, 2, 1)"),
+     _kuiper("HOPPINGWINDOW(ss, 2, 1) FILTER(WHERE price > 15)")),
+    ("kuiper hopping: event time", _kuiper("HOPPINGWINDOW(ss, 2, 1)"), _kuiper("HOPPINGWINDOW(ss, 2, 1)", **_EVENT)),
+    ("kuiper hopping: late tolerance", _kuiper("HOPPINGWINDOW(ss, 2, 1)", **_EVENT),
+     _kuiper("HOPPINGWINDOW(ss, 2, 1)", late_tolerance=1000, **_EVENT)),
+    ("kuiper hopping: zone", _kuiper("HOPPINGWINDOW(hh, 1, 1)", time_zone="Asia/Kathmandu"),
+     _kuiper("HOPPINGWINDOW(hh, 1, 1)")),
+    ("kuiper tumbling: unit", _kuiper("TUMBLINGWINDOW(ss, 2)"), _kuiper("TUMBLINGWINDOW(ms, 2000)")),
+    ("kuiper tumbling: event time", _kuiper("TUMBLINGWINDOW(ss, 1)"), _kuiper("TUMBLINGWINDOW(ss, 1)", **_EVENT)),
+    ("kuiper tumbling: late tolerance", _kuiper("TUMBLINGWINDOW(ss, 1)", **_EVENT),
+     _kuiper("TUMBLINGWINDOW(ss, 1)", late_tolerance=1000, **_EVENT)),
+    ("kuiper sliding: trigger", _kuiper("SLIDINGWINDOW(ss, 1)"), _kuiper("SLIDINGWINDOW(ss, 1) OVER(WHEN price > 15)")),
+    ("kuiper sliding: filter", _kuiper("SLIDINGWINDOW(ss, 1)"),
+     _kuiper("SLIDINGWINDOW(ss, 1) FILTER(WHERE price > 15)")),
+    ("kuiper sliding: event time", _kuiper("SLIDINGWINDOW(ss, 1)"), _kuiper("SLIDINGWINDOW(ss, 1)", **_EVENT)),
+    ("kuiper sliding: late tolerance", _kuiper("SLIDINGWINDOW(ss, 1)", **_EVENT),
+     _kuiper("SLIDINGWINDOW(ss, 1)", late_tolerance=1000, **_EVENT)),
+    ("kuiper session: unit", _kuiper("SESSIONWINDOW(ss, 2, 1)"), _kuiper("SESSIONWINDOW(ms, 2000, 1000)")),
+    ("kuiper session: filter", _kuiper("SESSIONWINDOW(ss, 10, 1)"),
+     _kuiper("SESSIONWINDOW(ss, 10, 1) FILTER(WHERE price > 15)")),
+    ("kuiper session: event time", _kuiper("SESSIONWINDOW(ss, 10, 1)"), _kuiper("SESSIONWINDOW(ss, 10, 1)", **_EVENT)),
+    ("kuiper session: late tolerance", _kuiper("SESSIONWINDOW(ss, 10, 1)", **_EVENT),
+     _kuiper("SESSIONWINDOW(ss, 10, 1)", late_tolerance=1000, **_EVENT)),
+    ("kuiper session: zone", _kuiper("SESSIONWINDOW(mi, 1, 1)", time_zone="America/New_York"),
+     _kuiper("SESSIONWINDOW(mi, 1, 1)", time_zone="Etc/GMT+5")),
+    ("kuiper query: select", _kuiper("SELECT count(*) FROM demo GROUP BY TUMBLINGWINDOW(ss, 1)"),
+     _kuiper("SELECT sum(price) FROM demo GROUP BY TUMBLINGWINDOW(ss, 1)")),
+    ("kuiper query: window", _kuiper("SELECT count(*) FROM demo GROUP BY TUMBLINGWINDOW(ss, 1)"),
+     _kuiper("SELECT count(*) FROM demo GROUP BY TUMBLINGWINDOW(ss, 2)")),
+    ("kuiper query: where", _kuiper("SELECT count(*) FROM demo GROUP BY COUNTWINDOW(2)"),
+     _kuiper("SELECT count(*) FROM demo WHERE price > 15 GROUP BY COUNTWINDOW(2)")),
+    ("kuiper query: keys", _kuiper("SELECT count(*) FROM demo GROUP BY COUNTWINDOW(3)"),
+     _kuiper("SELECT count(*) FROM demo GROUP BY COUNTWINDOW(3), symbol")),
+    ("kuiper query: having", _kuiper("SELECT count(*) FROM demo GROUP BY TUMBLINGWINDOW(ss, 1)"),
+     _kuiper("SELECT count(*) FROM demo GROUP BY TUMBLINGWINDOW(ss, 1) HAVING count(*) > 1")),
+    ("kuiper query: order", _kuiper("SELECT price FROM demo GROUP BY COUNTWINDOW(3)"),
+     _kuiper("SELECT price FROM demo GROUP BY COUNTWINDOW(3) ORDER BY price DESC")),
+]
+
+#: spec fields no row can change the output of, and why
+FIELD_EXEMPT = {
+    ("Query", "stream"): "the stream's name: a case's trace is the one stream the statement reads",
+    ("Sliding", "unit"): "a sliding pane is the rows of [T - size, T] at each trigger: no alignment, so the unit "
+                         "only scales the size (SLIDINGWINDOW(ss, 1) is SLIDINGWINDOW(ms, 1000))",
+    ("Sliding", "time_zone"): "no alignment: the zone (a rule setting every pane window takes) moves nothing",
+}
+
+
+@pytest.mark.parametrize(("what", "spec_a", "spec_b"), FIELD_ROWS, ids=[row[0] for row in FIELD_ROWS])
+def test_each_field_matters_on_some_drawn_case(what, spec_a, spec_b):
+    assert differs(spec_a, spec_b), f"{what}: no drawn trace tells {spec_a} from {spec_b}"
+
+
+def changed_fields(a, b) -> set[tuple[str, str]]:
+    """The (spec class, field) pairs whose values differ between two specs of
+    one shape, nested specs and expressions included; specs of two classes
+    change no field."""
+    if type(a) is not type(b):
+        return set()
+    if isinstance(a, tuple):
+        return set().union(*map(changed_fields, a, b)) if len(a) == len(b) else set()
+    if not attrs.has(type(a)):
+        return set()
+    changed = set()
+    for f in attrs.fields(type(a)):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if x != y:
+            if isinstance(a, Spec):
+                changed.add((type(a).__name__, f.name))
+            changed |= changed_fields(x, y)
+    return changed
+
+
+def test_every_field_of_every_spec_has_a_row():
+    """A field no row changes could be ignored by an implementation without
+    any differential run noticing: each has a row above that changes it alone
+    (or with another field), or an exemption that says why it cannot matter."""
+    rows = [(a, b) for _, a, b in OPTION_ROWS + FIELD_ROWS]
+    rows += [(parse(a, dialect), parse(b, dialect)) for _, dialect, a, b in DIALECT_ROWS]
+    covered = set().union(*(changed_fields(a, b) for a, b in rows))
+    every = {(cls.__name__, f.name) for cls in WINDOW_SPECS + QUERY_SPECS for f in attrs.fields(cls)}
+    missing = sorted(every - covered - set(FIELD_EXEMPT))
+    assert not missing, f"spec fields without a strength row: {missing}"
+    assert not set(FIELD_EXEMPT) & covered, "an exempt field has a row: drop the exemption"
+
+
 @pytest.mark.parametrize(("what", "dialect", "text_a", "text_b"), DIALECT_ROWS, ids=[row[0] for row in DIALECT_ROWS])
 def test_each_option_of_the_other_dialects_matters_on_some_drawn_case(what, dialect, text_a, text_b):
     spec_a, spec_b = parse(text_a, dialect), parse(text_b, dialect)
@@ -135,8 +301,9 @@ def test_each_option_of_the_other_dialects_matters_on_some_drawn_case(what, dial
 
 
 def draws(*specs):
-    properties = tuple(dict.fromkeys(p for spec in specs for p in trace_names(spec)))
-    return seeded_traces(2026, DRAWS, properties)
+    shape = {key: tuple(dict.fromkeys(v for spec in specs for v in trace_shape(spec)[key]))
+             for key in ("properties", "numbers", "stamps", "opcodes")}
+    return seeded_traces(2026, DRAWS, **shape)
 
 
 def differs(spec_a, spec_b, change=lambda trace: trace) -> bool:
@@ -195,3 +362,17 @@ def test_several_groups_fire_at_one_instant_in_some_drawn_case():
             if len({e.get("symbol") for e in update.remove}) >= 2:
                 return
     pytest.fail("no drawn trace has two groups' timers post in one update")
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(windows("kuiper", "sliding").filter(lambda spec: spec.delay > 0))
+def test_a_drawn_sliding_delay_changes_the_output(spec):
+    """The drawn specs, not only a chosen one: an implementation that drops
+    the delay must be caught by what `difftest run --dialect kuiper` draws
+    (issue 25 measured a minute of runs missing it). A spec that posts no
+    pane on any drawn trace (its FILTER and trigger exclude each other) has
+    nothing a delay could change."""
+    undelayed = attrs.evolve(spec, delay=0)
+    outputs = [(run(spec, trace), run(undelayed, trace)) for trace in draws(spec)[:100]]
+    assume(any(u.window is not None for a, b in outputs for u in a + b))
+    assert any(a != b for a, b in outputs), f"no drawn trace tells {spec} from its delay 0"
