@@ -481,6 +481,11 @@ def _query(draw) -> Query:
         order = draw(st.sampled_from(((), (OrderKey(Name("price"), True),), (OrderKey(Name("symbol")),))))
     items += draw(st.lists(st.sampled_from(_PANE_ITEMS), max_size=2, unique=True))
     where = draw(st.one_of(st.none(), st.none(), _row_conditions))
+    if where is not None and not Query(tuple(items), "demo", window, where).where_in_window and draw(st.booleans()):
+        # a WHERE after the window may read the pane's aggregates (eKuiper's AggFuncPlan)
+        where = draw(st.builds(_binary(">="), st.just(Name("price")),
+                               st.sampled_from([Aggregate("avg", Name("price")), Aggregate("min", Name("price")),
+                                                Binary("-", Aggregate("max", Name("price")), Literal(2.5))])))
     return Query(tuple(items), "demo", window, where, keys, having, order)
 
 

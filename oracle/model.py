@@ -1397,12 +1397,19 @@ def _pane_window(inst, attribute, value):
         raise InvalidSpec(f"query: {value!r} is not a window that emits panes")
 
 
-def _row_condition(inst, attribute, value):
+def _where_condition(inst, attribute, value):
     if value is None:
         return
     _expression(inst, attribute, value)
-    if any(isinstance(node, GROUP_NODES) for node in expression_nodes(value)):
-        raise InvalidSpec(f"query: the {attribute.name} condition is evaluated for one row; it cannot aggregate")
+    if any(isinstance(node, GROUP_NODES) for node in expression_nodes(value)) and inst.where_in_window:
+        raise InvalidSpec(f"query: {WHERE_AGGREGATE_IN_WINDOW}")
+
+
+#: why an aggregate cannot stand in a WHERE that enters the window
+WHERE_AGGREGATE_IN_WINDOW = (
+    "an aggregate in WHERE is computed over each pane after the window, but over a processing-time "
+    "TUMBLINGWINDOW, HOPPINGWINDOW or SESSIONWINDOW eKuiper's planner pushes WHERE into the window's own "
+    "filter, where the aggregate has no value yet (every row would drop); not supported")
 
 
 def _group_keys(inst, attribute, value):
@@ -1429,10 +1436,22 @@ class Query(Spec):
     select: tuple[SelectItem, ...] = field(converter=tuple, validator=_select, metadata=_role("expression"))
     stream: str = field(validator=_identifier)
     window: Any = field(validator=_pane_window)
-    where: Any = field(default=None, validator=_row_condition, metadata=_role("expression"))
+    where: Any = field(default=None, validator=_where_condition, metadata=_role("expression"))
     keys: tuple[Any, ...] = field(default=(), converter=tuple, validator=_group_keys, metadata=_role("expression"))
     having: Any = field(default=None, validator=_optional_expression, metadata=_role("expression"))
     order: tuple[OrderKey, ...] = field(default=(), converter=tuple, validator=_orders, metadata=_role("expression"))
+
+    @property
+    def where_in_window(self) -> bool:
+        """Whether WHERE filters rows as they enter the window: eKuiper's
+        planner pushes it into the window's own filter for processing-time
+        tumbling, hopping and session windows (windowPlan.go
+        `PushDownPredicate`); for count and sliding windows and every
+        event-time window it stays after the window and filters each pane's
+        rows, an aggregate in it reading the whole pane (`AggFuncPlan`, below
+        the filter: `a > avg(a)` keeps the pane's rows above its mean)."""
+        return (self.where is not None and not getattr(self.window, "event_time", False)
+                and isinstance(self.window, (Tumbling, Hopping, Session)))
 
     @property
     def aggregates(self) -> bool:

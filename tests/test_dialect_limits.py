@@ -47,6 +47,11 @@ ROWS = [
     ("esper", "#expr(sum('a') < current_count)", InvalidSpec, "sum applies to a number"),
     ("esper", "#expr(newest_event.price > 0 and 'x')", InvalidSpec, "and applies to a boolean, and \"x\" is a string"),
     ("esper", "#length(1)" * 20000, WindowSyntaxError, "200,000 characters long"),  # a 20,000-member intersection
+    # eKuiper pushes this WHERE into the window's filter, where its aggregate has no value yet
+    ("kuiper", "SELECT * FROM demo WHERE a > avg(a) GROUP BY TUMBLINGWINDOW(ss, 1)", InvalidSpec,
+     "the WHERE condition (column 26): an aggregate in WHERE is computed over each pane after the window"),
+    ("kuiper", "SELECT * FROM demo WHERE a > sum(avg(a)) GROUP BY COUNTWINDOW(3)", InvalidSpec,
+     "the argument of sum may read the events' properties and literals only (column 30)"),
 ]
 
 

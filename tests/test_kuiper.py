@@ -86,7 +86,8 @@ ERRORS = [
     ("SELECT a FROM demo GROUP BY a", InvalidSpec, "exactly one window function"),
     ("SELECT a FROM demo GROUP BY TUMBLINGWINDOW(ss, 1), COUNTWINDOW(2)", InvalidSpec, "columns 29, 52"),
     ("SELECT foo(a) FROM demo GROUP BY COUNTWINDOW(2)", InvalidSpec, "unknown function 'foo' at column 8"),
-    ("SELECT a FROM demo WHERE count(*) > 1 GROUP BY COUNTWINDOW(2)", InvalidSpec, "cannot aggregate"),
+    ("SELECT a FROM demo WHERE count(*) > 1 GROUP BY HOPPINGWINDOW(ss, 2, 1)", InvalidSpec,
+     "the WHERE condition (column 26): an aggregate in WHERE"),
     ("SELECT time FROM demo GROUP BY COUNTWINDOW(2)", InvalidSpec, "time at column 8"),
     ("SELECT a FROM demo GROUP BY COUNTWINDOW(2) HAVING", WindowSyntaxError, "end of the text; expected '(' or NOT"),
 ]

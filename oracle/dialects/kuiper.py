@@ -64,6 +64,7 @@ from oracle.model import (
     MILLISECOND,
     MINUTE,
     SECOND,
+    WHERE_AGGREGATE_IN_WINDOW,
     Aggregate,
     Binary,
     Call,
@@ -567,7 +568,11 @@ def parse(text: str, settings: Mapping[str, Any] | None = None):
                 raise InvalidSpec(f"the GROUP BY key at column {group.column} reads the row's fields only")
         keys.append(group.expr.node)
     window = _window(windows[0], settings)
-    where = _condition(parts.get("where"), "the WHERE condition")
+    where_item = parts.get("where")
+    where = where_item.node if where_item is not None else None
+    if where is not None and any(isinstance(n, (Aggregate, Collect)) for n in expression_nodes(where)):
+        if Query(parts["select"], parts["stream"].node.name, window, where=Literal(True)).where_in_window:
+            raise InvalidSpec(f"the WHERE condition (column {where_item.column}): {WHERE_AGGREGATE_IN_WINDOW}")
     for clause in ("where", "having"):
         item = parts.get(clause)
         for node in expression_nodes(item.node) if item is not None else ():

@@ -128,16 +128,11 @@ from oracle.model import (
 )
 from oracle.errors import InvalidTrace
 from oracle.windows.base import Delivery, EventError, Post, WindowBase
-from oracle.windows.query import evaluate_query, holds
+from oracle.windows.query import Scope, evaluate, evaluate_query, holds
 
 #: a processing-time tick this late (ms) or more is skipped and the ticks re-aligned
 #: (window_op.go: "If the deviation is less than 50ms, then process it")
 LATE_TICK = 50
-
-#: windows a processing-time query's WHERE is pushed into (planner windowPlan.go
-#: PushDownPredicate): it acts as their FILTER
-PUSHED_DOWN = (Tumbling, Hopping, Session)
-
 
 def aligned_end(t: int, count: int, unit: int, zone: ZoneInfo) -> int:
     """eKuiper's `getAlignedWindowEndTime(t, count, unit)` in ms: for a unit of
@@ -252,7 +247,7 @@ class PaneWindowBase(WindowBase):
     def __init__(self, spec: Any, now: int, query: Query | None = None):
         self.spec, self.query = spec, query
         where = query.where if query is not None else None
-        pushed = where is not None and not spec.event_time and isinstance(spec, PUSHED_DOWN)
+        pushed = query is not None and query.where_in_window
         self.admit = [c for c in (spec.filter, where if pushed else None) if c is not None]
         self.after_where = None if pushed else where
         self.rows: list[tuple[int, Event]] = []  # (row time, event), in pane order
@@ -322,7 +317,9 @@ class PaneWindowBase(WindowBase):
         """The post of one pane, or None where nothing reaches the sink."""
         events = [event for _, event in rows]
         if self.after_where is not None:
-            events = [e for e in events if holds(self.after_where, e.as_dict())]
+            pane_rows = [e.as_dict() for e in events]  # an aggregate in WHERE reads the whole pane
+            events = [e for e, row in zip(events, pane_rows)
+                      if evaluate(self.after_where, Scope(row, pane_rows, Pane(start, end))) is True]
             if not events:
                 return None
         pane = Pane(start, end)

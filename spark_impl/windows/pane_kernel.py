@@ -33,7 +33,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from oracle.model import DAY, HOUR, MILLISECOND, MINUTE, SECOND, CountPanes, Hopping, Session, Sliding, Tumbling
-from spark_impl.windows.pane_query import evaluate_pane, row_holds, to_json
+from spark_impl.windows.pane_query import RowEval, evaluate_pane, row_holds, to_json
 
 #: a processing-time tick this many ms late or more is skipped and the ticks re-aligned
 LATE_TICK = 50
@@ -453,7 +453,10 @@ def kernel(spec, query, pushed_where: bool, names: tuple[str, ...], json_names: 
                     continue
                 rows, wstart, wend = post
                 if after_where is not None:
-                    rows = [r for r in rows if row_holds(after_where, r)]
+                    # an aggregate in this WHERE reads the pane's rows before the filter
+                    pane_rows = rows
+                    rows = [r for r in pane_rows
+                            if RowEval(r, group=pane_rows, pane=(wstart, wend)).of(after_where) is True]
                     if not rows:
                         continue
                 pane = (wstart, wend)

@@ -57,9 +57,6 @@ from spark_impl.windows.base import quoted
 from spark_impl.windows.pane_kernel import aligned_end, kernel
 from spark_impl.windows.pane_query import compile_select, grouping_key, sql_condition, sql_literal
 
-#: windows a processing-time query's WHERE is pushed into (eKuiper's planner)
-PUSHED_DOWN = (Tumbling, Hopping, Session)
-
 _KERNEL_SCHEMA = T.StructType([
     T.StructField("trace_id", T.StringType()), T.StructField("seq", T.LongType()),
     T.StructField("phase", T.IntegerType()), T.StructField("time", T.LongType()),
@@ -75,7 +72,8 @@ def _split(spec) -> tuple:
 
 
 def pushed_where(window, query) -> bool:
-    return query is not None and query.where is not None and not window.event_time and isinstance(window, PUSHED_DOWN)
+    """Whether the query's WHERE acts as the window's filter (the spec's `where_in_window`)."""
+    return query is not None and query.where_in_window
 
 
 def _check(items: DataFrame) -> None:
