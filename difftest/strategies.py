@@ -72,6 +72,7 @@ from oracle.model import (
     accepted_opcodes,
     Call,
     Collect,
+    Deduplicate,
     CountPanes,
     Hopping,
     Index,
@@ -455,10 +456,12 @@ _AGGREGATE_ITEMS = (
     SelectItem(Aggregate("avg", Name("price"))), SelectItem(Aggregate("min", Name("price")), "low"),
     SelectItem(Aggregate("max", Name(TIMESTAMP)), "latest"), SelectItem(Aggregate("count", Name("symbol")), "named"),
     SelectItem(Member(Index(Collect(), 0), "symbol"), "first_symbol"), SelectItem(Index(Collect(Name("id")), 1)),
+    SelectItem(Deduplicate(Name("symbol"), True), "distinct"), SelectItem(Member(Deduplicate(Name("price"), False), "id")),
+    SelectItem(Call("event_time"), "et"), SelectItem(Aggregate("max", Call("event_time")), "last_time"),
 )
 _ROW_ITEMS = (
     SelectItem(), SelectItem(Name("symbol")), SelectItem(Name("price")), SelectItem(Name("id")),
-    SelectItem(Binary("*", Name("price"), Literal(2)), "double"),
+    SelectItem(Binary("*", Name("price"), Literal(2)), "double"), SelectItem(Call("event_time"), "et"),
 )
 _PANE_ITEMS = (SelectItem(Call("window_start")), SelectItem(Call("window_end"), "we"), SelectItem(Call("row_number"), "rn"))
 

@@ -688,16 +688,22 @@ class Aggregate:
             if self.function != "count":
                 raise InvalidSpec(f"{self.function}(*) is not an aggregation; only count(*) is")
             return
-        _expression(self, attribute, value)
-        for node in expression_nodes(value):
-            if isinstance(node, (Aggregate, Builtin, EventProperty)):
-                raise InvalidSpec(f"the argument of {self.function} may read the events' properties and literals only")
+        _row_argument(self.function, attribute, value)
+
+
+def _row_argument(function: str, attribute, value) -> None:
+    """An aggregate's argument reads one row: no aggregate in it (eKuiper:
+    "aggregate argument is not allowed"), no Esper built-in."""
+    _expression(None, attribute, value)
+    for node in expression_nodes(value):
+        if isinstance(node, GROUP_NODES + (Builtin, EventProperty)):
+            raise InvalidSpec(f"the argument of {function} may read the events' properties and literals only")
 
 
 #: functions of a query over a pane (eKuiper) that are not aggregates: the
 #: pane's bounds, the output row's number, and the state of a sliding
 #: window's trigger condition (the row time and count of its last hit)
-CALLS = ("window_start", "window_end", "row_number", "last_hit_time", "last_hit_count")
+CALLS = ("window_start", "window_end", "row_number", "last_hit_time", "last_hit_count", "event_time")
 
 
 @frozen
@@ -717,7 +723,24 @@ class Collect:
     @argument.validator
     def _check_argument(self, attribute, value):
         if value is not None:
-            _expression(self, attribute, value)
+            _row_argument("collect", attribute, value)
+
+
+@frozen
+class Deduplicate:
+    """eKuiper's `deduplicate(key, all)` over a group's rows, each an object of
+    its fields, told apart by the text of `key`'s value (Go's `%v`: 1 and 1.0
+    and "1" are one key, null is "<nil>"). `all`: the rows whose key was not
+    seen before, in order (a list); else the group's last row if its key was
+    not seen before it, or null (the output field then missing: the sink gets
+    an empty object), as eKuiper's `dedup` (common_array_funcs.go)."""
+
+    key: Any = field()
+    all: bool = field(validator=attrs.validators.instance_of(bool))
+
+    @key.validator
+    def _check_key(self, attribute, value):
+        _row_argument("deduplicate", attribute, value)
 
 
 @frozen
@@ -736,16 +759,18 @@ class Member:
     name: str = field(validator=_identifier)
 
 
-EXPRESSIONS = (Literal, Name, Builtin, EventProperty, Negate, Not, Binary, Aggregate, Call, Collect, Index, Member)
-Expression = Union[Literal, Name, Builtin, EventProperty, Negate, Not, Binary, Aggregate, Call, Collect, Index, Member]
+EXPRESSIONS = (Literal, Name, Builtin, EventProperty, Negate, Not, Binary, Aggregate, Call, Collect, Deduplicate, Index,
+               Member)
+Expression = Union[Literal, Name, Builtin, EventProperty, Negate, Not, Binary, Aggregate, Call, Collect, Deduplicate,
+                   Index, Member]
 #: nodes that aggregate over a group of rows
-GROUP_NODES = (Aggregate, Collect)
+GROUP_NODES = (Aggregate, Collect, Deduplicate)
 
 
 def expression_nodes(node: Expression) -> tuple[Expression, ...]:
     """`node` and every node under it, depth first, parents first."""
     children = {Negate: ("operand",), Not: ("operand",), Binary: ("left", "right"), Aggregate: ("argument",),
-                Collect: ("argument",), Index: ("operand",), Member: ("operand",)}
+                Collect: ("argument",), Deduplicate: ("key",), Index: ("operand",), Member: ("operand",)}
     found = [node]
     for name in children.get(type(node), ()):
         child = getattr(node, name)
@@ -1482,6 +1507,8 @@ class Query(Spec):
                 names.append(node.function)
             elif isinstance(node, Collect):
                 names.append("collect")
+            elif isinstance(node, Deduplicate):
+                names.append("deduplicate")
             else:
                 names.append(f"{UNNAMED_FIELD}{unnamed}")
                 unnamed += 1

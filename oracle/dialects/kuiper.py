@@ -25,7 +25,8 @@ Syntax (kuiper.md §0; seed "Time-units"):
 * Expressions: columns, numbers, strings in double (or single) quotes, `true`,
   `false`, `+ - * / %`, `= != <> < <= > >=`, `AND`, `OR`, `NOT`, parentheses,
   `count(*)`, `count(x)`, `sum`, `avg`, `min`, `max`, `collect(*)`,
-  `collect(x)`, `window_start()`, `window_end()`, `row_number()`, and, in an
+  `collect(x)`, `deduplicate(x, true|false)`, `window_start()`, `window_end()`,
+  `event_time()`, `row_number()`, and, in an
   `OVER(WHEN ...)` condition, `last_hit_time()` and `last_hit_count()`;
   `e[i]` indexes a list, `e->f` reads a field of an object.
 * Select items: `*`, or an expression with an optional `AS alias` (`AS` may be
@@ -70,6 +71,8 @@ from oracle.model import (
     Call,
     Collect,
     CountPanes,
+    Deduplicate,
+    GROUP_NODES,
     Hopping,
     Index,
     Literal,
@@ -306,13 +309,20 @@ class _Build(Transformer):
                 if len(inner) != 1:
                     raise InvalidSpec("collect takes one argument, or *")
                 return _Expr(Collect(None if star else self._node(args[0])), where, text)
+            if name == "deduplicate":
+                if star or len(inner) != 2:
+                    raise InvalidSpec("deduplicate takes two arguments: the key and true or false (return all rows)")
+                flag = self._node(args[1])
+                if not (isinstance(flag, Literal) and isinstance(flag.value, bool)):
+                    raise InvalidSpec("deduplicate's second argument must be true or false")
+                return _Expr(Deduplicate(self._node(args[0]), flag.value), where, text)
             if name in CALLS:
                 if inner:
                     raise InvalidSpec(f"{name}() takes no arguments")
                 return _Expr(Call(name), where, text)
         except InvalidSpec as exc:
             raise InvalidSpec(f"{exc} (column {column})") from None
-        known = ", ".join([*AGGREGATES, "collect", *CALLS, *WINDOW_FUNCTIONS])
+        known = ", ".join([*AGGREGATES, "collect", "deduplicate", *CALLS, *WINDOW_FUNCTIONS])
         raise InvalidSpec(f"unknown function {str(function)!r} at column {column}; known: {known}")
 
     # ------------------------------------------------------------------ clauses
@@ -453,7 +463,7 @@ def _condition(item: _Expr | None, where: str) -> Any:
     if item is None:
         return None
     for node in expression_nodes(item.node):
-        if isinstance(node, (Aggregate, Collect)):
+        if isinstance(node, GROUP_NODES):
             raise InvalidSpec(f"{where} (column {item.column}) is evaluated for one row; it cannot aggregate")
     return item.node
 
@@ -564,13 +574,13 @@ def parse(text: str, settings: Mapping[str, Any] | None = None):
         if group.filter is not None or group.over is not None:
             raise InvalidSpec(f"FILTER and OVER follow a window function, not the key at column {group.column}")
         for node in expression_nodes(group.expr.node):
-            if isinstance(node, (Aggregate, Collect, Call)):
+            if isinstance(node, GROUP_NODES + (Call,)):
                 raise InvalidSpec(f"the GROUP BY key at column {group.column} reads the row's fields only")
         keys.append(group.expr.node)
     window = _window(windows[0], settings)
     where_item = parts.get("where")
     where = where_item.node if where_item is not None else None
-    if where is not None and any(isinstance(n, (Aggregate, Collect)) for n in expression_nodes(where)):
+    if where is not None and any(isinstance(n, GROUP_NODES) for n in expression_nodes(where)):
         if Query(parts["select"], parts["stream"].node.name, window, where=Literal(True)).where_in_window:
             raise InvalidSpec(f"the WHERE condition (column {where_item.column}): {WHERE_AGGREGATE_IN_WINDOW}")
     for clause in ("where", "having"):
@@ -624,6 +634,8 @@ def render_expression(node: Any, outer: int = 0) -> str:
         return f"{node.function}({'*' if node.argument is None else render_expression(node.argument)})"
     if kind is Collect:
         return f"collect({'*' if node.argument is None else render_expression(node.argument)})"
+    if kind is Deduplicate:
+        return f"deduplicate({render_expression(node.key)}, {'true' if node.all else 'false'})"
     if kind is Call:
         return f"{node.function}()"
     if kind is Index:

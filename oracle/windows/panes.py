@@ -261,13 +261,13 @@ class PaneWindowBase(WindowBase):
 
     # ------------------------------------------------------------------ rows in
 
-    def _admitted(self, event: Event) -> bool:
+    def _admitted(self, event: Event, t: int) -> bool:
         row = event.as_dict()
-        return all(holds(condition, row) for condition in self.admit)
+        return all(holds(condition, row, time=t) for condition in self.admit)
 
     def on_event(self, event: Event, now: int) -> list[Post]:
         if not self.spec.event_time:
-            return self.take(now, event, now) if self._admitted(event) else []
+            return self.take(now, event, now) if self._admitted(event, now) else []
         ts = self._event_time(event)
         if ts < self.watermark:
             self.late += 1
@@ -284,7 +284,7 @@ class PaneWindowBase(WindowBase):
         self.watermark = watermark
         posts: list[Post] = []
         for ts, _, row in released:
-            if self._admitted(row):
+            if self._admitted(row, ts):
                 if self.trigger_time is None:  # the first row reaching the window
                     self.trigger_time = ts
                 posts += self.take(ts, row, now)
@@ -315,17 +315,21 @@ class PaneWindowBase(WindowBase):
 
     def emit(self, rows: list[tuple[int, Event]], start: int, end: int) -> Post | None:
         """The post of one pane, or None where nothing reaches the sink."""
-        events = [event for _, event in rows]
         if self.after_where is not None:
-            pane_rows = [e.as_dict() for e in events]  # an aggregate in WHERE reads the whole pane
-            events = [e for e, row in zip(events, pane_rows)
-                      if evaluate(self.after_where, Scope(row, pane_rows, Pane(start, end))) is True]
-            if not events:
+            # each row's condition, an aggregate in it reading the whole pane (eKuiper's
+            # filter valuer has the row and the pane's aggregates, no window bounds)
+            pane_rows = [(t, event.as_dict()) for t, event in rows]
+            whole = [row for _, row in pane_rows]
+            times = {id(row): t for t, row in pane_rows}
+            rows = [r for r, (t, row) in zip(rows, pane_rows)
+                    if evaluate(self.after_where, Scope(row, whole, time=t, times=times)) is True]
+            if not rows:
                 return None
+        events = [event for _, event in rows]
         pane = Pane(start, end)
         values = None
         if self.query is not None:
-            out = evaluate_query(self.query, [e.as_dict() for e in events], pane)
+            out = evaluate_query(self.query, [e.as_dict() for e in events], pane, [t for t, _ in rows])
             if out is None:
                 return None
             values = DerivedValues(insert=out)
@@ -456,7 +460,7 @@ class SlidingWindow(PaneWindowBase):
     def _triggers(self, t: int, event: Event) -> bool:
         if self.spec.trigger is None:
             return True
-        if holds(self.spec.trigger, event.as_dict(), self.hits):
+        if holds(self.spec.trigger, event.as_dict(), self.hits, time=t):
             self.hits = (t, self.hits[1] + 1)
             return True
         return False

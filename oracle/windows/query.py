@@ -61,6 +61,7 @@ from oracle.model import (
     Binary,
     Call,
     Collect,
+    Deduplicate,
     Index,
     Literal,
     Member,
@@ -76,16 +77,19 @@ class Scope:
     """What an expression reads: a row (an object of fields, or None), the
     group it belongs to (None outside an aggregating query), the pane, the
     select list's aliases (HAVING and ORDER BY read them), the output row's
-    number, and a trigger condition's last hit (time, count)."""
+    number, a trigger condition's last hit (time, count), and the row's time
+    (`time`; or `times`, each row's time by the row object's identity)."""
 
-    __slots__ = ("row", "group", "pane", "aliases", "row_number", "hits", "_resolving")
+    __slots__ = ("row", "group", "pane", "aliases", "row_number", "hits", "time", "times", "_resolving")
 
     def __init__(self, row: Mapping[str, Any] | None, group: Sequence[Mapping[str, Any]] | None = None,
                  pane: Pane | None = None, aliases: Mapping[str, Any] | None = None, row_number: int | None = None,
-                 hits: tuple[int, int] = (0, 0)):
+                 hits: tuple[int, int] = (0, 0), time: int | None = None, times: Mapping[int, int] | None = None):
         self.row, self.group, self.pane = row, group, pane
         self.aliases = aliases or {}
         self.row_number, self.hits = row_number, hits
+        self.times = times or {}
+        self.time = time
         self._resolving: set[str] = set()
 
 
@@ -179,6 +183,17 @@ def evaluate(node: Any, scope: Scope) -> Any:
         if node.argument is None:
             return [dict(row) for row in group]
         return [evaluate(node.argument, _row_scope(scope, row)) for row in group]
+    if kind is Deduplicate:
+        group = scope.group if scope.group is not None else ([] if scope.row is None else [scope.row])
+        seen: set[str] = set()
+        kept = []
+        for n, row in enumerate(group):
+            key = go_text(evaluate(node.key, _row_scope(scope, row)))
+            if key not in seen:
+                seen.add(key)
+                if node.all or n == len(group) - 1:
+                    kept.append(dict(row))
+        return kept if node.all else (kept[0] if kept else None)
     if kind is Call:
         if node.function == "window_start":
             return None if scope.pane is None else scope.pane.start
@@ -186,6 +201,11 @@ def evaluate(node: Any, scope: Scope) -> Any:
             return None if scope.pane is None else scope.pane.end
         if node.function == "row_number":
             return scope.row_number
+        if node.function == "event_time":
+            if scope.time is not None:  # a row's: its arrival (processing time) or its event time
+                return scope.time
+            # a group's: the pane's trigger, its end (window_op.go NewWindowRange)
+            return None if scope.group is None or scope.pane is None else scope.pane.end
         return scope.hits[0] if node.function == "last_hit_time" else scope.hits[1]
     if kind is Index:
         value = evaluate(node.operand, scope)
@@ -198,13 +218,66 @@ def evaluate(node: Any, scope: Scope) -> Any:
     raise TypeError(f"a pane query cannot evaluate {node!r}")
 
 
+def go_text(value: Any) -> str:
+    """A value's text as Go's `fmt.Sprintf("%v")` writes it (eKuiper's values
+    are Go values): null `<nil>`, booleans `true`/`false`, a float in the
+    shortest form of 'g' (strconv: an exponent from 1e6 or below 1e-4: `1`
+    for 1.0, `123456` but `1e+06`), a list `[a b]`, an object `map[k:v ...]`
+    by sorted key."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "+Inf" if value > 0 else "-Inf"
+        if value == 0:
+            return "-0" if math.copysign(1.0, value) < 0 else "0"
+        digits, exponent = _shortest(value)
+        sign = "-" if value < 0 else ""
+        point = exponent + 1  # digits before the decimal point
+        if -4 <= exponent < 6:
+            if point <= 0:
+                return f"{sign}0.{'0' * -point}{digits}"
+            if point >= len(digits):
+                return f"{sign}{digits}{'0' * (point - len(digits))}"
+            return f"{sign}{digits[:point]}.{digits[point:]}"
+        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{mantissa}e{'+' if exponent >= 0 else '-'}{abs(exponent):02d}"
+    if isinstance(value, list):
+        return "[" + " ".join(go_text(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "map[" + " ".join(f"{k}:{go_text(value[k])}" for k in sorted(value)) + "]"
+    return str(value)
+
+
+def _shortest(value: float) -> tuple[str, int]:
+    """The shortest round-trip digits of |value| and its decimal exponent."""
+    text = repr(abs(value))
+    if "e" in text:
+        mantissa, _, exp = text.partition("e")
+        return mantissa.replace(".", "").rstrip("0") or "0", int(exp)
+    whole, _, frac = text.partition(".")
+    frac = frac.rstrip("0")
+    if whole != "0":
+        digits = (whole + frac).rstrip("0") or "0"
+        return digits, len(whole) - 1
+    stripped = frac.lstrip("0")
+    return stripped.rstrip("0") or "0", -(len(frac) - len(stripped)) - 1
+
+
 def _row_scope(scope: Scope, row: Mapping[str, Any]) -> Scope:
-    return Scope(row, None, scope.pane, None, scope.row_number, scope.hits)
+    return Scope(row, None, scope.pane, None, scope.row_number, scope.hits, scope.times.get(id(row)), scope.times)
 
 
-def holds(condition: Any, row: Mapping[str, Any], hits: tuple[int, int] = (0, 0)) -> bool:
-    """Whether a row condition (FILTER, WHERE, OVER WHEN) is true for `row`."""
-    return evaluate(condition, Scope(row, hits=hits)) is True
+def holds(condition: Any, row: Mapping[str, Any], hits: tuple[int, int] = (0, 0), time: int | None = None) -> bool:
+    """Whether a row condition (FILTER, WHERE, OVER WHEN) is true for `row`,
+    which arrived at (processing time) or carries (event time) `time`."""
+    return evaluate(condition, Scope(row, hits=hits, time=time)) is True
 
 
 def _group_key(value: Any) -> tuple:
@@ -235,15 +308,18 @@ def _order_value(a: Any, b: Any) -> int:
     return (ra > rb) - (ra < rb)
 
 
-def evaluate_query(query: Query, rows: Sequence[Mapping[str, Any]], pane: Pane) -> list[dict[str, Any]] | None:
+def evaluate_query(query: Query, rows: Sequence[Mapping[str, Any]], pane: Pane,
+                   times: Sequence[int] | None = None) -> list[dict[str, Any]] | None:
     """The output rows of `query` over one pane's `rows` (objects of fields, in
-    pane order); None when HAVING keeps nothing (the pane is not posted)."""
+    pane order, each row's time in `times`); None when HAVING keeps nothing
+    (the pane is not posted)."""
     aliases = {item.alias: item.expression for item in query.select if item.alias is not None}
+    by_row = {id(row): t for row, t in zip(rows, times or ())}
     if query.aggregates:
         if query.keys:
             groups: dict[tuple, list] = {}
             for row in rows:
-                key = tuple(_group_key(evaluate(k, Scope(row, pane=pane))) for k in query.keys)
+                key = tuple(_group_key(evaluate(k, Scope(row, pane=pane, times=by_row))) for k in query.keys)
                 groups.setdefault(key, []).append(row)
             contexts = [(group[0], group) for group in groups.values()]
         else:
@@ -252,7 +328,8 @@ def evaluate_query(query: Query, rows: Sequence[Mapping[str, Any]], pane: Pane) 
         contexts = [(row, None) for row in rows]
 
     def scope(context, number=None) -> Scope:
-        return Scope(context[0], context[1], pane, aliases, number)
+        time = by_row.get(id(context[0])) if context[1] is None else None  # a row's own, not a group's
+        return Scope(context[0], context[1], pane, aliases, number, time=time, times=by_row)
 
     if query.having is not None:
         contexts = [c for c in contexts if evaluate(query.having, scope(c)) is True]

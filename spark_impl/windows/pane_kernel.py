@@ -136,12 +136,12 @@ class Machine:
         self.align = (lambda count: (lambda t: aligned_end(t, count, spec.unit, zone)))
 
     # -- rows in
-    def admitted(self, row) -> bool:
-        return all(row_holds(c, row) for c in self.admit)
+    def admitted(self, row, t: int) -> bool:
+        return all(row_holds(c, row, time=t) for c in self.admit)
 
     def arrive(self, row, now: int) -> None:
         if not self.event_time:
-            if self.admitted(row):
+            if self.admitted(row, now):
                 self.take(now, row, now)
             return
         ts = row.get(self.spec.timestamp)
@@ -164,7 +164,7 @@ class Machine:
         ready, self.held = self.held[:cut], self.held[cut:]
         self.watermark = mark
         for ts, _, r in ready:
-            if self.admitted(r):
+            if self.admitted(r, ts):
                 if self.trigger is None:
                     self.trigger = ts
                 self.take(ts, r, now)
@@ -183,7 +183,7 @@ class Machine:
         pass
 
     def pane(self, rows, start: int, end: int) -> None:
-        self.out.append(([r for _, r in rows], start, end))
+        self.out.append((list(rows), start, end))  # (time, row) pairs: event_time() reads the time
 
 
 class TumblingMachine(Machine):
@@ -245,7 +245,7 @@ class SlidingMachine(Machine):
         cond = self.spec.trigger
         if cond is None:
             return True
-        if row_holds(cond, row, self.hits):
+        if row_holds(cond, row, self.hits, time=t):
             self.hits = (t, self.hits[1] + 1)
             return True
         return False
@@ -451,18 +451,20 @@ def kernel(spec, query, pushed_where: bool, names: tuple[str, ...], json_names: 
                     put(seq, phase, time, ordinal, "error", 0, None, None, post[1], None)
                     ordinal += 1
                     continue
-                rows, wstart, wend = post
+                timed, wstart, wend = post
                 if after_where is not None:
-                    # an aggregate in this WHERE reads the pane's rows before the filter
-                    pane_rows = rows
-                    rows = [r for r in pane_rows
-                            if RowEval(r, group=pane_rows, pane=(wstart, wend)).of(after_where) is True]
-                    if not rows:
+                    # each row's test; an aggregate in it reads every row of the pane, and
+                    # no window bounds are in reach (eKuiper's filter valuer: row and aggregates)
+                    whole, whole_times = [r for _, r in timed], [t for t, _ in timed]
+                    timed = [(t, r) for t, r in timed
+                             if RowEval(r, group=whole, time=t, group_times=whole_times).of(after_where) is True]
+                    if not timed:
                         continue
+                rows = [r for _, r in timed]
                 pane = (wstart, wend)
                 values = None
                 if query is not None:
-                    values = evaluate_pane(query, rows, pane)
+                    values = evaluate_pane(query, rows, pane, [t for t, _ in timed])
                     if values is None:
                         continue
                 for n, r in enumerate(rows):

@@ -44,6 +44,7 @@ absent. Output names: the alias, a column's name, a function's name
 from __future__ import annotations
 
 import functools
+from decimal import Decimal
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -55,6 +56,7 @@ from oracle.model import (
     Binary,
     Call,
     Collect,
+    Deduplicate,
     Index,
     Literal,
     Member,
@@ -124,14 +126,22 @@ def _agg(function: str, values: list[Any] | None, count: int) -> Any:
 
 class RowEval:
     """Evaluates an expression tree for a row (dict or None), with the group,
-    the pane bounds, the aliases, the output number and a trigger's last hit."""
+    the pane bounds, the aliases, the output number, a trigger's last hit,
+    the row's time (`time`: its arrival, or its event time) and the group
+    rows' times (`group_times`, in the group's order).
 
-    __slots__ = ("row", "group", "pane", "aliases", "number", "hits", "busy")
+    `event_time()` (eKuiper's `FuncValue("event_time")`): a row's time where
+    a row is evaluated (conditions, a row-by-row select, an aggregate's
+    argument); a group's is its window range's trigger, the pane's end."""
 
-    def __init__(self, row, group=None, pane=None, aliases=None, number=None, hits=(0, 0)):
+    __slots__ = ("row", "group", "pane", "aliases", "number", "hits", "time", "group_times", "busy")
+
+    def __init__(self, row, group=None, pane=None, aliases=None, number=None, hits=(0, 0), time=None,
+                 group_times=None):
         self.row, self.group, self.pane = row, group, pane
         self.aliases = aliases or {}
         self.number, self.hits = number, hits
+        self.time, self.group_times = time, group_times
         self.busy: set = set()
 
     def of(self, node: Any) -> Any:
@@ -160,11 +170,25 @@ class RowEval:
         if t is Negate:
             v = self.of(node.operand)
             return -v if _is_number(v) else None
+        if t is Deduplicate:
+            rows = self.group if self.group is not None else ([] if self.row is None else [self.row])
+            times = [self.time] if self.group is None else (self.group_times or [None] * len(rows))
+            keys = [go_value_text(RowEval(r, None, self.pane, None, self.number, self.hits, tm).of(node.key))
+                    for r, tm in zip(rows, times)]
+            first = {}
+            for n, k in enumerate(keys):
+                first.setdefault(k, n)  # where each key is first seen
+            if node.all:
+                return [dict(rows[n]) for n in sorted(first.values())]
+            last = len(rows) - 1
+            return dict(rows[last]) if rows and first[keys[last]] == last else None
         if t in (Aggregate, Collect):
             rows = self.group if self.group is not None else ([] if self.row is None else [self.row])
             if node.argument is None:
                 return len(rows) if t is Aggregate else [dict(r) for r in rows]
-            values = [RowEval(r, None, self.pane, None, self.number, self.hits).of(node.argument) for r in rows]
+            times = [self.time] if self.group is None else (self.group_times or [None] * len(rows))
+            values = [RowEval(r, None, self.pane, None, self.number, self.hits, t).of(node.argument)
+                      for r, t in zip(rows, times)]
             return values if t is Collect else _agg(node.function, values, len(rows))
         if t is Call:
             f = node.function
@@ -174,6 +198,10 @@ class RowEval:
                 return None if self.pane is None else self.pane[1]
             if f == "row_number":
                 return self.number
+            if f == "event_time":
+                if self.time is not None:
+                    return self.time
+                return self.pane[1] if self.group is not None and self.pane is not None else None
             return self.hits[0] if f == "last_hit_time" else self.hits[1]
         if t is Index:
             v = self.of(node.operand)
@@ -184,9 +212,42 @@ class RowEval:
         raise UnsupportedWindow(f"a kuiper query cannot evaluate {node!r} on Spark")
 
 
-def row_holds(condition: Any, row: Mapping[str, Any], hits: tuple[int, int] = (0, 0)) -> bool:
-    """Whether a row condition is true (null and non-booleans are not)."""
-    return RowEval(row, hits=hits).of(condition) is True
+def go_value_text(v: Any) -> str:
+    """Go's `fmt.Sprintf("%v", v)` for the values a row holds (eKuiper keys
+    `deduplicate` by it): `<nil>`, `true`, integers as they are, a float64 by
+    strconv's shortest 'g' (%e once the decimal exponent is below -4 or at
+    least 6), `[a b]` for a list, `map[k:v]` with sorted keys for an object."""
+    if v is None:
+        return "<nil>"
+    if v is True or v is False:
+        return str(v).lower()
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if v != v:
+            return "NaN"
+        if v in (float("inf"), float("-inf")):
+            return "+Inf" if v > 0 else "-Inf"
+        if v == 0:
+            return "-0" if str(v).startswith("-") else "0"
+        sign, digits, exp = Decimal(repr(v)).normalize().as_tuple()
+        text = "".join(map(str, digits))
+        e10 = len(digits) + exp - 1  # the exponent in d.ddd x 10^e10
+        head = "-" if sign else ""
+        if e10 < -4 or e10 >= 6:
+            return f"{head}{text[0]}{'.' + text[1:] if len(text) > 1 else ''}e{'-' if e10 < 0 else '+'}{abs(e10):02d}"
+        return head + format(Decimal(repr(abs(v))).normalize(), "f")
+    if isinstance(v, list):
+        return "[" + " ".join(map(go_value_text, v)) + "]"
+    if isinstance(v, Mapping):
+        return "map[" + " ".join(f"{k}:{go_value_text(v[k])}" for k in sorted(v)) + "]"
+    return str(v)
+
+
+def row_holds(condition: Any, row: Mapping[str, Any], hits: tuple[int, int] = (0, 0), time: int | None = None) -> bool:
+    """Whether a row condition is true (null and non-booleans are not) for a
+    row that arrived at, or carries the event time, `time`."""
+    return RowEval(row, hits=hits, time=time).of(condition) is True
 
 
 def _key(v: Any) -> tuple:
@@ -211,24 +272,29 @@ def _rank(v: Any) -> tuple:
     return (4, repr(v))
 
 
-def evaluate_pane(query: Query, rows: Sequence[Mapping[str, Any]], pane: tuple[int, int]) -> list[dict] | None:
-    """The query's output rows over one pane's rows (in pane order), or None
-    when HAVING keeps nothing (the pane is not posted)."""
+def evaluate_pane(query: Query, rows: Sequence[Mapping[str, Any]], pane: tuple[int, int],
+                  times: Sequence[int] | None = None) -> list[dict] | None:
+    """The query's output rows over one pane's rows (in pane order, each row's
+    time in `times`), or None when HAVING keeps nothing (the pane is not posted).
+    A unit is (row, group, the row's time, the group rows' times)."""
     aliases = {i.alias: i.expression for i in query.select if i.alias is not None}
+    times = list(times) if times is not None else [None] * len(rows)
     if query.aggregates:
         if query.keys:
-            groups: dict[tuple, list] = {}
-            for row in rows:
+            groups: dict[tuple, tuple[list, list]] = {}
+            for row, t in zip(rows, times):
                 k = tuple(_key(RowEval(row, pane=pane).of(e)) for e in query.keys)
-                groups.setdefault(k, []).append(row)
-            units = [(g[0], g) for g in groups.values()]
+                members, member_times = groups.setdefault(k, ([], []))
+                members.append(row)
+                member_times.append(t)
+            units = [(g[0], g, None, gt) for g, gt in groups.values()]
         else:
-            units = [(rows[0] if rows else None, list(rows))]
+            units = [(rows[0] if rows else None, list(rows), None, times)]
     else:
-        units = [(r, None) for r in rows]
+        units = [(r, None, t, None) for r, t in zip(rows, times)]
 
     def ev(unit, number=None):
-        return RowEval(unit[0], unit[1], pane, aliases, number)
+        return RowEval(unit[0], unit[1], pane, aliases, number, time=unit[2], group_times=unit[3])
 
     if query.having is not None:
         units = [u for u in units if ev(u).of(query.having) is True]
