@@ -15,7 +15,7 @@ from difftest.strategies import KUIPER_SPECS, windows
 from oracle import run
 from oracle.cases import case_from_json
 from oracle.dialects import case_spec, parse, render, settings
-from oracle.errors import InvalidCase, InvalidSpec, InvalidTrace, WindowSyntaxError
+from oracle.errors import InvalidCase, InvalidSpec, InvalidTrace, UnsupportedWindow, WindowSyntaxError
 from oracle.model import (
     HOUR,
     MILLISECOND,
@@ -86,6 +86,15 @@ ERRORS = [
     ("SELECT a FROM demo GROUP BY a", InvalidSpec, "exactly one window function"),
     ("SELECT a FROM demo GROUP BY TUMBLINGWINDOW(ss, 1), COUNTWINDOW(2)", InvalidSpec, "columns 29, 52"),
     ("SELECT foo(a) FROM demo GROUP BY COUNTWINDOW(2)", InvalidSpec, "unknown function 'foo' at column 8"),
+    ("SELECT round(a) FROM demo GROUP BY COUNTWINDOW(2)", UnsupportedWindow,
+     "eKuiper's function round() at column 8 is not modelled here"),
+    ("SELECT count(*) FROM demo GROUP BY COUNTWINDOW(2) HAVING last_agg_hit_count() < 4", UnsupportedWindow,
+     "last_agg_hit_count() at column 58"),
+    ("SELECT deduplicate(a) FROM demo GROUP BY COUNTWINDOW(2)", InvalidSpec,
+     "deduplicate takes two arguments: the key and true or false (return all rows) (column 8)"),
+    ("SELECT deduplicate(a, 1) FROM demo GROUP BY COUNTWINDOW(2)", InvalidSpec,
+     "deduplicate's second argument must be true or false (column 8)"),
+    ("SELECT event_time(a) FROM demo GROUP BY COUNTWINDOW(2)", InvalidSpec, "event_time() takes no arguments (column 8)"),
     ("SELECT a FROM demo WHERE count(*) > 1 GROUP BY HOPPINGWINDOW(ss, 2, 1)", InvalidSpec,
      "the WHERE condition (column 26): an aggregate in WHERE"),
     ("SELECT time FROM demo GROUP BY COUNTWINDOW(2)", InvalidSpec, "time at column 8"),
