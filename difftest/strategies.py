@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import attrs
 from attrs import frozen
@@ -373,7 +373,7 @@ _conditions = st.one_of(
     st.builds(_binary("!="), st.just(Name("symbol")), st.sampled_from([Literal(s) for s in SYMBOLS if s])),
 )
 _row_conditions = _conditions | st.builds(lambda op, a, b: Binary(op, a, b), st.sampled_from(("and", "or")),
-                                          _conditions, _conditions) | _conditions.map(Not)
+                                          _conditions, _conditions)
 _filters = st.one_of(st.none(), st.none(), _row_conditions)
 _triggers = st.one_of(
     st.none(), st.none(), _row_conditions,
@@ -616,6 +616,8 @@ _NEW_YORK_REPEATED, _BERLIN_REPEATED = 1_730_613_600_000, 1_729_987_200_000
 _START_TIMES = (0, 0, 0, GRID, 2 * GRID + 1, 250, 16 * HOUR - 10 * GRID, DAY - 10 * GRID,
                 _NEW_YORK_REPEATED + 10 * MINUTE - 10 * GRID, _BERLIN_REPEATED + 10 * MINUTE - 10 * GRID)
 _LONG = (False, False, False, False, False, False, False, True)
+#: whether a property of a schemaless stream's row holds a value of another kind
+_KIND_CHANGES = (False,) * 15 + (True,)
 
 
 class Choices(Protocol):
@@ -678,11 +680,12 @@ def trace_stamps(spec: WindowSpec) -> tuple[str, ...]:
     return tuple(name for name in dict.fromkeys(spec_timestamps(spec)) if name != "ts")
 
 
-def trace_shape(spec: WindowSpec) -> dict[str, tuple[str, ...]]:
+def trace_shape(spec: WindowSpec) -> dict[str, Any]:
     """Every keyword `build_trace` (and `seeded_traces`, `traces`) takes for a
-    trace `spec` can read: keys, numbers, timestamps and operation codes."""
+    trace `spec` can read: keys, numbers, timestamps, operation codes, and
+    whether a property's kind may change between rows (`MIXED_KINDS`)."""
     return {"properties": trace_names(spec), "numbers": trace_numbers(spec), "stamps": trace_stamps(spec),
-            "opcodes": trace_opcodes(spec)}
+            "opcodes": trace_opcodes(spec), "mixed": spec.MIXED_KINDS}
 
 
 #: an event's operation code, where the window takes more than inserts: None
@@ -698,7 +701,8 @@ def trace_opcodes(spec: WindowSpec) -> tuple[str, ...]:
 
 
 def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int = 25,
-                opcodes: Iterable[str] = (), numbers: Iterable[str] = (), stamps: Iterable[str] = ()) -> Trace:
+                opcodes: Iterable[str] = (), numbers: Iterable[str] = (), stamps: Iterable[str] = (),
+                mixed: bool = False) -> Trace:
     """A trace of at most `max_items` items (now and then four times as many).
 
     Every event has an id `E1`, `E2`, ... in arrival order, a float `price`, an
@@ -712,7 +716,9 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
     Each name in `numbers` is a number like `price`, each in `stamps` an integer
     like `ts`, always present. The names are the window's own: `symbol`,
     `price` or `ts` is left out where the window reads a name differing from it
-    in case only (`Symbol`), so no event holds two names one engine can confuse."""
+    in case only (`Symbol`), so no event holds two names one engine can confuse.
+    With `mixed` (a schemaless stream), now and then a `price` is a string, a
+    `symbol` or another key a number: a property's kind changes between rows."""
     names = tuple(dict.fromkeys(properties))
     variables = tuple(name for name in names if name in VARIABLES)
     read = {*names, *numbers, *stamps}
@@ -745,6 +751,10 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
         for name in ("symbol", "price", "ts"):
             if name not in builtins:
                 props.pop(name, None)
+        if mixed:
+            for name in [n for n in ("price", "symbol", *extra) if n in props]:
+                if choose.pick(_KIND_CHANGES):
+                    props[name] = "cheap" if name == "price" else 49
         return Event(f"E{count}", props)
 
     def arrive(time: int | None = None) -> Arrive:
@@ -771,20 +781,21 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
 
 @st.composite
 def traces(draw, properties: Iterable[str] = (), max_items: int = 25, opcodes: Iterable[str] = (),
-           numbers: Iterable[str] = (), stamps: Iterable[str] = ()) -> Trace:
+           numbers: Iterable[str] = (), stamps: Iterable[str] = (), mixed: bool = False) -> Trace:
     """A trace (`build_trace`) whose every choice is a Hypothesis draw, so a
     failing trace shrinks to a minimal one."""
-    return build_trace(HypothesisChoices(draw), properties, max_items, opcodes, numbers, stamps)
+    return build_trace(HypothesisChoices(draw), properties, max_items, opcodes, numbers, stamps, mixed)
 
 
 def seeded_traces(seed: int, count: int, properties: Iterable[str] = (), max_items: int = 25,
-                  opcodes: Iterable[str] = (), numbers: Iterable[str] = (), stamps: Iterable[str] = ()) -> list[Trace]:
+                  opcodes: Iterable[str] = (), numbers: Iterable[str] = (), stamps: Iterable[str] = (),
+                  mixed: bool = False) -> list[Trace]:
     """`count` traces (`build_trace`) from one `random.Random(seed)`: the cheap
     way to make a big batch. Hypothesis draws the seed, so a run with a fixed
     Hypothesis seed makes the same batches; a failing trace is then shrunk by
     the harness (`difftest.shrink`), not by Hypothesis."""
     choose = SeededChoices(random.Random(seed))
-    return [build_trace(choose, properties, max_items, opcodes, numbers, stamps) for _ in range(count)]
+    return [build_trace(choose, properties, max_items, opcodes, numbers, stamps, mixed) for _ in range(count)]
 
 
 # --------------------------------------------------------------------------- cases

@@ -47,7 +47,7 @@ def run(spec: WindowSpec, trace: Trace) -> tuple[Update, ...]:
 def start(spec: WindowSpec, trace: Trace) -> Driver:
     """A driver of a fresh window of `spec`, ready to feed `trace` (checked
     first), its variables at the trace's starting values."""
-    check_trace(trace)
+    check_trace(trace, spec.MIXED_KINDS)
     variables = dict(trace.variables)
     return Driver(make_window(spec, trace.start_time, variables), trace.start_time, spec, variables)
 

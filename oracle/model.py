@@ -133,17 +133,17 @@ class Trace:
 MAX_CLOCK = 2**62
 
 
-def check_trace(trace: Trace) -> None:
+def check_trace(trace: Trace, mixed_kinds: bool = False) -> None:
     """Raise `InvalidTrace`, naming the item's index, for a trace no window can run:
     the clock going backwards, a duplicate id, an empty id, a clock further than
     `MAX_CLOCK` ms from 0 (the start time: no index), a `set` of a variable the
     trace does not declare (as Esper refuses to set an undeclared variable), an
-    event property `TraceProperties` refuses."""
+    event property `TraceProperties(mixed_kinds)` refuses."""
     clock = trace.start_time
     if abs(clock) > MAX_CLOCK:
         raise InvalidTrace(f"the start time {clock} ms is further than 2**62 ms from 0")
     seen: dict[str, int] = {}
-    properties = TraceProperties()
+    properties = TraceProperties(mixed_kinds)
     for index, item in enumerate(trace.items):
         kind = type(item)
         time = item.time if kind is not SetVariables else None
@@ -196,11 +196,13 @@ class TraceProperties:
     * two names of one trace never differ in case only (`Symbol` beside `symbol`);
     * a property holds one kind of value across the trace: numbers (integers
       and floats mix), strings, booleans, or lists and objects; missing (null)
-      anywhere."""
+      anywhere. With `mixed_kinds` (a spec's `MIXED_KINDS`) its kind may change
+      from row to row."""
 
-    def __init__(self):
+    def __init__(self, mixed_kinds: bool = False):
         self.names: dict[str, tuple[str, int]] = {}  # folded name -> (name as first written, item)
         self.kinds: dict[str, tuple[str, int]] = {}  # name -> (kind, item it was first seen at)
+        self.mixed_kinds = mixed_kinds
 
     def problem(self, name: str, value: Any, index: int) -> str | None:
         if name not in self.kinds:
@@ -216,7 +218,7 @@ class TraceProperties:
             self.kinds[name] = (None, index)
         kind = _value_type(value)
         seen, at = self.kinds[name]
-        if kind is None:
+        if kind is None or self.mixed_kinds:
             return None
         if seen is None:
             self.kinds[name] = (kind, index)
@@ -388,6 +390,10 @@ class Spec:
     * `APPLIES_OPCODES`: the spec applies the operation codes itself (a keyed
       window), so the specs inside it see inserts only and do not narrow its
       `OPCODES` (`accepted_opcodes`).
+    * `MIXED_KINDS`: a property may hold values of different kinds in different
+      rows (eKuiper's schemaless streams: a string `size` in one row, a
+      number in the next); otherwise a property holds one kind across a trace
+      (`TraceProperties`), as engines with typed events require.
 
     A field holding a property name carries its role in its metadata
     (`role="key"` or `role="timestamp"`); `spec_keys` and `spec_timestamps`
@@ -397,6 +403,7 @@ class Spec:
     OPCODES: ClassVar[frozenset[str]] = frozenset({"insert"})
     REJECTS_BAD_ITEMS: ClassVar[bool] = False
     APPLIES_OPCODES: ClassVar[bool] = False
+    MIXED_KINDS: ClassVar[bool] = False
 
 
 def _role(role: str) -> dict:
@@ -1244,8 +1251,11 @@ class PaneWindow(Spec):
       with `late_tolerance`, how far the watermark trails the largest event
       time seen.
     * `time_zone`: the IANA zone whose local hours and days align `HOUR` and
-      `DAY` periods."""
+      `DAY` periods.
 
+    eKuiper's streams are schemaless JSON: `MIXED_KINDS`."""
+
+    MIXED_KINDS: ClassVar[bool] = True
     PERIODS: ClassVar[tuple[str, ...]]
 
     def periods(self) -> tuple[int, ...]:
@@ -1361,6 +1371,7 @@ class CountPanes(Spec):
     (eKuiper's `COUNTWINDOW(size[, every])`); no time involved."""
 
     KIND: ClassVar[str] = "count"
+    MIXED_KINDS: ClassVar[bool] = True  # eKuiper's schemaless streams
     size: int = field(validator=_positive)
     every: int = field(validator=_positive)
     filter: Any = _filter_field()
@@ -1458,6 +1469,7 @@ class Query(Spec):
     name of the one stream read."""
 
     KIND: ClassVar[str] = "query"
+    MIXED_KINDS: ClassVar[bool] = True  # eKuiper's schemaless streams
     select: tuple[SelectItem, ...] = field(converter=tuple, validator=_select, metadata=_role("expression"))
     stream: str = field(validator=_identifier)
     window: Any = field(validator=_pane_window)

@@ -127,8 +127,8 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
         try:
             pipeline.family_of(spec)
             frames.check_pair(spec, trace)
-            types = PropertyTypes(frames.spec_properties(spec))
-            types.merge(PropertyTypes.of_trace(trace_id, trace))
+            types = PropertyTypes(frames.spec_properties(spec), mixed=spec.MIXED_KINDS)
+            types.merge(PropertyTypes.of_trace(trace_id, trace, mixed=spec.MIXED_KINDS))
             groups[spec].append((trace_id, trace, types))
         except InvalidTrace as exc:  # told as the case's own: its item, not the internal trace id
             results[index] = InvalidTrace(exc.reason.removeprefix(f"trace {trace_id!r}: "), exc.index)

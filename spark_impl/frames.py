@@ -112,7 +112,7 @@ def check_pair(spec: WindowSpec, trace: Trace) -> None:
     derived-value window's statistic property holding anything but a number,
     and under its `*` a property named like a field it posts
     (`oracle.windows.derived`)."""
-    check_trace(trace)
+    check_trace(trace, spec.MIXED_KINDS)
     keys, stamps, sorts = spec_keys(spec), spec_timestamps(spec), spec_sort_properties(spec)
     numbers = spec_values(spec)
     checked = {f.lower(): f for f in spec.CHECKED_FIELDS} if isinstance(spec, DERIVED_WINDOWS) and spec.all_properties else {}
@@ -168,18 +168,25 @@ def value_type(value: Any) -> str | None:
 
 class PropertyTypes:
     """The column type of each property over a batch of traces, and where each
-    type was first seen (for the error naming a conflicting item)."""
+    type was first seen (for the error naming a conflicting item). With
+    `mixed` (a spec's `MIXED_KINDS`: eKuiper's schemaless streams) values of
+    kinds no one column type holds make the property a JSON text column: each
+    value its JSON (`"abc"`, `3`, `true`), read back value by value where the
+    window's kernel reads the property. Decided over Spark's VARIANT: the
+    kernels take JSON text columns already (lists and objects), through Arrow."""
 
-    def __init__(self, extra: Iterable[str] = ()):
+    def __init__(self, extra: Iterable[str] = (), mixed: bool = False):
         self.types: dict[str, str | None] = {}
         self.seen_at: dict[str, tuple[str, int]] = {}
+        self.mixed = mixed
         for name in extra:
             self.types[name] = None
 
     @classmethod
-    def of_trace(cls, trace_id: str, trace: Trace) -> PropertyTypes:
-        """The types one trace asks for; raises `InvalidTrace` if it mixes types itself."""
-        types = cls()
+    def of_trace(cls, trace_id: str, trace: Trace, mixed: bool = False) -> PropertyTypes:
+        """The types one trace asks for; raises `InvalidTrace` if it mixes types
+        itself (unless `mixed`)."""
+        types = cls(mixed=mixed)
         for index, item in enumerate(trace.items):
             if isinstance(item, Arrive):
                 for name, value in item.event.props.items():
@@ -202,7 +209,7 @@ class PropertyTypes:
             self._combine(name, kind, trace_id, index)
 
     def copy(self) -> PropertyTypes:
-        twin = PropertyTypes()
+        twin = PropertyTypes(mixed=self.mixed)
         twin.types, twin.seen_at = dict(self.types), dict(self.seen_at)
         return twin
 
@@ -217,7 +224,8 @@ class PropertyTypes:
         if old is None:
             self.types[name], self.seen_at[name] = kind, (trace_id, index)
             return
-        wider = _WIDER.get(frozenset({old, kind}))
+        # eKuiper keeps each value's own kind (an integer and a float sum differently): JSON text
+        wider = "json" if self.mixed else _WIDER.get(frozenset({old, kind}))
         if wider is None:
             first_trace, first_index = self.seen_at[name]
             raise InvalidTrace(

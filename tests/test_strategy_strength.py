@@ -303,7 +303,7 @@ def test_each_option_of_the_other_dialects_matters_on_some_drawn_case(what, dial
 def draws(*specs):
     shape = {key: tuple(dict.fromkeys(v for spec in specs for v in trace_shape(spec)[key]))
              for key in ("properties", "numbers", "stamps", "opcodes")}
-    return seeded_traces(2026, DRAWS, **shape)
+    return seeded_traces(2026, DRAWS, **shape, mixed=all(spec.MIXED_KINDS for spec in specs))
 
 
 def differs(spec_a, spec_b, change=lambda trace: trace) -> bool:

@@ -23,7 +23,8 @@ Syntax (kuiper.md §0; seed "Time-units"):
 * Keywords and function names are case-insensitive; identifiers are
   case-sensitive; a name that is a keyword is written in backquotes.
 * Expressions: columns, numbers, strings in double (or single) quotes, `true`,
-  `false`, `+ - * / %`, `= != <> < <= > >=`, `AND`, `OR`, `NOT`, parentheses,
+  `false`, `+ - * / %`, `= != <> < <= > >=`, `AND`, `OR`, parentheses (a `NOT`
+  before a condition is refused: eKuiper's SQL has none),
   `count(*)`, `count(x)`, `sum`, `avg`, `min`, `max`, `collect(*)`,
   `collect(x)`, `deduplicate(x, true|false)`, `window_start()`, `window_end()`,
   `event_time()`, `row_number()`, and, in an
@@ -299,7 +300,8 @@ class _Build(Transformer):
 
     @v_args(meta=True)
     def not_(self, meta, items) -> _Expr:
-        return self._wrap(meta, Not(self._node(items[1])))
+        raise InvalidSpec(f"NOT at column {meta.start_pos + 1}: eKuiper's SQL has NOT only in NOT IN, NOT BETWEEN "
+                          "and NOT LIKE, not before a condition; write the opposite condition (a <= 1 for NOT a > 1)")
 
     @v_args(meta=True)
     def index(self, meta, items) -> _Expr:
@@ -674,7 +676,7 @@ def render_expression(node: Any, outer: int = 0) -> str:
             inner = f"({inner})"
         return _parenthesized(f"-{inner}", _PRECEDENCE["negate"], outer)
     if kind is Not:
-        return _parenthesized(f"NOT {render_expression(node.operand, _PRECEDENCE['not'])}", _PRECEDENCE["not"], outer)
+        raise UnsupportedWindow("the kuiper dialect cannot write NOT before a condition: eKuiper's SQL has none")
     if kind is Binary:
         strength = _PRECEDENCE[node.op]
         left = render_expression(node.left, strength + (strength == 4))

@@ -128,7 +128,7 @@ from oracle.model import (
 )
 from oracle.errors import InvalidTrace
 from oracle.windows.base import Delivery, EventError, Post, WindowBase
-from oracle.windows.query import Scope, evaluate, evaluate_query, holds
+from oracle.windows.query import QueryError, Scope, condition_holds, evaluate_query, holds
 
 #: a processing-time tick this late (ms) or more is skipped and the ticks re-aligned
 #: (window_op.go: "If the deviation is less than 50ms, then process it")
@@ -261,13 +261,21 @@ class PaneWindowBase(WindowBase):
 
     # ------------------------------------------------------------------ rows in
 
-    def _admitted(self, event: Event, t: int) -> bool:
+    def _admitted(self, event: Event, t: int) -> bool | str:
+        """True if the row passes the FILTER (and a pushed-down WHERE), False if
+        not, or the error text where a condition errs (the row does not enter)."""
         row = event.as_dict()
-        return all(holds(condition, row, time=t) for condition in self.admit)
+        try:
+            return all(holds(condition, row, time=t) for condition in self.admit)
+        except QueryError as exc:
+            return str(exc)
 
     def on_event(self, event: Event, now: int) -> list[Post]:
         if not self.spec.event_time:
-            return self.take(now, event, now) if self._admitted(event, now) else []
+            admitted = self._admitted(event, now)
+            if isinstance(admitted, str):
+                return [Post(error=admitted)]
+            return self.take(now, event, now) if admitted else []
         ts = self._event_time(event)
         if ts < self.watermark:
             self.late += 1
@@ -284,7 +292,10 @@ class PaneWindowBase(WindowBase):
         self.watermark = watermark
         posts: list[Post] = []
         for ts, _, row in released:
-            if self._admitted(row, ts):
+            admitted = self._admitted(row, ts)
+            if isinstance(admitted, str):
+                posts.append(Post(error=admitted))
+            elif admitted:
                 if self.trigger_time is None:  # the first row reaching the window
                     self.trigger_time = ts
                 posts += self.take(ts, row, now)
@@ -321,15 +332,21 @@ class PaneWindowBase(WindowBase):
             pane_rows = [(t, event.as_dict()) for t, event in rows]
             whole = [row for _, row in pane_rows]
             times = {id(row): t for t, row in pane_rows}
-            rows = [r for r, (t, row) in zip(rows, pane_rows)
-                    if evaluate(self.after_where, Scope(row, whole, time=t, times=times)) is True]
+            try:
+                rows = [r for r, (t, row) in zip(rows, pane_rows)
+                        if condition_holds(self.after_where, Scope(row, whole, time=t, times=times), "Where")]
+            except QueryError as exc:
+                return Post(error=str(exc))
             if not rows:
                 return None
         events = [event for _, event in rows]
         pane = Pane(start, end)
         values = None
         if self.query is not None:
-            out = evaluate_query(self.query, [e.as_dict() for e in events], pane, [t for t, _ in rows])
+            try:
+                out = evaluate_query(self.query, [e.as_dict() for e in events], pane, [t for t, _ in rows])
+            except QueryError as exc:
+                return Post(error=str(exc))
             if out is None:
                 return None
             values = DerivedValues(insert=out)
@@ -460,7 +477,11 @@ class SlidingWindow(PaneWindowBase):
     def _triggers(self, t: int, event: Event) -> bool:
         if self.spec.trigger is None:
             return True
-        if holds(self.spec.trigger, event.as_dict(), self.hits, time=t):
+        try:
+            hit = holds(self.spec.trigger, event.as_dict(), self.hits, time=t)
+        except QueryError:  # eKuiper logs the error; the row does not trigger
+            hit = False
+        if hit:
             self.hits = (t, self.hits[1] + 1)
             return True
         return False

@@ -26,22 +26,45 @@ Output field names (eKuiper's): the alias; a column's name; a function call's
 name (`count(*)` is `count`, `window_end()` is `window_end`); any other
 expression `kuiper_field_<n>`, n counting such items from 0.
 
-Values (decided; eKuiper evaluates Go values, its JSON numbers are float64
-unless a stream schema says BIGINT): integers and floats as the events carry
-them; `+ - *` of two integers is an integer, else a float; `/` and `%` of two
-integers truncate toward zero (Go's int64), of floats are float division and
-`math.fmod`; division by zero, a null operand, or operands of mismatched types
-give null. Comparisons of numbers with numbers, strings with strings and
-booleans (`=`, `!=` only) with booleans; anything else is null. `and`/`or`
-treat anything but true as false; `not` of a non-boolean is null. A condition
-holds only when it is true.
+Values, as eKuiper's valuer computes them (xsql/valuer.go `SimpleDataEval`;
+its JSON numbers are float64 unless a stream schema says BIGINT: integers and
+floats here are as the events carry them):
 
-Aggregates (decided): `count(*)` counts the group's rows, `count(x)` the
-non-null values; `sum` of integers is an integer, with a float among them a
-float, of no non-null value null; `avg` is always a float (the mean), null
-without values; `min`/`max` of the non-null values (numbers, or strings),
-null without values; `collect(*)` lists the rows as objects, `collect(x)` the
-values of x, nulls included. `a[i]` is the i-th element (0-based; null out of
+* A comparison with a null operand is false; numbers compare with numbers
+  (an integer with a float as floats), strings with strings, booleans with
+  booleans by `=` and `!=` only.
+* `+ - * / %` with a null operand is null; of two integers an integer (`/`
+  and `%` truncate toward zero, as Go's int64), with a float a float (`%` is
+  `math.fmod`); a divisor of 0 is the error `divided by zero`.
+* `and`: false when the left side is false or either side is null; `or`:
+  true when the left side is true, else false when either side is null (so
+  `null or true` is false, as eKuiper's); otherwise both sides must be
+  booleans.
+* Any other pairing is the error `invalid operation T(v) op T(v)` (Go's type
+  and value: `string(abc) > int64(2)`): a schemaless stream's property may
+  hold a string in one row and a number in the next.
+* A WHERE or HAVING condition that gives a value other than a boolean or
+  null is the error `invalid condition that returns non-bool value T(v)`.
+
+Where an error stops the statement (the `QueryError` of this module, its text
+as eKuiper's operators prefix it): a row condition (FILTER, a WHERE pushed into
+the window) posts `run Where error: ...` when the row arrives, and the row does
+not enter; a WHERE after the window, GROUP BY keys, HAVING, ORDER BY or the
+select list post `run Where error`, `run Group By error`, `run Having error`,
+`run Order By error` or `run Select error: ...` for the pane instead of its
+rows; a trigger condition (OVER WHEN) that errs does not trigger (eKuiper logs
+it). Decided: eKuiper's select error also quotes its own expression tree
+(`expr: binaryExpr:{ ... } meet error, err:`); here the message follows the
+prefix directly.
+
+Aggregates (eKuiper's funcs_agg.go): `count(*)` counts the group's rows,
+`count(x)` the non-null values. `sum`, `avg`, `min`, `max` take their kind
+from the first non-null value: an integer first reads the others as integers
+(a float truncated toward zero), a float first needs floats (`requires
+float64 but found int64(1)`), a string first (min, max) needs strings; `avg`
+of integers is the integer mean (truncated). Without values they are null.
+`collect(*)` lists the rows as objects, `collect(x)` the values of x, nulls
+included. `a[i]` is the i-th element (0-based; null out of
 range or on a non-list), `a->f` the field f of an object (null if missing).
 Decided: out of range is null, as eKuiper's earlier valuer gives it; its
 recent one errs (`out of index: i of n`) and fails the pane's row, so one
@@ -97,9 +120,34 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+class QueryError(Exception):
+    """An error eKuiper's valuer returns; `str()` is its message."""
+
+
+def go_type(value: Any) -> str:
+    """Go's `%T` of a value as eKuiper holds it."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "map[string]interface {}"
+    return "[]interface {}"
+
+
+def _invalid(a: Any, op: str, b: Any) -> QueryError:
+    return QueryError(f"invalid operation {go_type(a)}({go_text(a)}) {op.upper()} {go_type(b)}({go_text(b)})")
+
+
 def _arithmetic(op: str, a: Any, b: Any) -> Any:
-    if not (_number(a) and _number(b)):
+    if a is None or b is None:
         return None
+    if not (_number(a) and _number(b)):
+        raise _invalid(a, op, b)
     if op == "+":
         return a + b
     if op == "-":
@@ -107,40 +155,74 @@ def _arithmetic(op: str, a: Any, b: Any) -> Any:
     if op == "*":
         return a * b
     if b == 0:
-        return None
+        raise QueryError("divided by zero")
     if isinstance(a, int) and isinstance(b, int):
         quotient = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)  # Go truncates toward zero
         return quotient if op == "/" else a - b * quotient
     return a / b if op == "/" else math.fmod(a, b)
 
 
-def _compare(op: str, a: Any, b: Any) -> bool | None:
+def _compare(op: str, a: Any, b: Any) -> bool:
     if a is None or b is None:
-        return None
-    same_kind = (_number(a) and _number(b)) or (isinstance(a, str) and isinstance(b, str))
-    if isinstance(a, bool) and isinstance(b, bool):
-        if op not in ("=", "!="):
-            return None
-        same_kind = True
-    if not same_kind:
-        return None
+        return False
+    if isinstance(a, bool) or isinstance(b, bool):
+        if not (isinstance(a, bool) and isinstance(b, bool) and op in ("=", "!=")):
+            raise _invalid(a, op, b)
+    elif not ((_number(a) and _number(b)) or (isinstance(a, str) and isinstance(b, str))):
+        raise _invalid(a, op, b)
     return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+
+
+def _logical(op: str, left: Any, right_side) -> bool:
+    """eKuiper's `and`/`or`: the left side may decide alone; a null side is false."""
+    if op == "and" and left is False:
+        return False
+    if op == "or" and left is True:
+        return True
+    right = right_side()
+    if left is None or right is None:
+        return False
+    if not (isinstance(left, bool) and isinstance(right, bool)):
+        raise _invalid(left, op, right)
+    return (left and right) if op == "and" else (left or right)
 
 
 def _aggregate(function: str, values: list[Any], rows: int) -> Any:
     if function == "count":
         return rows if values is None else sum(v is not None for v in values)
     present = [v for v in values if v is not None]
-    numbers = [v for v in present if _number(v)]
-    if function in ("sum", "avg"):
-        if not numbers:
-            return None
-        total = sum(numbers) if all(isinstance(v, int) for v in numbers) else math.fsum(numbers)
-        return total if function == "sum" else total / len(numbers)
-    candidates = numbers or [v for v in present if isinstance(v, str)]
-    if not candidates:
+    if not present:
         return None
-    return min(candidates) if function == "min" else max(candidates)
+    first = present[0]
+    if isinstance(first, bool) or not isinstance(first, (int, float, str)) or (
+            isinstance(first, str) and function in ("sum", "avg")):
+        prefix = f"run {function} function error: " if function in ("sum", "avg") else ""
+        raise QueryError(f"{prefix}found invalid arg {go_type(first)}({go_text(first)})")
+    if isinstance(first, int):
+        want, read = ("int" if function in ("sum", "avg") else "int64"), []
+        for v in present:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise QueryError(f"requires {want} but found {go_type(v)}({go_text(v)})")
+            read.append(int(v))  # a float truncated toward zero, as Go's int64(f)
+    else:
+        kind = float if isinstance(first, float) else str
+        read = []
+        for v in present:
+            if type(v) is not kind:
+                raise QueryError(f"requires {'float64' if kind is float else 'string'} but found "
+                                 f"{go_type(v)}({go_text(v)})")
+            read.append(v)
+    if function == "min":
+        return min(read)
+    if function == "max":
+        return max(read)
+    total = sum(read) if isinstance(first, int) else math.fsum(read)
+    if function == "sum":
+        return total
+    count = len(present)
+    if isinstance(first, int):
+        return abs(total) // count * (1 if total >= 0 else -1)  # Go's int64 division
+    return total / count
 
 
 def evaluate(node: Any, scope: Scope) -> Any:
@@ -158,10 +240,7 @@ def evaluate(node: Any, scope: Scope) -> Any:
         return None if scope.row is None else scope.row.get(node.name)
     if kind is Binary:
         if node.op in ("and", "or"):
-            left = evaluate(node.left, scope) is True
-            if node.op == "and":
-                return left and evaluate(node.right, scope) is True
-            return left or evaluate(node.right, scope) is True
+            return _logical(node.op, evaluate(node.left, scope), lambda: evaluate(node.right, scope))
         left, right = evaluate(node.left, scope), evaluate(node.right, scope)
         if node.op in ("+", "-", "*", "/", "%"):
             return _arithmetic(node.op, left, right)
@@ -276,8 +355,31 @@ def _row_scope(scope: Scope, row: Mapping[str, Any]) -> Scope:
 
 def holds(condition: Any, row: Mapping[str, Any], hits: tuple[int, int] = (0, 0), time: int | None = None) -> bool:
     """Whether a row condition (FILTER, WHERE, OVER WHEN) is true for `row`,
-    which arrived at (processing time) or carries (event time) `time`."""
-    return evaluate(condition, Scope(row, hits=hits, time=time)) is True
+    which arrived at (processing time) or carries (event time) `time`; raises
+    `QueryError` ("run Where error: ...") where eKuiper's filter errs."""
+    return condition_holds(condition, Scope(row, hits=hits, time=time), "Where")
+
+
+def condition_holds(condition: Any, scope: Scope, clause: str) -> bool:
+    """A WHERE (`clause` "Where") or HAVING ("Having") condition: true, or
+    false for false and null; another value, or an error in it, is the
+    clause's `QueryError`, prefixed as eKuiper's filter and having operators do."""
+    try:
+        value = evaluate(condition, scope)
+    except QueryError as exc:
+        raise QueryError(f"run {clause} error: {exc}") from None
+    if value is None or isinstance(value, bool):
+        return value is True
+    raise QueryError(f"run {clause} error: invalid condition that returns non-bool value "
+                     f"{go_type(value)}({go_text(value)})")
+
+
+def _step(clause: str, compute):
+    """`compute()`, its `QueryError` prefixed with eKuiper's operator for `clause`."""
+    try:
+        return compute()
+    except QueryError as exc:
+        raise QueryError(f"run {clause} error: {exc}") from None
 
 
 def _group_key(value: Any) -> tuple:
@@ -312,14 +414,16 @@ def evaluate_query(query: Query, rows: Sequence[Mapping[str, Any]], pane: Pane,
                    times: Sequence[int] | None = None) -> list[dict[str, Any]] | None:
     """The output rows of `query` over one pane's `rows` (objects of fields, in
     pane order, each row's time in `times`); None when HAVING keeps nothing
-    (the pane is not posted)."""
+    (the pane is not posted). Raises `QueryError` where a step errs (module
+    docstring): the pane then posts the error."""
     aliases = {item.alias: item.expression for item in query.select if item.alias is not None}
     by_row = {id(row): t for row, t in zip(rows, times or ())}
     if query.aggregates:
         if query.keys:
             groups: dict[tuple, list] = {}
             for row in rows:
-                key = tuple(_group_key(evaluate(k, Scope(row, pane=pane, times=by_row))) for k in query.keys)
+                key = _step("Group By", lambda: tuple(
+                    _group_key(evaluate(k, Scope(row, pane=pane, times=by_row))) for k in query.keys))
                 groups.setdefault(key, []).append(row)
             contexts = [(group[0], group) for group in groups.values()]
         else:
@@ -332,11 +436,12 @@ def evaluate_query(query: Query, rows: Sequence[Mapping[str, Any]], pane: Pane,
         return Scope(context[0], context[1], pane, aliases, number, time=time, times=by_row)
 
     if query.having is not None:
-        contexts = [c for c in contexts if evaluate(query.having, scope(c)) is True]
+        contexts = [c for c in contexts if condition_holds(query.having, scope(c), "Having")]
         if not contexts:
             return None
     if query.order:
-        keyed = [(c, [evaluate(k.expression, scope(c)) for k in query.order]) for c in contexts]
+        keyed = [(c, _step("Order By", lambda c=c: [evaluate(k.expression, scope(c)) for k in query.order]))
+                 for c in contexts]
 
         def compare(x, y):
             for n, key in enumerate(query.order):
@@ -354,7 +459,7 @@ def evaluate_query(query: Query, rows: Sequence[Mapping[str, Any]], pane: Pane,
             if item.expression is None:
                 row.update({k: v for k, v in (context[0] or {}).items() if v is not None})
                 continue
-            value = evaluate(item.expression, scope(context, number))
+            value = _step("Select", lambda: evaluate(item.expression, scope(context, number)))
             if value is not None:
                 row[name] = value
         out.append(row)

@@ -33,7 +33,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from oracle.model import DAY, HOUR, MILLISECOND, MINUTE, SECOND, CountPanes, Hopping, Session, Sliding, Tumbling
-from spark_impl.windows.pane_query import RowEval, evaluate_pane, row_holds, to_json
+from spark_impl.windows.pane_query import Failure, RowEval, evaluate_pane, row_holds, row_passes, to_json, verdict
 
 #: a processing-time tick this many ms late or more is skipped and the ticks re-aligned
 LATE_TICK = 50
@@ -137,7 +137,16 @@ class Machine:
 
     # -- rows in
     def admitted(self, row, t: int) -> bool:
-        return all(row_holds(c, row, time=t) for c in self.admit)
+        """Whether the row enters; a filter that errs posts its error now (the
+        row stays out), as eKuiper's window filter operator sends it on."""
+        for condition in self.admit:
+            passed = row_passes(condition, row, t)
+            if isinstance(passed, Failure):
+                self.out.append(("error", passed.message))
+                return False
+            if not passed:
+                return False
+        return True
 
     def arrive(self, row, now: int) -> None:
         if not self.event_time:
@@ -456,8 +465,14 @@ def kernel(spec, query, pushed_where: bool, names: tuple[str, ...], json_names: 
                     # each row's test; an aggregate in it reads every row of the pane, and
                     # no window bounds are in reach (eKuiper's filter valuer: row and aggregates)
                     whole, whole_times = [r for _, r in timed], [t for t, _ in timed]
-                    timed = [(t, r) for t, r in timed
-                             if RowEval(r, group=whole, time=t, group_times=whole_times).of(after_where) is True]
+                    tests = [verdict(RowEval(r, group=whole, time=t, group_times=whole_times).of(after_where), "Where")
+                             for t, r in timed]
+                    failed = next((f for f in tests if isinstance(f, Failure)), None)
+                    if failed is not None:
+                        put(seq, phase, time, ordinal, "error", 0, None, None, failed.message, None)
+                        ordinal += 1
+                        continue
+                    timed = [tr for tr, keep in zip(timed, tests) if keep]
                     if not timed:
                         continue
                 rows = [r for _, r in timed]
@@ -465,6 +480,10 @@ def kernel(spec, query, pushed_where: bool, names: tuple[str, ...], json_names: 
                 values = None
                 if query is not None:
                     values = evaluate_pane(query, rows, pane, [t for t, _ in timed])
+                    if isinstance(values, Failure):
+                        put(seq, phase, time, ordinal, "error", 0, None, None, values.message, None)
+                        ordinal += 1
+                        continue
                     if values is None:
                         continue
                 for n, r in enumerate(rows):

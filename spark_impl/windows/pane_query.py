@@ -74,17 +74,46 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+class Failure:
+    """An error value, as eKuiper's valuer returns Go errors as values: an
+    operator given one returns it unchanged, so the first error of an
+    expression is its result; the step that reads it (a filter, the select)
+    turns it into the post's error text."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str):
+        self.message = message
+
+    def within(self, clause: str) -> Failure:
+        return Failure(f"run {clause} error: {self.message}")
+
+
+def go_type_name(v: Any) -> str:
+    """Go's `%T` of a row value as eKuiper decodes it."""
+    return {bool: "bool", int: "int64", float: "float64", str: "string"}.get(
+        type(v), "map[string]interface {}" if isinstance(v, Mapping) else "[]interface {}")
+
+
+def _operation(a: Any, op: str, b: Any) -> Failure:
+    return Failure(f"invalid operation {go_type_name(a)}({go_value_text(a)}) {op.upper()} "
+                   f"{go_type_name(b)}({go_value_text(b)})")
+
+
 def _arith(op: str, a: Any, b: Any) -> Any:
-    if not (_is_number(a) and _is_number(b)):
+    """eKuiper's arithmetic: null in, null out; numbers only; no divisor 0."""
+    if a is None or b is None:
         return None
+    if not (_is_number(a) and _is_number(b)):
+        return _operation(a, op, b)
+    if op in "/%" and b == 0:
+        return Failure("divided by zero")
     if op == "+":
         return a + b
     if op == "-":
         return a - b
     if op == "*":
         return a * b
-    if b == 0:
-        return None
     if isinstance(a, int) and isinstance(b, int):
         q = abs(a) // abs(b)
         if (a < 0) != (b < 0):
@@ -97,31 +126,51 @@ _ORDERING = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, 
              ">=": lambda a, b: a >= b, "=": lambda a, b: a == b, "!=": lambda a, b: a != b}
 
 
-def _cmp(op: str, a: Any, b: Any) -> bool | None:
+def _cmp(op: str, a: Any, b: Any) -> Any:
+    """eKuiper's comparison: false with a null side; numbers with numbers,
+    strings with strings, booleans by = and != only; else an error."""
     if a is None or b is None:
-        return None
-    if isinstance(a, bool) or isinstance(b, bool):
-        if isinstance(a, bool) and isinstance(b, bool) and op in ("=", "!="):
-            return _ORDERING[op](a, b)
-        return None
-    if (_is_number(a) and _is_number(b)) or (isinstance(a, str) and isinstance(b, str)):
+        return False
+    booleans = isinstance(a, bool) + isinstance(b, bool)
+    if booleans == 2 and op in ("=", "!="):
         return _ORDERING[op](a, b)
-    return None
+    if booleans == 0 and ((_is_number(a) and _is_number(b)) or (isinstance(a, str) and isinstance(b, str))):
+        return _ORDERING[op](a, b)
+    return _operation(a, op, b)
 
 
 def _agg(function: str, values: list[Any] | None, count: int) -> Any:
+    """eKuiper's aggregate functions: the first non-null value's kind rules
+    the rest (funcs_agg.go, common_array_funcs.go `sliceIntTotal`, ...)."""
     if function == "count":
         return count if values is None else len([v for v in values if v is not None])
-    nums = [v for v in values if _is_number(v)]
-    if function in ("sum", "avg"):
-        if not nums:
-            return None
-        total = sum(nums) if all(isinstance(v, int) for v in nums) else math.fsum(nums)
-        return total if function == "sum" else total / len(nums)
-    pool = nums or [v for v in values if isinstance(v, str)]
-    if not pool:
+    given = [v for v in values if v is not None]
+    if not given:
         return None
-    return min(pool) if function == "min" else max(pool)
+    lead = given[0]
+    totals = function in ("sum", "avg")
+    if isinstance(lead, bool) or not isinstance(lead, (int, float, str)) or (totals and isinstance(lead, str)):
+        head = f"run {function} function error: " if totals else ""
+        return Failure(f"{head}found invalid arg {go_type_name(lead)}({go_value_text(lead)})")
+    if type(lead) is int:
+        wanted = "int" if totals else "int64"
+        bad = next((v for v in given if not _is_number(v)), None)
+        if bad is not None:
+            return Failure(f"requires {wanted} but found {go_type_name(bad)}({go_value_text(bad)})")
+        given = [math.trunc(v) for v in given]
+    else:
+        bad = next((v for v in given if type(v) is not type(lead)), None)
+        if bad is not None:
+            wanted = "float64" if type(lead) is float else "string"
+            return Failure(f"requires {wanted} but found {go_type_name(bad)}({go_value_text(bad)})")
+    if function in ("min", "max"):
+        return min(given) if function == "min" else max(given)
+    total = sum(given) if type(lead) is int else math.fsum(given)
+    if function == "sum":
+        return total
+    if type(lead) is int:  # Go's int64 division truncates toward zero
+        return int(total / len(given)) if abs(total) < 2**52 else (abs(total) // len(given)) * (1 if total >= 0 else -1)
+    return total / len(given)
 
 
 class RowEval:
@@ -158,23 +207,36 @@ class RowEval:
                     self.busy.discard(name)
             return None if self.row is None else self.row.get(name)
         if t is Binary:
-            if node.op == "and":
-                return self.of(node.left) is True and self.of(node.right) is True
-            if node.op == "or":
-                return self.of(node.left) is True or self.of(node.right) is True
-            a, b = self.of(node.left), self.of(node.right)
+            a = self.of(node.left)
+            if isinstance(a, Failure):
+                return a
+            if node.op in ("and", "or") and a is (node.op == "or"):
+                return a  # false and ..., true or ...: the left side decides (valuer.go's shortcut)
+            b = self.of(node.right)
+            if isinstance(b, Failure):
+                return b
+            if node.op in ("and", "or"):
+                if a is None or b is None:
+                    return False
+                if isinstance(a, bool) and isinstance(b, bool):
+                    return (a and b) if node.op == "and" else (a or b)
+                return _operation(a, node.op, b)
             return _arith(node.op, a, b) if node.op in "+-*/%" else _cmp(node.op, a, b)
         if t is Not:
             v = self.of(node.operand)
-            return (not v) if isinstance(v, bool) else None
+            return v if isinstance(v, Failure) else ((not v) if isinstance(v, bool) else None)
         if t is Negate:
             v = self.of(node.operand)
-            return -v if _is_number(v) else None
+            return v if isinstance(v, Failure) else (-v if _is_number(v) else None)
         if t is Deduplicate:
             rows = self.group if self.group is not None else ([] if self.row is None else [self.row])
             times = [self.time] if self.group is None else (self.group_times or [None] * len(rows))
-            keys = [go_value_text(RowEval(r, None, self.pane, None, self.number, self.hits, tm).of(node.key))
-                    for r, tm in zip(rows, times)]
+            found = [RowEval(r, None, self.pane, None, self.number, self.hits, tm).of(node.key)
+                     for r, tm in zip(rows, times)]
+            failed = next((f for f in found if isinstance(f, Failure)), None)
+            if failed is not None:
+                return failed
+            keys = [go_value_text(k) for k in found]
             first = {}
             for n, k in enumerate(keys):
                 first.setdefault(k, n)  # where each key is first seen
@@ -187,8 +249,11 @@ class RowEval:
             if node.argument is None:
                 return len(rows) if t is Aggregate else [dict(r) for r in rows]
             times = [self.time] if self.group is None else (self.group_times or [None] * len(rows))
-            values = [RowEval(r, None, self.pane, None, self.number, self.hits, t).of(node.argument)
-                      for r, t in zip(rows, times)]
+            values = [RowEval(r, None, self.pane, None, self.number, self.hits, tm).of(node.argument)
+                      for r, tm in zip(rows, times)]
+            failed = next((v for v in values if isinstance(v, Failure)), None)
+            if failed is not None:
+                return failed
             return values if t is Collect else _agg(node.function, values, len(rows))
         if t is Call:
             f = node.function
@@ -205,9 +270,13 @@ class RowEval:
             return self.hits[0] if f == "last_hit_time" else self.hits[1]
         if t is Index:
             v = self.of(node.operand)
+            if isinstance(v, Failure):
+                return v
             return v[node.index] if isinstance(v, list) and 0 <= node.index < len(v) else None
         if t is Member:
             v = self.of(node.operand)
+            if isinstance(v, Failure):
+                return v
             return v.get(node.name) if isinstance(v, Mapping) else None
         raise UnsupportedWindow(f"a kuiper query cannot evaluate {node!r} on Spark")
 
@@ -245,9 +314,26 @@ def go_value_text(v: Any) -> str:
 
 
 def row_holds(condition: Any, row: Mapping[str, Any], hits: tuple[int, int] = (0, 0), time: int | None = None) -> bool:
-    """Whether a row condition is true (null and non-booleans are not) for a
-    row that arrived at, or carries the event time, `time`."""
+    """Whether a trigger condition is true for a row that arrived at, or
+    carries the event time, `time` (an error is not a trigger: eKuiper logs it)."""
     return RowEval(row, hits=hits, time=time).of(condition) is True
+
+
+def verdict(value: Any, clause: str) -> bool | Failure:
+    """A WHERE (`clause` "Where") or HAVING ("Having") condition's value as
+    eKuiper's filter and having operators read it: true keeps, false and null
+    drop, an error or any other value is the clause's `Failure`."""
+    if isinstance(value, Failure):
+        return value.within(clause)
+    if value is None or isinstance(value, bool):
+        return value is True
+    return Failure(f"run {clause} error: invalid condition that returns non-bool value "
+                   f"{go_type_name(value)}({go_value_text(value)})")
+
+
+def row_passes(condition: Any, row: Mapping[str, Any], time: int | None) -> bool | Failure:
+    """A row filter (FILTER, a pushed-down WHERE): True, False or the `Failure`."""
+    return verdict(RowEval(row, time=time).of(condition), "Where")
 
 
 def _key(v: Any) -> tuple:
@@ -273,9 +359,10 @@ def _rank(v: Any) -> tuple:
 
 
 def evaluate_pane(query: Query, rows: Sequence[Mapping[str, Any]], pane: tuple[int, int],
-                  times: Sequence[int] | None = None) -> list[dict] | None:
+                  times: Sequence[int] | None = None) -> list[dict] | None | Failure:
     """The query's output rows over one pane's rows (in pane order, each row's
-    time in `times`), or None when HAVING keeps nothing (the pane is not posted).
+    time in `times`), None when HAVING keeps nothing (the pane is not posted),
+    or the `Failure` of the first step that errs, which the pane posts.
     A unit is (row, group, the row's time, the group rows' times)."""
     aliases = {i.alias: i.expression for i in query.select if i.alias is not None}
     times = list(times) if times is not None else [None] * len(rows)
@@ -283,7 +370,11 @@ def evaluate_pane(query: Query, rows: Sequence[Mapping[str, Any]], pane: tuple[i
         if query.keys:
             groups: dict[tuple, tuple[list, list]] = {}
             for row, t in zip(rows, times):
-                k = tuple(_key(RowEval(row, pane=pane).of(e)) for e in query.keys)
+                found = [RowEval(row, pane=pane, time=t).of(e) for e in query.keys]
+                failed = next((f for f in found if isinstance(f, Failure)), None)
+                if failed is not None:
+                    return failed.within("Group By")
+                k = tuple(_key(v) for v in found)
                 members, member_times = groups.setdefault(k, ([], []))
                 members.append(row)
                 member_times.append(t)
@@ -297,11 +388,21 @@ def evaluate_pane(query: Query, rows: Sequence[Mapping[str, Any]], pane: tuple[i
         return RowEval(unit[0], unit[1], pane, aliases, number, time=unit[2], group_times=unit[3])
 
     if query.having is not None:
-        units = [u for u in units if ev(u).of(query.having) is True]
+        kept = []
+        for u in units:
+            passed = verdict(ev(u).of(query.having), "Having")
+            if isinstance(passed, Failure):
+                return passed
+            if passed:
+                kept.append(u)
+        units = kept
         if not units:
             return None
     if query.order:
         sort_keys = [(u, [ev(u).of(k.expression) for k in query.order]) for u in units]
+        failed = next((v for _, vs in sort_keys for v in vs if isinstance(v, Failure)), None)
+        if failed is not None:
+            return failed.within("Order By")
 
         def order(x, y):
             for n, criterion in enumerate(query.order):
@@ -321,6 +422,8 @@ def evaluate_pane(query: Query, rows: Sequence[Mapping[str, Any]], pane: tuple[i
                 row.update({k: v for k, v in (unit[0] or {}).items() if v is not None})
             else:
                 value = ev(unit, number).of(item.expression)
+                if isinstance(value, Failure):
+                    return value.within("Select")
                 if value is not None:
                     row[name] = value
         out.append(row)
@@ -395,23 +498,37 @@ class SqlCompiler:
                 return f"min_by({column}, seq)", kind
             return column, kind
         if t is Binary:
-            if node.op in ("and", "or"):
-                return (f"({self.truth(node.left, in_aggregate)} {node.op.upper()} "
-                        f"{self.truth(node.right, in_aggregate)})"), "boolean"
+            # eKuiper's rules in SQL where the column types decide them; where a
+            # row's values would decide between a result and an error (a string
+            # beside a number, a divisor that may be 0), not compiled: the
+            # grouped kernel evaluates such rows one by one
             (a, ka), (b, kb) = self.value(node.left, in_aggregate), self.value(node.right, in_aggregate)
+            if node.op in ("and", "or"):
+                if ka not in ("boolean", "null") or kb not in ("boolean", "null"):
+                    raise NotCompiled(f"{node.op} of a non-boolean")
+                if node.op == "and":  # false, or a null side: false
+                    return f"coalesce(({a} AND {b}), false)", "boolean"
+                return f"(CASE WHEN {a} THEN true WHEN {a} IS NULL OR {b} IS NULL THEN false ELSE {b} END)", "boolean"
             if node.op in ("+", "-", "*", "/", "%"):
-                if ka not in _NUMERIC or kb not in _NUMERIC:
+                if "null" in (ka, kb):
                     return "NULL", "null"
+                if ka not in _NUMERIC or kb not in _NUMERIC:
+                    raise NotCompiled(f"{node.op} of a non-number")
                 kind = "long" if ka == kb == "long" else "double"
                 if node.op in "+-*":
                     return f"({a} {node.op} {b})", kind
+                divisor = node.right
+                if not (isinstance(divisor, Literal) and _is_number(divisor.value) and divisor.value != 0):
+                    raise NotCompiled("a divisor that may be 0 (eKuiper's error)")
                 op = "div" if (kind == "long" and node.op == "/") else node.op
-                return f"(CASE WHEN {b} = 0 THEN NULL ELSE {a} {op} {b} END)", kind
+                return f"({a} {op} {b})", kind
+            if "null" in (ka, kb):
+                return "false", "boolean"
             same = (ka in _NUMERIC and kb in _NUMERIC) or (ka == kb == "string") or (
                 ka == kb == "boolean" and node.op in ("=", "!="))
             if not same:
-                return "NULL", "null"
-            return f"({a} {node.op} {b})", "boolean"
+                raise NotCompiled(f"{node.op} of {ka} and {kb} (eKuiper's error)")
+            return f"coalesce(({a} {node.op} {b}), false)", "boolean"
         if t is Not:
             a, ka = self.value(node.operand, in_aggregate)
             return (f"(NOT {a})", "boolean") if ka == "boolean" else ("NULL", "null")
@@ -433,18 +550,27 @@ class SqlCompiler:
             f = node.function
             if f == "count":
                 return f"count({a})", "long"
+            if ka == "null":
+                return "NULL", "null"
             if f in ("sum", "avg"):
                 if ka not in _NUMERIC:
-                    return "NULL", "null"
-                return (f"sum({a})", ka) if f == "sum" else (f"avg({a})", "double")
+                    raise NotCompiled(f"{f} of a non-number (eKuiper's error)")
+                if f == "sum":
+                    return f"sum({a})", ka
+                if ka == "long":  # eKuiper's avg of integers: the truncated integer mean
+                    return f"(CASE WHEN count({a}) = 0 THEN NULL ELSE sum({a}) div count({a}) END)", "long"
+                return f"avg({a})", "double"
             if ka not in (*_NUMERIC, "string"):
-                return "NULL", "null"
+                raise NotCompiled(f"{f} of a boolean (eKuiper's error)")
             return f"{f}({a})", ka
         raise NotCompiled(type(node).__name__)
 
     def truth(self, node: Any, in_aggregate: bool = False) -> str:
-        """SQL that is true exactly when the node's value is true."""
+        """SQL that is true exactly when the node's value is true (a condition
+        of another type is eKuiper's error: not compiled)."""
         a, kind = self.value(node, in_aggregate)
+        if kind not in ("boolean", "null"):
+            raise NotCompiled("a condition that is not a boolean")
         return f"coalesce({a}, false)" if kind == "boolean" else "false"
 
 
