@@ -148,7 +148,8 @@ class ImplUnderTest:
 
     def run(self, spec: WindowSpec, window: str, dialect: str,
             batch: Sequence[tuple[str, Trace]]) -> dict[str, tuple[Update, ...]]:
-        frame = self.frames.to_dataframe(self.spark, batch, extra_properties=self.frames.spec_properties(spec))
+        frame = self.frames.to_dataframe(self.spark, batch, extra_properties=self.frames.spec_properties(spec),
+                                         mixed=spec.MIXED_KINDS)
         # a spec whose case keys go beyond its text (eKuiper's time mode, zone) is handed as the spec itself;
         # the frame holds checked traces, so an implementation that can skip its own table check is asked to
         out = self.function(frame, spec if case_settings(spec, dialect) else window, dialect, **self.skip_check)

@@ -617,7 +617,7 @@ _START_TIMES = (0, 0, 0, GRID, 2 * GRID + 1, 250, 16 * HOUR - 10 * GRID, DAY - 1
                 _NEW_YORK_REPEATED + 10 * MINUTE - 10 * GRID, _BERLIN_REPEATED + 10 * MINUTE - 10 * GRID)
 _LONG = (False, False, False, False, False, False, False, True)
 #: whether a property of a schemaless stream's row holds a value of another kind
-_KIND_CHANGES = (False,) * 15 + (True,)
+_KIND_CHANGES = (False,) * 39 + (True,)
 
 
 class Choices(Protocol):

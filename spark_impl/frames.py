@@ -305,13 +305,15 @@ def input_schema(schema: Mapping[str, str]):
                               for name, kind in schema.items()])
 
 
-def to_dataframe(spark, traces: Sequence[tuple[str, Trace]], extra_properties: Iterable[str] = ()):
+def to_dataframe(spark, traces: Sequence[tuple[str, Trace]], extra_properties: Iterable[str] = (),
+                 mixed: bool = False):
     """One input frame for `(trace_id, trace)` pairs. `extra_properties` become
     columns even when no event has them (the properties a spec reads: a missing
-    property is null, and null is a key like any other)."""
-    types = PropertyTypes(extra_properties)
+    property is null, and null is a key like any other). With `mixed` (the
+    window's `MIXED_KINDS`) a property whose kind changes is a JSON text column."""
+    types = PropertyTypes(extra_properties, mixed=mixed)
     for trace_id, trace in traces:
-        types.merge(PropertyTypes.of_trace(trace_id, trace))
+        types.merge(PropertyTypes.of_trace(trace_id, trace, mixed=mixed))
     return frame_of(spark, traces, types)
 
 
