@@ -12,6 +12,9 @@ Two evaluators of one rule set, each this module's own:
   columns, `window_start()`/`window_end()`, literals, arithmetic and
   comparisons becomes one `groupBy(pane, keys)` aggregation with Spark's own
   aggregates (`panes.py` uses it for set-oriented tumbling and hopping panes).
+  Only what the column types decide compiles: where a row's values would
+  decide between a value and an error (a string column beside a number, a
+  divisor that may be 0, a JSON text column), the kernel evaluates instead.
 
 The rules (as eKuiper's operator pipeline runs them, planner.go):
 
@@ -28,16 +31,24 @@ The rules (as eKuiper's operator pipeline runs them, planner.go):
    row; `*` copies every non-null field of that row; a null value leaves its
    field out. `row_number()` is the 1-based output number after ORDER BY.
 
-Values: `+ - *` of two integers is an integer, else a float; `/` and `%` of
-two integers truncate toward zero (Go), of floats are float division and
-fmod; zero divisors, nulls and mismatched operands give null. Comparisons:
-numbers with numbers, strings with strings, booleans (`=`, `!=`) with
-booleans, else null. `and`/`or` take anything but true as false; `not` of a
-non-boolean is null. Aggregates: `count(*)` rows, `count(x)` non-null
-values; `sum` of integers an integer (with a float a float), `avg` a float,
-`min`/`max` of numbers (or else strings); none: null. `collect(*)` the rows
-as objects, `collect(x)` the values; `a[i]` (0-based) and `a->f` null when
-absent. Output names: the alias, a column's name, a function's name
+Values, as eKuiper's valuer (xsql/valuer.go) computes them: a comparison with
+a null side is false, `and`/`or` with a null side false (`null or true`
+too: only a true left side decides `or` alone), arithmetic with a null side
+null; `+ - *` of two integers an integer, else a float, `/` and `%` of two
+integers truncating toward zero (Go), of floats float division and fmod.
+Numbers compare with numbers, strings with strings, booleans by `=`/`!=`;
+any other pairing, arithmetic on a non-number and a divisor of 0 are errors,
+carried as `Failure` values the way eKuiper's valuer returns Go errors: the
+first one is the expression's value, and the step that reads it posts it
+(a row filter at the row's arrival, a pane's WHERE, GROUP BY, HAVING, ORDER
+BY or select for the pane, with eKuiper's `run Where error: ` prefixes); a
+trigger that errs does not trigger. A WHERE or HAVING value that is not a
+boolean or null is an error too. Aggregates: `count(*)` rows, `count(x)`
+non-null values; `sum`, `avg`, `min`, `max` read every value as the kind of
+the first non-null one (an integer first: floats truncated, the integer
+mean; a float first: floats only; a string first: strings, min and max
+only), else an error. `collect(*)` the rows as objects, `collect(x)` the
+values; `a[i]` (0-based) and `a->f` null when absent. Output names: the alias, a column's name, a function's name
 (`count(*)` is `count`), else `kuiper_field_<n>`.
 """
 
