@@ -133,6 +133,7 @@ from oracle.model import (
     spec_timestamps,
     spec_values,
 )
+from oracle.statement import Statement
 from oracle.stream_query import AGGREGATES, PROJECTIONS, StreamQuery
 from oracle.windows import make_window
 
@@ -526,6 +527,7 @@ EXAMPLES: dict[type, WindowSpec] = {
     Query: Query((SelectItem(Aggregate("count"), "c"),), "demo", Tumbling(SECOND)),
     BatchedTime: BatchedTime(GRID, GRID), BatchedLength: BatchedLength(1, 2), LengthUnique: LengthUnique(1, ("symbol",)),
     StreamQuery: StreamQuery(Length(1), "istream"),
+    Statement: Statement((SelectItem(Aggregate("count"), "n"),), Length(1), "irstream"),
 }
 
 

@@ -684,10 +684,12 @@ class Binary:
 class Aggregate:
     """An aggregation over the events the window holds (`sum(price)`);
     `argument` None is `count(*)`. The argument reads each held event's
-    properties and literals only."""
+    properties and literals only. `distinct`: over the distinct non-null
+    values only (Esper's `count(distinct x)`)."""
 
     function: str = field(validator=_one_of(AGGREGATES, "an aggregation function"))
     argument: Any = field(default=None)
+    distinct: bool = field(default=False, kw_only=True)
 
     @argument.validator
     def _check_argument(self, attribute, value):
@@ -696,6 +698,11 @@ class Aggregate:
                 raise InvalidSpec(f"{self.function}(*) is not an aggregation; only count(*) is")
             return
         _row_argument(self.function, attribute, value)
+
+    @distinct.validator
+    def _check_distinct(self, attribute, value):
+        if value and self.argument is None:
+            raise InvalidSpec("count(distinct *) is not an aggregation; distinct takes an expression")
 
 
 def _row_argument(function: str, attribute, value) -> None:

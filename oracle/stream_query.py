@@ -24,6 +24,7 @@ from attrs import field, frozen
 
 from oracle.errors import InvalidSpec
 from oracle.model import DERIVED_WINDOWS, WINDOW_SPECS, KeepAll, Spec, _property_name
+from oracle.statement import Statement
 
 PROJECTIONS = ("istream", "rstream")
 AGGREGATES = ("sum", "count", "avg", "min", "max")
@@ -67,5 +68,5 @@ class StreamQuery(Spec):
                               "be combined with select rstream")
 
 
-#: the query kinds (beside `oracle.model.WINDOW_SPECS`)
-QUERY_SPECS: tuple[type, ...] = (StreamQuery,)
+#: the query kinds (beside `oracle.model.WINDOW_SPECS`): Apama's, and Esper's statements
+QUERY_SPECS: tuple[type, ...] = (StreamQuery, Statement)

@@ -1,9 +1,7 @@
 """Every conformance case in corpus/ replays through the oracle; corpus/esper/observed/
-holds the window cases observed on a real Esper engine, copied from the shared
-folder ../shared/esper-observed. Where that folder is beside the checkout, its
-window cases must equal the copies (nothing drifts), and its statement cases
-(`query_*`) are a declared gap: statements over windows are not built yet
-(issue 26), marked strict xfail so they fail the day they pass and get copied."""
+holds the cases observed on a real Esper engine (windows, and statements over them:
+`query_*`), copied from the shared folder ../shared/esper-observed. Where that
+folder is beside the checkout, its cases must equal the copies (nothing drifts)."""
 
 from __future__ import annotations
 
@@ -31,27 +29,18 @@ def test_corpus_case_replays_on_the_oracle(path):
 
 
 OBSERVED_COPY = ROOT / "corpus" / "esper" / "observed"
-STATEMENTS_PENDING = "statements over windows (`select ... from E#...`) are not built yet: issue 26"
 
 
-def test_the_observed_window_cases_are_in_the_corpus():
-    """A clone holds the observed cases it is checked against (corpus/esper/observed)."""
+def test_the_observed_cases_are_in_the_corpus():
+    """A clone holds the observed cases it is checked against (corpus/esper/observed),
+    the 62 statement cases among them."""
     copies = {p.name for p in OBSERVED_COPY.glob("*.json")}
-    assert len(copies) >= 138
+    assert len(copies) >= 200
+    assert sum(name.startswith("query_") for name in copies) >= 62
     if OBSERVED:
-        windows = {p.name for p in OBSERVED if not p.name.startswith("query_")}
-        assert windows == copies
-        for name in windows:
+        assert {p.name for p in OBSERVED} == copies
+        for name in copies:
             assert json.loads((OBSERVED_DIR / name).read_text()) == json.loads((OBSERVED_COPY / name).read_text()), name
-
-
-@pytest.mark.skipif(not OBSERVED, reason=f"{OBSERVED_DIR} is not beside this checkout (its window cases are in corpus/)")
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=STATEMENTS_PENDING))
-                                  for p in OBSERVED if p.name.startswith("query_")], ids=lambda p: p.name)
-def test_observed_esper_statement_case_replays_on_the_oracle(path):
-    case = load_case(path)
-    difference = compare(case.expected, run(case_spec(case), case.trace))
-    assert difference is None, f"{path}:\n{difference}"
 
 
 def test_findings_of_a_run_are_not_corpus_cases(tmp_path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from oracle import parse
-from oracle.errors import InvalidSpec, WindowSyntaxError
+from oracle.errors import InvalidSpec, UnsupportedWindow, WindowSyntaxError
 
 HUGE = "9" * 5000
 TERMS = " + ".join(["1"] * 600)
@@ -52,6 +52,21 @@ ROWS = [
      "the WHERE condition (column 26): an aggregate in WHERE is computed over each pane after the window"),
     ("kuiper", "SELECT * FROM demo WHERE a > sum(avg(a)) GROUP BY COUNTWINDOW(3)", InvalidSpec,
      "the argument of sum may read the events' properties and literals only (column 30)"),
+    # Esper statements: each refusal names its place
+    ("esper", "select sum(price) from E#length(3) where sum(price) > 2", InvalidSpec,
+     "WHERE (column 42) is evaluated for one event; it cannot aggregate"),
+    ("esper", "select sum(price) from E(sum(price) > 1)#length(3)", InvalidSpec, "a filter (column 26)"),
+    ("esper", "select foo(price) from E#length(3)", InvalidSpec, "unknown function 'foo' at column 8"),
+    ("esper", "select sum(price) from E#length(3) group by sum(price)", InvalidSpec,
+     "the GROUP BY key 'sum(price)' at column 45 aggregates"),
+    ("esper", "select symbol, count(*) from E#length(3) group by symbol, symbol", InvalidSpec,
+     "the GROUP BY key 'symbol' at column 59 is named twice"),
+    ("esper", "select sum(price) as a, count(*) as a from E#length(3)", InvalidSpec,
+     "the alias 'a' names two select items at column 34"),
+    ("esper", "select current_count from E#length(3)", InvalidSpec, "current_count at column 8 is a built-in"),
+    ("esper", "select sum(price) from E#length(3) having", WindowSyntaxError, "at column 42"),
+    ("esper", "select sum(price) frm E#length(3)", WindowSyntaxError, "unexpected 'frm'"),
+    ("esper", "select * from E#length(3)#uni(price)", UnsupportedWindow, "derived-value window (uni)"),
 ]
 
 

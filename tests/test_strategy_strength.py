@@ -140,6 +140,10 @@ def _kuiper(text: str, **settings) -> WindowSpec:
     return parse(text, "kuiper", settings)
 
 
+def _esper(text: str) -> WindowSpec:
+    return parse(text, "esper")
+
+
 _EVENT = {"time_mode": "event", "timestamp_field": "ts"}
 
 # one row per spec field no row above changes (`test_every_field_of_every_spec_has_a_row`)
@@ -225,7 +229,7 @@ FIELD_ROWS = [
     ("kuiper sliding: event time", _kuiper("SLIDINGWINDOW(ss, 1)"), _kuiper("SLIDINGWINDOW(ss, 1)", **_EVENT)),
     ("kuiper sliding: late tolerance", _kuiper("SLIDINGWINDOW(ss, 1)", **_EVENT),
      _kuiper("SLIDINGWINDOW(ss, 1)", late_tolerance=1000, **_EVENT)),
-    ("kuiper session: unit", _kuiper("SESSIONWINDOW(ss, 2, 1)"), _kuiper("SESSIONWINDOW(ms, 2000, 1000)")),
+    ("kuiper session: unit", _kuiper("SESSIONWINDOW(ss, 2, 2)"), _kuiper("SESSIONWINDOW(ms, 2000, 2000)")),
     ("kuiper session: filter", _kuiper("SESSIONWINDOW(ss, 10, 1)"),
      _kuiper("SESSIONWINDOW(ss, 10, 1) FILTER(WHERE price > 15)")),
     ("kuiper session: event time", _kuiper("SESSIONWINDOW(ss, 10, 1)"), _kuiper("SESSIONWINDOW(ss, 10, 1)", **_EVENT)),
@@ -245,11 +249,26 @@ FIELD_ROWS = [
      _kuiper("SELECT count(*) FROM demo GROUP BY TUMBLINGWINDOW(ss, 1) HAVING count(*) > 1")),
     ("kuiper query: order", _kuiper("SELECT price FROM demo GROUP BY COUNTWINDOW(3)"),
      _kuiper("SELECT price FROM demo GROUP BY COUNTWINDOW(3) ORDER BY price DESC")),
+    ("statement: select", _esper("select irstream sum(price) as t from E#length(3)"),
+     _esper("select irstream max(price) as t from E#length(3)")),
+    ("statement: window", _esper("select irstream sum(price) as t from E#length(3)"),
+     _esper("select irstream sum(price) as t from E#length(2)")),
+    ("statement: selector", _esper("select irstream sum(price) as t from E#length(3)"),
+     _esper("select rstream sum(price) as t from E#length(3)")),
+    ("statement: filter", _esper("select irstream sum(price) as t from E#length(3)"),
+     _esper("select irstream sum(price) as t from E(price > 15)#length(3)")),
+    ("statement: where", _esper("select irstream sum(price) as t from E#length(3)"),
+     _esper("select irstream sum(price) as t from E#length(3) where price > 15")),
+    ("statement: group by", _esper("select irstream symbol, sum(price) as t from E#length(3)"),
+     _esper("select irstream symbol, sum(price) as t from E#length(3) group by symbol")),
+    ("statement: having", _esper("select irstream sum(price) as t from E#length(3)"),
+     _esper("select irstream sum(price) as t from E#length(3) having sum(price) > 30")),
 ]
 
 #: spec fields no row can change the output of, and why
 FIELD_EXEMPT = {
     ("Query", "stream"): "the stream's name: a case's trace is the one stream the statement reads",
+    ("Statement", "source"): "the stream's name (`from E`): a case's trace is the one stream the statement reads",
     ("Sliding", "unit"): "a sliding pane is the rows of [T - size, T] at each trigger: no alignment, so the unit "
                          "only scales the size (SLIDINGWINDOW(ss, 1) is SLIDINGWINDOW(ms, 1000))",
     ("Sliding", "time_zone"): "no alignment: the zone (a rule setting every pane window takes) moves nothing",

@@ -91,6 +91,7 @@ union. `parse(render(s)) == s` for every valid spec.
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from collections.abc import Callable
 from typing import Any
@@ -101,7 +102,8 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
 from oracle.errors import InvalidSpec, UnsupportedWindow, WindowSyntaxError
-from oracle.model import reserved_name_error
+from oracle.model import SelectItem, expression_nodes, reserved_name_error
+from oracle.statement import Statement
 from oracle.model import (
     AGGREGATES,
     Expression,
@@ -175,6 +177,15 @@ NUMBER: /\d+[lL]|(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?[dDfF]?/
 UNIT: /(years?|months?|weeks?|days?|hours?|minutes?|min|milliseconds?|msec|microseconds?|usec|seconds?|sec)\b/i
 RETAIN: /retain-(union|intersection)\b/i
 ORDER: /(asc|desc)\b/i
+SELECT.2: /select\b/i
+SELECTOR.2: /(istream|irstream|rstream)\b/i
+FROM.2: /from\b/i
+WHERE.2: /where\b/i
+GROUP.2: /group\b/i
+BY.2: /by\b/i
+HAVING.2: /having\b/i
+AS.2: /as\b/i
+DISTINCT.2: /distinct\b/i
 
 %import common.WS
 %ignore WS
@@ -207,8 +218,17 @@ string: STRING
 name: NAME | TICKED
 boolean: BOOLEAN
 null: NULL
-call: NAME LPAR (TIMES | expr) RPAR
+call: NAME LPAR (TIMES | DISTINCT? expr) RPAR
 member: NAME DOT NAME
+
+// A statement over a window (esper.md §8): select ... from E[(filter)]<clause> ...
+statement: SELECT SELECTOR? select_list FROM NAME stream_filter? clause where? group_by? having?
+select_list: STAR | select_item (COMMA select_item)*
+select_item: expr (AS NAME)?
+stream_filter: LPAR expr RPAR
+where: WHERE expr
+group_by: GROUP BY expr (COMMA expr)*
+having: HAVING expr
 """ + _TERMINALS
 
 LOOSE_GRAMMAR = r"""
@@ -374,16 +394,54 @@ class _ToViews(Transformer):
 
     @v_args(meta=True)
     def call(self, meta, items: list) -> Param:
-        function, _, argument, _ = items
+        function, argument = items[0], items[-2]
+        distinct = any(isinstance(i, Token) and i.type == "DISTINCT" for i in items)
         name, column = function.lower(), function.start_pos + 1
         if name not in AGGREGATES:
             raise InvalidSpec(f"unknown function {str(function)!r} at column {column}; "
-                              f"an expiry expression's aggregations are {', '.join(AGGREGATES)}")
+                              f"the aggregations are {', '.join(AGGREGATES)}")
         star = isinstance(argument, Token)
         try:
-            return self._compound(meta, Aggregate(name, None if star else _node(argument)))
+            return self._compound(meta, Aggregate(name, None if star else _node(argument), distinct=distinct))
         except InvalidSpec as exc:
             raise InvalidSpec(f"{exc} (column {column})") from None
+
+    # A statement: its parts as (name, value) pairs for `_statement`.
+
+    def select_item(self, items: list) -> tuple:
+        expr, alias = items[0], (str(items[2]) if len(items) == 3 else None)
+        return (expr, alias)
+
+    def select_list(self, items: list) -> tuple:
+        if len(items) == 1 and isinstance(items[0], Token):
+            return ("select", None)  # *
+        return ("select", tuple(i for i in items if isinstance(i, tuple)))
+
+    def stream_filter(self, items: list) -> tuple:
+        return ("filter", items[1])
+
+    def where(self, items: list) -> tuple:
+        return ("where", items[1])
+
+    def group_by(self, items: list) -> tuple:
+        return ("keys", tuple(i for i in items if isinstance(i, Param)))
+
+    def having(self, items: list) -> tuple:
+        return ("having", items[1])
+
+    def statement(self, items: list) -> dict:
+        parts: dict = {"selector": None}
+        for item in items:
+            if isinstance(item, Token):
+                if item.type == "SELECTOR":
+                    parts["selector"] = item.lower()
+                elif item.type == "NAME":
+                    parts["source"] = item
+            elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+                parts[item[0]] = item[1]
+            elif isinstance(item, tuple):  # the clause: (views, retain)
+                parts["clause"] = item
+        return parts
 
     @v_args(meta=True)
     def member(self, meta, items: list) -> Param:
@@ -437,6 +495,8 @@ class _ToViews(Transformer):
 
 _PARSER = Lark(GRAMMAR, start="clause", parser="lalr", lexer="contextual", maybe_placeholders=True,
                propagate_positions=True)
+_STATEMENT_PARSER = Lark(GRAMMAR, start="statement", parser="lalr", lexer="contextual", maybe_placeholders=True,
+                         propagate_positions=True)
 _LOOSE_PARSER = Lark(LOOSE_GRAMMAR, start="loose", parser="lalr", lexer="contextual")
 
 
@@ -747,7 +807,8 @@ def _render_node(node: Expression, outer: int) -> str:
     if isinstance(node, EventProperty):
         return f"{node.event}.{node.name}"
     if isinstance(node, Aggregate):
-        return f"{node.function}({'*' if node.argument is None else _render_node(node.argument, 0)})"
+        distinct = "distinct " if node.distinct else ""
+        return f"{node.function}({distinct}{'*' if node.argument is None else _render_node(node.argument, 0)})"
     if isinstance(node, Negate):
         operand = node.operand
         inner = _render_node(operand, _PRECEDENCE["negate"])
@@ -1102,9 +1163,12 @@ def _without_merge(views: list[View]) -> list[View]:
 
 
 def parse(text: str) -> WindowSpec:
-    """The spec of an Esper window clause (`#groupwin(symbol)#length(2)`)."""
+    """The spec of an Esper window clause (`#groupwin(symbol)#length(2)`), or of
+    a statement over one (`select irstream sum(price) as total from E#length(3)`)."""
     if not isinstance(text, str):
         raise TypeError(f"a window clause is a string, got {type(text).__name__}")
+    if re.match(r"\s*select\b", text, re.IGNORECASE):
+        return _statement(text)
     try:
         views, retain = _ToViews(text).transform(_PARSER.parse(text))
     except UnexpectedInput as exc:
@@ -1113,6 +1177,68 @@ def parse(text: str) -> WindowSpec:
         raise _syntax_error(exc, text) from None
     except VisitError as exc:
         raise exc.orig_exc from None
+    return _window_of(views, retain)
+
+
+def _statement(text: str) -> Statement:
+    """A statement's spec (`oracle.statement`); its window as a clause alone."""
+    try:
+        parts = _ToViews(text).transform(_STATEMENT_PARSER.parse(text))
+    except UnexpectedInput as exc:
+        raise _syntax_error(exc, text) from None
+    except VisitError as exc:
+        raise exc.orig_exc from None
+    window = _window_of(*parts["clause"])
+    if parts["select"] is None:
+        select = (SelectItem(),)
+    else:
+        select = []
+        for expr, alias in parts["select"]:
+            select.append(SelectItem(_statement_node(expr), alias))
+    aliases = [item.alias for item in select if item.alias is not None]
+    twice = next((a for n, a in enumerate(aliases) if a in aliases[:n]), None)
+    if twice is not None:
+        second = [m.start() for m in re.finditer(rf"\bas\s+{re.escape(twice)}\b", text, re.IGNORECASE)]
+        where = f" at column {second[1] + 1}" if len(second) > 1 else ""
+        raise InvalidSpec(f"the alias {twice!r} names two select items{where}")
+    keys = tuple(_statement_node(k) for k in parts.get("keys", ()))
+    for n, (key, param) in enumerate(zip(keys, parts.get("keys", ()))):
+        if any(isinstance(node, Aggregate) for node in expression_nodes(key)):
+            raise InvalidSpec(f"the GROUP BY key {param.text!r} at column {param.column} aggregates; a key "
+                              "reads one event")
+        if key in keys[:n]:
+            raise InvalidSpec(f"the GROUP BY key {param.text!r} at column {param.column} is named twice")
+    if isinstance(window, DERIVED_WINDOWS):
+        raise UnsupportedWindow(f"a statement over a derived-value window ({window.KIND}) is not built yet: "
+                                "its rows are the window's own values (issue 26)")
+    condition = {}
+    for name in ("filter", "where", "having"):
+        param = parts.get(name)
+        condition[name] = _statement_node(param) if param is not None else None
+        if name != "having" and param is not None and any(
+                isinstance(n, Aggregate) for n in expression_nodes(condition[name])):
+            what = "a filter" if name == "filter" else "WHERE"
+            raise InvalidSpec(f"{what} (column {param.column}) is evaluated for one event; it cannot aggregate")
+    return Statement(tuple(select), window, parts["selector"] or "istream", str(parts["source"]),
+                     condition["filter"], condition["where"], keys, condition["having"])
+
+
+def _statement_node(param: Param) -> Expression:
+    """A statement's expression: the events' properties, literals, operators and
+    aggregates (the expression windows' built-ins are theirs alone)."""
+    if param.kind == "name" and param.value in BUILTINS + BUILTIN_EVENTS:
+        raise InvalidSpec(f"{param.value} at column {param.column} is a built-in of the expression windows; "
+                          "a statement reads the events' properties")
+    node = _node(param)
+    for inner in expression_nodes(node):
+        if isinstance(inner, (Builtin, EventProperty)):
+            raise InvalidSpec(f"{param.text!r} at column {param.column} reads an expression window's built-in; "
+                              "a statement reads the events' properties")
+    return node
+
+
+def _window_of(views: list[View], retain: str | None) -> WindowSpec:
+    """The window spec of a clause's views."""
     for view in views:
         _resolve(view)
     views, derived = _without_derived(views, retain)
@@ -1183,6 +1309,8 @@ def _render_chain(spec) -> str:
 
 def render(spec: WindowSpec) -> str:
     """The canonical Esper text of `spec`; `parse(render(spec)) == spec`."""
+    if isinstance(spec, Statement):
+        return _render_statement(spec)
     if isinstance(spec, DERIVED_WINDOWS):
         source = "" if spec.source is None else render(spec.source)
         retain = " retain-union" if source.endswith(" retain-union") else ""
@@ -1192,9 +1320,30 @@ def render(spec: WindowSpec) -> str:
     return _render_chain(spec)
 
 
+def _render_statement(spec: Statement) -> str:
+    """`select <selector> items from E[(filter)]<window> [where] [group by] [having]`,
+    the selector always written (`istream` too)."""
+    items = ", ".join("*" if item.expression is None else render_expression(item.expression)
+                      + (f" as {item.alias}" if item.alias is not None else "") for item in spec.select)
+    text = f"select {spec.selector} {items} from {spec.source}"
+    if spec.filter is not None:
+        text += f"({render_expression(spec.filter)})"
+    text += render(spec.window)
+    if spec.where is not None:
+        text += f" where {render_expression(spec.where)}"
+    if spec.keys:
+        text += " group by " + ", ".join(render_expression(k) for k in spec.keys)
+    if spec.having is not None:
+        text += f" having {render_expression(spec.having)}"
+    return text
+
+
 def name(spec: WindowSpec) -> str:
     """A short name of `spec`'s window in Esper's words, for file names:
-    `length`, `groupwin-time_batch`, `unique-time`, `unique-time-retain_union`."""
+    `length`, `groupwin-time_batch`, `unique-time`, `unique-time-retain_union`;
+    `statement-length` for a statement."""
+    if isinstance(spec, Statement):
+        return "statement-" + name(spec.window)
     if isinstance(spec, DERIVED_WINDOWS):
         return (name(spec.source) + "-" if spec.source is not None else "") + spec.KIND
     if isinstance(spec, GroupWin):

@@ -45,8 +45,9 @@ from oracle.windows import (
     derived, expr, groupwin, keep, keyed, length, lots, panes, retention, several, sort, time, time_batch,
     time_order, unique,
 )
+from oracle.statement import Statement
 from oracle.stream_query import StreamQuery
-from oracle.windows import stream_query
+from oracle.windows import statement, stream_query
 from oracle.windows.base import Delivery, Post, Window, WindowBase
 
 #: spec class -> window class, built as cls(spec, now), `now` the clock when the
@@ -83,6 +84,7 @@ WINDOW_CLASSES: dict[type, type] = {
     BatchedLength: lots.LotsWindow,
     LengthUnique: lots.LotsWindow,
     StreamQuery: stream_query.StreamQueryWindow,
+    Statement: statement.StatementWindow,
     **derived.WINDOWS,
     **panes.WINDOWS,
     Query: panes.query_window,

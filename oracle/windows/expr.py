@@ -17,10 +17,11 @@ Values follow Java's rules as Esper applies them:
 * A name is the declared variable of that name (the trace's `variables`,
   changed by `set` items), else the property of the event the expression is
   evaluated for (a missing property, or no event, is null).
-* Aggregations run over the events the window holds at that moment: `sum`
-  (an int when every value is an int), `avg` (a float), `count(x)` (non-null
-  values), `count(*)`, `min`, `max`; null values are skipped, and with none
-  left `sum`, `avg`, `min`, `max` are null.
+* Aggregations run over the events the window holds at that moment (a
+  statement: its aggregation state): `sum` (an int when every value is an
+  int), `avg` (a float), `count(x)` (non-null values), `count(distinct x)`
+  (distinct non-null values), `count(*)`, `min`, `max`; null values are
+  skipped, and with none left `sum`, `avg`, `min`, `max` are null.
 * The expiry's value must be true, false or null; anything else is an `EventError`.
 """
 
@@ -171,6 +172,8 @@ def _aggregate(node: Aggregate, scope: Scope) -> Any:
     values = [evaluate(node.argument, Scope(event, scope.builtins, scope.oldest_event, scope.newest_event,
                                             scope.variables, ())) for event in scope.held]
     values = [v for v in values if v is not None]
+    if node.distinct:  # Java's equals: 1 and 1.0 are two values
+        values = list({(type(v), v): v for v in values}.values())
     if node.function == "count":
         return len(values)
     if not values:
