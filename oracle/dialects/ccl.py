@@ -96,8 +96,9 @@ from decimal import Decimal
 from typing import Any
 
 from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+from lark.exceptions import UnexpectedInput, VisitError
 
+from oracle.dialects.syntax import syntax_error
 from oracle.errors import InvalidSpec, UnsupportedWindow, WindowSyntaxError
 from oracle.model import (
     MAX_CLOCK,
@@ -177,18 +178,7 @@ _PARSER = Lark(GRAMMAR, start="clause", parser="lalr", lexer="contextual")
 
 
 def _syntax_error(exc: UnexpectedInput, text: str) -> WindowSyntaxError:
-    if isinstance(exc, UnexpectedCharacters):
-        column, found, expected = exc.pos_in_stream + 1, f"unexpected character {text[exc.pos_in_stream]!r}", exc.allowed
-    else:
-        assert isinstance(exc, UnexpectedToken)
-        token = exc.token
-        if token.type == "$END":
-            column, found = len(text) + 1, "unexpected end of the clause"
-        else:
-            column, found = token.start_pos + 1, f"unexpected {str(token)!r}"
-        expected = exc.expected
-    shown = sorted({_DESCRIBE.get(name, name) for name in expected})
-    return WindowSyntaxError(f"{found}; expected {' or '.join(shown)}", text, column)
+    return syntax_error(exc, text, _DESCRIBE)
 
 
 def _column(token: Token) -> int:

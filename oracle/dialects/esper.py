@@ -99,8 +99,9 @@ from typing import Any
 import attrs
 from attrs import frozen
 from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+from lark.exceptions import UnexpectedInput, VisitError
 
+from oracle.dialects.syntax import syntax_error
 from oracle.errors import InvalidSpec, UnsupportedWindow, WindowSyntaxError
 from oracle.model import SelectItem, expression_nodes, reserved_name_error
 from oracle.statement import Statement
@@ -247,6 +248,8 @@ _DESCRIBE = {
     "AND": "and", "OR": "or", "NOT": "not", "BOOLEAN": "true or false", "NULL": "null", "NAME": "a name", "TICKED": "a `backquoted` name", "STRING": "a quoted string",
     "NUMBER": "a number", "UNIT": "a time unit (msec, sec, min, hour, day, ...)",
     "RETAIN": "retain-union or retain-intersection", "ORDER": "asc or desc",
+    "SELECT": "select", "SELECTOR": "istream, irstream or rstream", "FROM": "from", "WHERE": "where",
+    "GROUP": "group by", "BY": "by", "HAVING": "having", "AS": "as", "DISTINCT": "distinct",
     "$END": "the end of the clause",
 }
 
@@ -510,19 +513,7 @@ def _loose_views(text: str) -> list[View]:
 
 
 def _syntax_error(exc: UnexpectedInput, text: str) -> WindowSyntaxError:
-    if isinstance(exc, UnexpectedCharacters):
-        column = exc.pos_in_stream + 1
-        found = f"unexpected character {text[exc.pos_in_stream]!r}"
-        expected = exc.allowed
-    else:
-        assert isinstance(exc, UnexpectedToken)
-        token = exc.token
-        if token.type == "$END":
-            column, found = len(text) + 1, "unexpected end of the clause"
-        else:
-            column, found = token.start_pos + 1, f"unexpected {str(token)!r}"
-        expected = exc.expected
-    return WindowSyntaxError(f"{found}; expected {_expected(set(expected))}", text, column)
+    return syntax_error(exc, text, _DESCRIBE, summarize=_expected)
 
 
 #: terminals that continue an expression, and those that start one: an error

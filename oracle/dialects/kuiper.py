@@ -55,8 +55,9 @@ from typing import Any
 
 from attrs import frozen
 from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+from lark.exceptions import UnexpectedInput, VisitError
 
+from oracle.dialects.syntax import syntax_error
 from oracle.errors import InvalidSpec, UnsupportedWindow, WindowSyntaxError
 from oracle.model import (
     AGGREGATES,
@@ -420,19 +421,7 @@ _PARSER = Lark(GRAMMAR, start=["statement", "clause"], parser="lalr", lexer="con
 
 
 def _syntax_error(exc: UnexpectedInput, text: str) -> WindowSyntaxError:
-    if isinstance(exc, UnexpectedCharacters):
-        column = exc.pos_in_stream + 1
-        found, expected = f"unexpected character {text[exc.pos_in_stream]!r}", exc.allowed
-    else:
-        assert isinstance(exc, UnexpectedToken)
-        token = exc.token
-        if token.type == "$END":
-            column, found = len(text) + 1, "unexpected end of the text"
-        else:
-            column, found = token.start_pos + 1, f"unexpected {str(token)!r}"
-        expected = exc.expected
-    wanted = sorted({_DESCRIBE.get(name, name) for name in expected if not name.startswith("__")})
-    return WindowSyntaxError(f"{found}; expected {' or '.join(wanted) or 'something else'}", text, column)
+    return syntax_error(exc, text, _DESCRIBE, end="the text")
 
 
 def _parse_tree(text: str, start: str):
