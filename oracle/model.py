@@ -1387,9 +1387,12 @@ class CountPanes(Spec):
         if self.every > self.size:
             raise InvalidSpec(f"count: the interval {self.every} must not be larger than the size {self.size}")
 
-    @property
-    def event_time(self) -> bool:
-        return False
+    #: a count window has no clock of its own: processing time, no zone (declared,
+    #: so every pane window answers the same questions)
+    event_time: ClassVar[bool] = False
+    timestamp: ClassVar[None] = None
+    late_tolerance: ClassVar[int] = 0
+    time_zone: ClassVar[str] = "UTC"
 
 
 TIMED_PANE_WINDOWS: tuple[type, ...] = (Tumbling, Hopping, Sliding, Session)
@@ -1494,7 +1497,7 @@ class Query(Spec):
         event-time window it stays after the window and filters each pane's
         rows, an aggregate in it reading the whole pane (`AggFuncPlan`, below
         the filter: `a > avg(a)` keeps the pane's rows above its mean)."""
-        return (self.where is not None and not getattr(self.window, "event_time", False)
+        return (self.where is not None and not self.window.event_time
                 and isinstance(self.window, (Tumbling, Hopping, Session)))
 
     @property

@@ -749,12 +749,12 @@ def settings(spec: Any) -> dict[str, Any]:
     """The case keys (`time_mode`, ...) that `spec` needs besides its text."""
     window = spec.window if isinstance(spec, Query) else spec
     out: dict[str, Any] = {}
-    if getattr(window, "timestamp", None) is not None:
+    if window.timestamp is not None:
         out["time_mode"] = "event"
         out["timestamp_field"] = window.timestamp
         if window.late_tolerance:
             out["late_tolerance"] = window.late_tolerance
-    if getattr(window, "time_zone", "UTC") != "UTC":
+    if window.time_zone != "UTC":
         out["time_zone"] = window.time_zone
     return out
 

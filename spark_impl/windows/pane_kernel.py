@@ -132,7 +132,7 @@ class Machine:
         self.held: list = []  # (ts, arrival no, row)
         self.arrivals = 0
         self.out: list = []  # panes of the current unit: (rows, start, end) or ("error", message)
-        zone = ZoneInfo(getattr(spec, "time_zone", "UTC"))
+        zone = ZoneInfo(spec.time_zone)
         self.align = (lambda count: (lambda t: aligned_end(t, count, spec.unit, zone)))
 
     # -- rows in
