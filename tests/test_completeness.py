@@ -83,3 +83,18 @@ def test_every_kind_has_every_piece(cls):
     corpus = _corpus_counts()
     missing = {aspect for aspect in ASPECTS if not _has(aspect, cls, corpus)}
     assert missing == PENDING.get(cls, set())
+
+
+def test_every_table_keyed_by_kind_holds_every_kind_it_can_meet():
+    """The tables the Spark side keeps per kind, beside FAMILIES: a kind the
+    model lets in but a table lacks would fail inside a Spark worker, not here.
+    Members of an intersection or union: every data window the model accepts
+    as a member (`_members`) has the kernel's member class; pane windows: every
+    pane kind has its machine in the pane kernel."""
+    from oracle.model import DATA_WINDOWS, NOT_MEMBERS, PANE_WINDOWS
+    from spark_impl.windows.intersect import _MEMBERS
+    from spark_impl.windows.pane_kernel import MACHINES
+
+    members = {cls for cls in DATA_WINDOWS if not issubclass(cls, NOT_MEMBERS)}
+    assert members - set(_MEMBERS) == set(), "data windows the intersection kernel has no member class for"
+    assert set(PANE_WINDOWS) - set(MACHINES) == set(), "pane windows the pane kernel has no machine for"
