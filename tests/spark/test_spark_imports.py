@@ -12,7 +12,8 @@ import pytest
 
 import spark_impl
 
-ALLOWED = ("oracle.model", "oracle.stream_query", "oracle.errors", "oracle.dialects", "oracle.cases")  # specs, errors, parsers, cases
+ALLOWED = ("oracle.model", "oracle.stream_query", "oracle.statement", "oracle.errors", "oracle.dialects",
+           "oracle.cases")  # specs, errors, parsers, cases
 PACKAGE = Path(spark_impl.__file__).parent
 
 
