@@ -83,8 +83,12 @@ def member_rows(items: DataFrame, members: tuple, ctx: Context, *, firing_due: b
     if len(props) < len(ctx.properties):
         props = []
     rows = None
+    # at an arrival one sub-window posts (the arriving event's group), so its slot orders
+    # nothing; families write it differently there (a timed one its group's, others 0): 0
+    arrival_slot = f"CASE WHEN phase = {ARRIVAL} THEN CAST(0 AS BIGINT) ELSE slot END AS slot"
     for index, member_posts in enumerate(posted):
-        member_posts = member_posts.selectExpr(*CONTRACT, f"{index} AS `#m`", *props)
+        member_posts = member_posts.selectExpr(*(c if c != "slot" else arrival_slot for c in CONTRACT),
+                                               f"{index} AS `#m`", *props)
         rows = member_posts if rows is None else rows.unionByName(member_posts)
     if firing_due and sum(isinstance(m, TIMED) for m in members) >= 2:
         unit = "PARTITION BY trace_id, slot, seq, phase, time, `#m`"
