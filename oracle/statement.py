@@ -38,7 +38,7 @@ from oracle.model import (
     Name,
     SelectItem,
     Spec,
-    _expression,
+    EXPRESSIONS,
     _identifier,
     expression_nodes,
 )
@@ -67,7 +67,8 @@ def _items(inst, attribute, value):
 
 
 def _event_expression(node: Any, where: str) -> None:
-    _expression(None, type("attribute", (), {"name": where}), node)
+    if not isinstance(node, EXPRESSIONS):
+        raise InvalidSpec(f"statement: {where} must be an expression node, got {node!r}")
     for inner in expression_nodes(node):
         if isinstance(inner, (Builtin, EventProperty)):
             raise InvalidSpec(f"statement: {where} reads an expression window's built-in ({inner!r}); "

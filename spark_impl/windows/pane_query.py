@@ -240,13 +240,9 @@ class RowEval:
             v = self.of(node.operand)
             return v if isinstance(v, Failure) else (-v if _is_number(v) else None)
         if t is Deduplicate:
-            rows = self.group if self.group is not None else ([] if self.row is None else [self.row])
-            times = [self.time] if self.group is None else (self.group_times or [None] * len(rows))
-            found = [RowEval(r, None, self.pane, None, self.number, self.hits, tm).of(node.key)
-                     for r, tm in zip(rows, times)]
-            failed = next((f for f in found if isinstance(f, Failure)), None)
-            if failed is not None:
-                return failed
+            rows, found = self._each_row(node.key)
+            if isinstance(found, Failure):
+                return found
             keys = [go_value_text(k) for k in found]
             first = {}
             for n, k in enumerate(keys):
@@ -256,15 +252,12 @@ class RowEval:
             last = len(rows) - 1
             return dict(rows[last]) if rows and first[keys[last]] == last else None
         if t in (Aggregate, Collect):
-            rows = self.group if self.group is not None else ([] if self.row is None else [self.row])
             if node.argument is None:
+                rows = self._rows()
                 return len(rows) if t is Aggregate else [dict(r) for r in rows]
-            times = [self.time] if self.group is None else (self.group_times or [None] * len(rows))
-            values = [RowEval(r, None, self.pane, None, self.number, self.hits, tm).of(node.argument)
-                      for r, tm in zip(rows, times)]
-            failed = next((v for v in values if isinstance(v, Failure)), None)
-            if failed is not None:
-                return failed
+            rows, values = self._each_row(node.argument)
+            if isinstance(values, Failure):
+                return values
             return values if t is Collect else _agg(node.function, values, len(rows))
         if t is Call:
             f = node.function
@@ -290,6 +283,20 @@ class RowEval:
                 return v
             return v.get(node.name) if isinstance(v, Mapping) else None
         raise UnsupportedWindow(f"a kuiper query cannot evaluate {node!r} on Spark")
+
+
+    def _rows(self) -> list:
+        """The rows an aggregate reads: the group's, else the row alone."""
+        return self.group if self.group is not None else ([] if self.row is None else [self.row])
+
+    def _each_row(self, node: Any) -> tuple[list, Any]:
+        """(the rows, `node`'s value for each, each with its own time), or the
+        first `Failure` in place of the values."""
+        rows = self._rows()
+        times = [self.time] if self.group is None else (self.group_times or [None] * len(rows))
+        values = [RowEval(r, None, self.pane, None, self.number, self.hits, tm).of(node) for r, tm in zip(rows, times)]
+        failed = next((v for v in values if isinstance(v, Failure)), None)
+        return rows, (failed if failed is not None else values)
 
 
 def go_value_text(v: Any) -> str:
