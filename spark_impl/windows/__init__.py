@@ -97,6 +97,7 @@ from oracle.model import (
     WindowSpec,
     spec_kind,
 )
+from oracle.statement import Statement
 from oracle.stream_query import StreamQuery
 from oracle.model import CountPanes, Hopping, Query, Session, Sliding, Tumbling
 
@@ -168,6 +169,8 @@ FAMILIES: dict[type, str] = {
     BatchedLength: "lots",
     LengthUnique: "lots",
     StreamQuery: "stream_query",
+    # Esper statements over a window
+    Statement: "statement",
     # eKuiper's pane windows and the queries over them
     Tumbling: "panes",
     Hopping: "panes",

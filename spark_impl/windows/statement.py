@@ -1,0 +1,497 @@
+"""Esper statements (`oracle.statement.Statement`: `select ... from
+E[(filter)]<window> [where] [group by] [having]`) as relational operations
+over the window's own posts (Esper's reference, "Processing Model": the five
+shapes of aggregation and grouping; "EPL Reference: Clauses").
+
+The window runs as its own family over the items; its rows are the posts a
+statement reads. Derived here from Esper's documented model, in this
+module's terms:
+
+* The stream filter `E(c)` keeps an event from the window altogether: an
+  event for which `c` is not true becomes an `advance` to its arrival clock
+  (its walk still fires the window's timers; it arrives nowhere).
+* A post is the rows the window posted together: one unit of work's rows
+  (trace, seq, phase, time), split further where a unit holds several posts:
+  under `#groupwin` each sub-window's timer fires its own post (`slot_due`,
+  `slot`), in an intersection or union of several timed members each member's
+  timer (`pos >> MEMBER_SHIFT`). The post key orders the posts of a trace.
+* WHERE drops the event rows it is not true for; a post left with no row
+  (where there is a WHERE) is no post. An empty post (FORCE_UPDATE) is a
+  post of no event.
+* Each GROUP BY value is a group (no keys: one group per trace); its state is
+  the events inserted minus those removed by the posts so far. Per group, in
+  post order, `count(*)`, `count(x)`, `sum(x)` and `avg(x)` are running sums
+  of signed deltas (+ on an insert row, - on a remove row; over a window
+  function's default RANGE frame, so a post's rows are applied together): the
+  state after a post is the running value on its rows, the state before it
+  the running value on the group's previous row (`lag` over the rows in post
+  order). `sum` and `avg` of no value are null. `min`, `max` and
+  `count(distinct x)` need the values themselves: each event is present in
+  its group from the group's post that inserts it up to (not including) the
+  one that removes it, so it is exploded over the group's posts in that
+  span (numbered per group by `dense_rank`) and each (group, post) aggregates
+  what is present; the state before a post is the one after the group's
+  previous post.
+* The rows, by the statement's shape (`_Shape`):
+  - no aggregate: a row per event row, new rows from inserts, old from removes;
+  - aggregates, no GROUP BY, every property inside an aggregate: per post one
+    new row (the state after) and one old row (the state before);
+  - aggregates, no GROUP BY, a property outside: a row per event row with the
+    state after its post;
+  - GROUP BY, fully aggregated: per post and group with a row in it one new
+    row (after) and one old row (before), read from the group's first row in
+    the post (inserts first, then the window's order); the groups in the
+    order of those first rows;
+  - GROUP BY, not fully aggregated: a row per event row with its group's
+    state after the post.
+* HAVING keeps the rows it is true for, each read with its own state. The
+  stream selector keeps the new rows (`istream`), both (`irstream`), or the
+  old rows delivered as new (`rstream`).
+
+Values are Java's as Esper applies them, in SQL (`JavaSql`): arithmetic and
+comparisons of null are null, `and`/`or` three-valued (SQL's own); an int
+with an int stays an int for `+ - * %`; `/` is a double, a zero divisor giving
+Java's infinities or NaN (Spark's `/` would give null or fail); an int `%`
+zero is null (decided in the oracle), a double `%` zero NaN. Kinds Esper
+refuses to combine (a string and a number, `min` of a boolean) are refused
+before planning, naming the expression.
+
+Rows go out as `values` JSON objects keyed by `Statement.field_names` (`*`:
+the event's id and its non-null properties), `id` null, the properties null.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from oracle.errors import UnsupportedWindow
+from oracle.model import Aggregate, Binary, GroupWin, Literal, Name, Negate, Not, expression_nodes
+from oracle.statement import Statement
+from spark_impl.frames import JSON_TEXT
+from spark_impl.windows import Context, family
+from spark_impl.windows.base import quoted
+from spark_impl.windows.derived import several_posts
+from spark_impl.windows.intersect import MEMBER_SHIFT
+
+CONTRACT = ("trace_id", "seq", "phase", "time", "slot_due", "slot", "side", "pos", "id")
+_POST = ("seq", "phase", "time", "`#pd`", "`#ps`", "`#pm`")
+_POST_ORDER = ", ".join(_POST)
+#: a row's place in its post: inserts first, then the window's order
+_ROW_ORDER = "`#sr`, slot_due, slot, pos"
+_NUMBERS = ("long", "double")
+_SET_FUNCTIONS = ("min", "max")
+
+
+# --------------------------------------------------------------------------- values: Java's rules in SQL
+
+
+def _kind_of(data_type: T.DataType) -> str:
+    if isinstance(data_type, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)):
+        return "long"
+    if isinstance(data_type, (T.DoubleType, T.FloatType)):
+        return "double"
+    if isinstance(data_type, T.StringType):
+        return "string"
+    if isinstance(data_type, T.BooleanType):
+        return "boolean"
+    return "other"
+
+
+def _string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _literal(value: Any) -> tuple[str, str]:
+    if value is None:
+        return "NULL", "null"
+    if isinstance(value, bool):
+        return ("true" if value else "false"), "boolean"
+    if isinstance(value, int):
+        return f"CAST({value} AS BIGINT)", "long"
+    if isinstance(value, float):
+        return f"CAST('{value!r}' AS DOUBLE)", "double"
+    return _string(value), "string"
+
+
+def _double(sql: str, kind: str) -> str:
+    return sql if kind == "double" else f"CAST({sql} AS DOUBLE)"
+
+
+class JavaSql:
+    """Expression trees as Spark SQL with Java's value rules (module
+    docstring). `kinds`: a property's kind (`long`, `double`, `string`,
+    `boolean`); `aggregates`: an aggregate node's (SQL, kind) in this context;
+    `event`: whether a property outside an aggregate has a row to read (a
+    fully aggregated row of no event reads null)."""
+
+    def __init__(self, kinds: dict[str, str], aggregates: dict | None = None, event: bool = True):
+        self.kinds, self.aggregates, self.event = kinds, aggregates or {}, event
+
+    def value(self, node: Any) -> tuple[str, str]:
+        kind = type(node)
+        if kind is Literal:
+            return _literal(node.value)
+        if kind is Name:
+            found = self.kinds.get(node.name)
+            if found is None or not self.event:
+                return "NULL", "null"
+            if found == "other":
+                raise UnsupportedWindow(f"statement: property {node.name!r} holds a list or an object; "
+                                        "the Spark statements read numbers, strings and booleans")
+            return quoted(node.name), found
+        if kind is Aggregate:
+            if node not in self.aggregates:
+                raise UnsupportedWindow(f"statement: {node!r} has no value here")
+            return self.aggregates[node]
+        if kind is Negate:
+            a, ka = self.value(node.operand)
+            if ka == "null":
+                return "NULL", "null"
+            self._need(ka in _NUMBERS, "-", node)
+            return f"(- {a})", ka
+        if kind is Not:
+            a, ka = self.value(node.operand)
+            if ka == "null":
+                return "NULL", "null"
+            self._need(ka == "boolean", "not", node)
+            return f"(NOT {a})", "boolean"
+        if kind is not Binary:
+            raise UnsupportedWindow(f"statement: the Spark statements do not evaluate {type(node).__name__} ({node!r})")
+        (a, ka), (b, kb) = self.value(node.left), self.value(node.right)
+        op = node.op
+        if op in ("and", "or"):
+            self._need(ka in ("boolean", "null") and kb in ("boolean", "null"), op, node)
+            return f"({a} {op.upper()} {b})", "boolean"
+        if "null" in (ka, kb):
+            return "NULL", "boolean" if op not in "+-*/%" else "null"
+        if op in ("+", "-", "*", "/", "%"):
+            self._need(ka in _NUMBERS and kb in _NUMBERS, op, node)
+            if op == "/":
+                return _java_divide(_double(a, ka), _double(b, kb)), "double"
+            if ka == kb == "long":
+                if op == "%":
+                    return f"(CASE WHEN {b} = 0 THEN NULL ELSE {a} % {b} END)", "long"
+                return f"({a} {op} {b})", "long"
+            x, y = _double(a, ka), _double(b, kb)
+            if op == "%":
+                return f"(CASE WHEN {y} = 0 THEN double('NaN') ELSE {x} % {y} END)", "double"
+            return f"({x} {op} {y})", "double"
+        numbers = ka in _NUMBERS and kb in _NUMBERS
+        self._need(numbers or ka == kb == "string" or (ka == kb == "boolean" and op in ("=", "!=")), op, node)
+        sql_op = {"=": "=", "!=": "<>"}.get(op, op)
+        if numbers and ka != kb:
+            a, b = _double(a, ka), _double(b, kb)
+        return f"({a} {sql_op} {b})", "boolean"
+
+    def truth(self, node: Any) -> str:
+        """SQL true exactly where the condition is true (false and null are not)."""
+        sql, kind = self.value(node)
+        self._need(kind in ("boolean", "null"), "a condition", node)
+        return f"coalesce({sql}, false)"
+
+    @staticmethod
+    def _need(ok: bool, op: str, node: Any) -> None:
+        if not ok:
+            raise UnsupportedWindow(f"statement: {op} over the kinds in {node!r} is refused by Esper's compiler")
+
+
+def _java_divide(a: str, b: str) -> str:
+    """Java's double division: a zero divisor gives a signed infinity, or NaN for 0/0 and NaN/0."""
+    negative_zero = f"startswith(CAST({b} AS STRING), '-')"
+    infinity = f"double('Infinity') * signum({a}) * CASE WHEN {negative_zero} THEN -1 ELSE 1 END"
+    return f"(CASE WHEN {b} = 0 THEN CASE WHEN {a} = 0 OR isnan({a}) THEN double('NaN') ELSE {infinity} END ELSE {a} / {b} END)"
+
+
+# --------------------------------------------------------------------------- JSON rows
+
+
+def _number_text(sql: str) -> str:
+    """JSON text of a double: NaN and the infinities bare (Python's json reads them)."""
+    return (f"CASE WHEN isnan({sql}) THEN 'NaN' WHEN {sql} = double('Infinity') THEN 'Infinity' "
+            f"WHEN {sql} = double('-Infinity') THEN '-Infinity' ELSE CAST({sql} AS STRING) END")
+
+
+def _field(name: str, sql: str, kind: str, raw: bool = False) -> str:
+    """SQL: `"name":value` (null kept)."""
+    key = _string(json.dumps(name) + ":")
+    if raw:
+        text = f"coalesce({sql}, 'null')"
+    elif kind == "double":
+        text = f"coalesce({_number_text(sql)}, 'null')"
+    elif kind in ("long", "boolean"):
+        text = f"coalesce(CAST({sql} AS STRING), 'null')"
+    elif kind == "null":
+        text = "'null'"
+    else:
+        text = f"coalesce(to_json(array({sql})), '[null]')"
+        text = f"substring({text}, 2, length({text}) - 2)"
+    return f"concat({key}, {text})"
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+def _window(spec: Statement, ctx: Context):
+    """The statement's window and its context (a `GroupWin`: its keys as more partition columns)."""
+    window = spec.window
+    if isinstance(window, GroupWin):
+        keys = tuple(k for k in window.keys if k not in ctx.group_keys)
+        ctx = Context(partition=ctx.partition + keys, group_keys=ctx.group_keys + keys, properties=ctx.properties,
+                      jumps=ctx.jumps, pane_rows=ctx.pane_rows, one_trace=ctx.one_trace)
+        window = window.window
+    return window, ctx
+
+
+def check(spec: Statement) -> None:
+    """`UnsupportedWindow` for a statement whose window Spark does not build."""
+    family(_window(spec, Context(partition=("trace_id",)))[0])
+
+
+class _Plan:
+    """One statement's plan over the validated items (module docstring)."""
+
+    def __init__(self, items: DataFrame, spec: Statement, ctx: Context):
+        self.spec, self.ctx = spec, ctx
+        self.kinds = {f.name: ("other" if f.metadata.get(JSON_TEXT) else _kind_of(f.dataType))
+                      for f in items.schema.fields if f.name in ctx.properties}
+        self.types = {f.name: f.dataType.simpleString() for f in items.schema.fields}
+        self.json_text = frozenset(f.name for f in items.schema.fields if f.metadata.get(JSON_TEXT))
+        self.items = self._filtered(items)
+        found = []
+        for node in [*(i.expression for i in spec.select if i.expression is not None), spec.having]:
+            for inner in expression_nodes(node) if node is not None else ():
+                if isinstance(inner, Aggregate) and inner not in found:
+                    found.append(inner)
+        self.aggregates = tuple(found)
+        self.keys = tuple(f"`#k{n}`" for n in range(len(spec.keys)))
+
+    # -- input
+
+    def _filtered(self, items: DataFrame) -> DataFrame:
+        """The stream filter: an event it is not true for is an advance to its arrival clock."""
+        if self.spec.filter is None:
+            return items
+        holds = JavaSql(self.kinds).truth(self.spec.filter)
+        passes = f"kind <> 'event' OR {holds}"
+        columns = [f"CASE WHEN {passes} THEN kind ELSE 'advance' END AS kind",
+                   f"CASE WHEN {passes} THEN id END AS id"]
+        replaced = {"kind", "id"}
+        return items.selectExpr(*(c for c in columns), *(quoted(c) for c in items.columns if c not in replaced))
+
+    def rows(self) -> DataFrame:
+        """The window's posts: event rows with their post key, group keys and
+        properties (WHERE applied), and one row per empty post."""
+        window, inner = _window(self.spec, self.ctx)
+        posted = family(window).posts(self.items, window, inner).selectExpr(*CONTRACT)
+        several = isinstance(self.spec.window, GroupWin)
+        member = several_posts(window)
+        timer = "phase = 0"
+        posted = posted.selectExpr(
+            *CONTRACT,
+            f"CASE WHEN {timer} AND {str(several or member).lower()} THEN slot_due ELSE 0 END AS `#pd`",
+            f"CASE WHEN {timer} AND {str(several).lower()} THEN slot ELSE 0 END AS `#ps`",
+            f"CASE WHEN {timer} AND {str(member).lower()} THEN shiftright(pos, {MEMBER_SHIFT}) ELSE 0 END AS `#pm`",
+            "CASE side WHEN 'insert' THEN 0 WHEN 'remove' THEN 1 ELSE 2 END AS `#sr`")
+        wanted = sorted(self._properties())
+        events = self.items.where("kind = 'event'").select("trace_id", "id", *(quoted(p) for p in wanted))
+        rows = posted.join(events, ["trace_id", "id"], "left")
+        if self.spec.where is not None:  # with a WHERE, a post of no kept event is no post
+            rows = rows.where(f"side IS NOT NULL AND {JavaSql(self.kinds).truth(self.spec.where)}")
+        elif not self._for_all():  # an empty post is a post of the one group only
+            rows = rows.where("side IS NOT NULL")
+        keys = JavaSql(self.kinds)
+        return rows.selectExpr("*", *(f"{keys.value(k)[0]} AS {c}" for k, c in zip(self.spec.keys, self.keys)))
+
+    def _properties(self) -> set[str]:
+        names = {n.name for node in self._expressions() for n in expression_nodes(node) if isinstance(n, Name)}
+        if any(item.expression is None for item in self.spec.select):
+            names |= set(self.ctx.properties)
+        return {n for n in names if n in self.kinds}
+
+    def _expressions(self) -> list:
+        spec = self.spec
+        return [*(i.expression for i in spec.select if i.expression is not None), *spec.keys,
+                *(c for c in (spec.where, spec.having) if c is not None)]
+
+    # -- aggregation state
+
+    def _group(self) -> str:
+        return ", ".join(["trace_id", *self.keys])
+
+    def state(self, rows: DataFrame, first: bool) -> DataFrame:
+        """Each row with every aggregate's state after its post (`#an<i>`: the
+        count, `#as<i>`: the sum; `#x<i>`: a set aggregate's value) and, on the
+        group's first row of a post (`#first`, when `first`), before it
+        (`#bn<i>`, `#bs<i>`, `#y<i>`)."""
+        group = self._group()
+        by_post = f"PARTITION BY {group} ORDER BY {_POST_ORDER}"
+        in_order = f"PARTITION BY {group} ORDER BY {_POST_ORDER}, {_ROW_ORDER}"
+        sign = "CASE side WHEN 'insert' THEN 1 WHEN 'remove' THEN -1 ELSE 0 END"
+        java = JavaSql(self.kinds)
+        staged, running, sets = [], [], []
+        for i, node in enumerate(self.aggregates):
+            arg, kind = java.value(node.argument) if node.argument is not None else ("1", "long")
+            present = "side IS NOT NULL" if node.argument is None else f"side IS NOT NULL AND {arg} IS NOT NULL"
+            if _is_set(node):
+                JavaSql._need(node.function == "count" or kind in (*_NUMBERS, "string", "null"), node.function, node)
+                staged.append(f"CASE WHEN {present} THEN {arg} END AS `#v{i}`")
+                sets.append(i)
+                continue
+            staged.append(f"CASE WHEN {present} THEN {sign} ELSE 0 END AS `#dn{i}`")
+            running.append(f"n{i}")
+            if node.function in ("sum", "avg"):
+                JavaSql._need(kind in (*_NUMBERS, "null"), node.function, node)
+                staged.append(f"CASE WHEN {present} THEN {sign} * {arg} END AS `#ds{i}`")
+                running.append(f"s{i}")
+        rows = rows.selectExpr("*", *staged)
+        if running:
+            rows = rows.selectExpr("*", *(f"sum(`#d{c}`) OVER ({by_post}) AS `#a{c}`" for c in running))
+            if first:
+                rows = rows.selectExpr("*", *(f"lag(`#a{c}`) OVER ({in_order}) AS `#b{c}`" for c in running))
+        if sets:
+            rows = self._sets(rows, sets)
+        if first:
+            rows = rows.selectExpr(
+                "*", f"row_number() OVER (PARTITION BY {group}, {_POST_ORDER} ORDER BY {_ROW_ORDER}) = 1 AS `#first`")
+        return rows
+
+    def _sets(self, rows: DataFrame, sets: list[int]) -> DataFrame:
+        """`min`, `max`, `count(distinct)`: what is present per group and post (module docstring)."""
+        group = self._group()
+        keys = [k.strip("`") for k in self.keys]
+        rows = rows.selectExpr("*", f"dense_rank() OVER (PARTITION BY {group} ORDER BY {_POST_ORDER}) AS `#k`")
+        last = rows.groupBy("trace_id", *keys).agg({"#k": "max"}).withColumnRenamed("max(#k)", "#last")
+        spans = rows.where("side IN ('insert', 'remove')").groupBy("trace_id", *keys, "id").agg(
+            *(F.expr(f"min(CASE WHEN side = 'insert' THEN `#k` END) AS `#in`"),
+              F.expr(f"min(CASE WHEN side = 'remove' THEN `#k` END) AS `#out`")),
+            *(F.expr(f"max(`#v{i}`) AS `#v{i}`") for i in sets))
+        spans = spans.where("`#in` IS NOT NULL").join(last, ["trace_id", *keys])
+        end = "coalesce(`#out`, `#last` + 1) - 1"
+        present = spans.selectExpr(
+            "trace_id", *self.keys, f"explode(CASE WHEN {end} >= `#in` THEN sequence(`#in`, {end}) END) AS `#k`",
+            *(f"`#v{i}`" for i in sets))
+        aggregated = []
+        for i in sets:
+            node = self.aggregates[i]
+            fn = "count(DISTINCT " if node.function == "count" else f"{node.function}("
+            aggregated.append(F.expr(f"{fn}`#v{i}`) AS `#x{i}`"))
+        per_post = present.groupBy("trace_id", *keys, "#k").agg(*aggregated)
+        before = per_post.selectExpr("trace_id", *self.keys, "`#k` + 1 AS `#k`",
+                                     *(f"`#x{i}` AS `#y{i}`" for i in sets))
+        return rows.join(per_post, ["trace_id", *keys, "#k"], "left").join(before, ["trace_id", *keys, "#k"], "left")
+
+    def values(self, side: str) -> dict:
+        """Each aggregate's (SQL, kind) after (`side` 'a') or before ('b') the post."""
+        java = JavaSql(self.kinds)
+        out = {}
+        for i, node in enumerate(self.aggregates):
+            if _is_set(node):
+                column = f"`#{'x' if side == 'a' else 'y'}{i}`"
+                if node.function == "count":
+                    out[node] = (f"coalesce({column}, 0)", "long")
+                else:
+                    out[node] = (column, java.value(node.argument)[1])
+                continue
+            n = f"coalesce(`#{side}n{i}`, 0)"
+            if node.function == "count":
+                out[node] = (n, "long")
+                continue
+            total = f"`#{side}s{i}`"
+            kind = java.value(node.argument)[1]
+            if node.function == "sum":
+                out[node] = (f"CASE WHEN {n} = 0 THEN NULL ELSE {total} END", "double" if kind == "double" else "long")
+            else:
+                out[node] = (f"CASE WHEN {n} = 0 THEN NULL ELSE CAST({total} AS DOUBLE) / {n} END", "double")
+        return out
+
+    # -- rows
+
+    def row_json(self, java: JavaSql) -> str:
+        pieces = []
+        for item, name in zip(self.spec.select, self.spec.field_names):
+            if item.expression is None:
+                pieces.append(_field("id", "id", "string"))
+                for prop in self.ctx.properties:
+                    if prop in self.kinds:
+                        sql = quoted(prop)
+                        pieces.append(f"CASE WHEN {sql} IS NOT NULL THEN "
+                                      f"{_field(prop, sql, self.kinds[prop], prop in self.json_text)} END")
+            else:
+                sql, kind = java.value(item.expression)
+                pieces.append(_field(name, sql, kind))
+        return f"concat('{{', concat_ws(',', {', '.join(pieces)}), '}}')"
+
+    def output(self) -> DataFrame:
+        spec = self.spec
+        rows = self.rows()
+        grouped_rows = spec.aggregates and bool(spec.keys) and spec.fully_aggregated
+        for_all = self._for_all()
+        if spec.aggregates:
+            rows = self.state(rows, first=grouped_rows or for_all)
+        out = []  # (new or old, condition on the row, JSON)
+        if not spec.aggregates:
+            java = JavaSql(self.kinds)
+            out = [("new", "side = 'insert'", java), ("old", "side = 'remove'", java)]
+        elif grouped_rows or for_all:
+            after = JavaSql(self.kinds, self.values("a"), event=not for_all)
+            before = JavaSql(self.kinds, self.values("b"), event=not for_all)
+            out = [("new", "`#first`", after), ("old", "`#first`", before)]
+        else:
+            java = JavaSql(self.kinds, self.values("a"))
+            out = [("new", "side = 'insert'", java), ("old", "side = 'remove'", java)]
+        wanted = {"istream": ("new",), "irstream": ("new", "old"), "rstream": ("old",)}[spec.selector]
+        pieces = []
+        for which, condition, java in out:
+            if which not in wanted:
+                continue
+            keep = condition if spec.having is None else f"{condition} AND {java.truth(spec.having)}"
+            side = "'remove'" if which == "old" and spec.selector == "irstream" else "'insert'"
+            pieces.append(rows.where(keep).selectExpr(
+                "*", f"{side} AS `#side`", f"{self.row_json(java)} AS `#json`"))
+        posted = pieces[0] if len(pieces) == 1 else pieces[0].unionByName(pieces[1])
+        nulls = [f"CAST(NULL AS {self._type(p)}) AS {quoted(p)}" for p in self.ctx.properties]
+        if grouped_rows or for_all:
+            # one row per (post, group): the post's place, then the groups by their first rows
+            order = "0"
+            if grouped_rows and not self._one_group_per_post():
+                order = f"row_number() OVER (PARTITION BY trace_id, {_POST_ORDER} ORDER BY {_ROW_ORDER}) - 1"
+            return posted.selectExpr(
+                "trace_id", "seq", "phase", "time", "`#pd` AS slot_due", "`#ps` AS slot", "`#side` AS side",
+                f"CAST({order} AS BIGINT) + shiftleft(`#pm`, {MEMBER_SHIFT}) AS pos", "CAST(NULL AS STRING) AS id",
+                "`#json` AS `values`", *nulls)
+        return posted.selectExpr(
+            "trace_id", "seq", "phase", "time", "slot_due", "slot", "`#side` AS side", "pos",
+            "CAST(NULL AS STRING) AS id", "`#json` AS `values`", *nulls)
+
+    def _for_all(self) -> bool:
+        """Fully aggregated without GROUP BY: a new and an old row per post."""
+        return self.spec.aggregates and not self.spec.keys and self.spec.fully_aggregated
+
+    def _one_group_per_post(self) -> bool:
+        """Whether every post holds one group's events only: GROUP BY properties
+        that `#groupwin` keys too, each post being one sub-window's."""
+        window = self.spec.window
+        return (isinstance(window, GroupWin) and not several_posts(window.window)
+                and all(isinstance(k, Name) and k.name in window.keys for k in self.spec.keys))
+
+    def _type(self, prop: str) -> str:
+        return self.types[prop]
+
+
+def _is_set(node: Aggregate) -> bool:
+    """Whether an aggregate needs the values present (not a running sum)."""
+    return node.distinct or node.function in _SET_FUNCTIONS
+
+
+def statement(items: DataFrame, spec: Statement, ctx: Context) -> DataFrame:
+    check(spec)
+    return _Plan(items, spec, ctx).output()
+
+
+POSTS = {Statement: statement}
+CHECKS = {Statement: check}
