@@ -133,7 +133,7 @@ from oracle.model import (
     spec_timestamps,
     spec_values,
 )
-from oracle.statement import Statement
+from oracle.statement import SHAPES, Statement
 from oracle.stream_query import AGGREGATES, PROJECTIONS, StreamQuery
 from oracle.windows import make_window
 
@@ -333,6 +333,61 @@ STREAM_QUERY_SPECS: dict[type, st.SearchStrategy] = {
 }
 """Stream queries over Apama's windows: `select v`, `select rstream v`, aggregates."""
 
+# --------------------------------------------------------------------------- Esper statements over a window
+# Over every Esper data window, intersection and union, grouped or not: one
+# strategy per processor (`Statement.shape`), aggregates of the float `price`,
+# the integer `ts` and the string `symbol`, GROUP BY `symbol`, the stream
+# filter, WHERE and HAVING now and then, each stream selector.
+
+_STATEMENT_WINDOWS = st.one_of(*UNGROUPED_SPECS.values(), st.builds(GroupWin, key_names, st.one_of(*UNGROUPED_SPECS.values())))
+_STATEMENT_AGGREGATES = (
+    Aggregate("count"), Aggregate("sum", Name("price")), Aggregate("avg", Name("price")),
+    Aggregate("min", Name("price")), Aggregate("max", Name("price")), Aggregate("count", Name("symbol"), distinct=True),
+    Aggregate("count", Name("symbol")), Aggregate("sum", Name("ts")), Aggregate("max", Name("symbol")),
+)
+_STATEMENT_ROW_ITEMS = (
+    SelectItem(), SelectItem(Name("symbol")), SelectItem(Name("price")), SelectItem(Name("ts"), "t"),
+    SelectItem(Binary("*", Name("price"), Literal(2))), SelectItem(Binary("/", Name("ts"), Name("price")), "ratio"),
+    SelectItem(Binary("%", Name("ts"), Literal(3))),
+)
+_statement_atoms = st.one_of(
+    st.builds(_binary(">"), st.just(Name("price")), _amounts),
+    st.builds(_binary("!="), st.just(Name("symbol")), st.sampled_from([Literal(s) for s in SYMBOLS if s])),
+    st.builds(_binary(">"), st.just(Name("ts")), st.sampled_from([Literal(k * GRID) for k in (1, 2, 4)])))
+_statement_conditions = st.one_of(st.none(), st.none(), st.none(), _combined(_statement_atoms))
+
+
+@st.composite
+def _statement(draw, shape: str) -> Statement:
+    """A statement of one shape over a drawn Esper window (section comment)."""
+    window = draw(_STATEMENT_WINDOWS)
+    aggregates = draw(st.lists(st.sampled_from(_STATEMENT_AGGREGATES), min_size=1, max_size=3, unique=True))
+    named = [SelectItem(node, draw(st.sampled_from((None, f"a{n}")))) for n, node in enumerate(aggregates)]
+    keys: tuple = ()
+    having = None
+    if shape == "simple":
+        items = draw(st.just([SelectItem()])  # `*` alone: the grammar takes no item beside it
+                     | st.lists(st.sampled_from(_STATEMENT_ROW_ITEMS[1:]), min_size=1, max_size=3, unique=True))
+    elif shape == "row_for_all":
+        items = named
+    elif shape == "row_per_event":
+        items = [draw(st.sampled_from((SelectItem(Name("symbol")), SelectItem(Name("price"), "p")))), *named]
+    else:
+        keys = (Name("symbol"),)
+        extra = [SelectItem(Name("price"), "p")] if shape == "aggregate_grouped" else []
+        items = [SelectItem(Name("symbol")), *extra, *named]
+    if shape != "simple":
+        having = draw(st.one_of(
+            st.none(), st.none(), st.builds(_binary(">"), st.just(Aggregate("count")), _counts),
+            st.builds(_binary(">"), st.just(Aggregate("sum", Name("price"))), _amounts)))
+    selector = draw(st.sampled_from(("irstream", "irstream", "istream", "rstream")))
+    return Statement(tuple(items), window, selector, "E", draw(_statement_conditions),
+                     draw(_statement_conditions), keys, having)
+
+
+STATEMENT_SPECS: dict[str, st.SearchStrategy] = {f"statement/{shape}": _statement(shape) for shape in SHAPES}
+"""Esper statements, one kind per processor."""
+
 #: the kinds that are queries, not windows (what they post is a projection of a window's lots)
 QUERY_KINDS: tuple[str, ...] = tuple(cls.KIND for cls in STREAM_QUERY_SPECS)
 
@@ -345,6 +400,7 @@ STRATEGIES: dict[type, st.SearchStrategy] = {
     Keyed: st.one_of(*KEYED_SPECS.values()),
     **LOT_SPECS,
     **STREAM_QUERY_SPECS,
+    Statement: st.one_of(*STATEMENT_SPECS.values()),
 }
 
 SPECS: dict[str, st.SearchStrategy] = {
@@ -358,6 +414,7 @@ SPECS: dict[str, st.SearchStrategy] = {
     **{cls.KIND: strategy for cls, strategy in LOT_SPECS.items()},
     **{f"groupwin/{cls.KIND}": st.builds(GroupWin, key_names, LOT_SPECS[cls]) for cls in (BatchedLength, LengthUnique)},
     **{cls.KIND: strategy for cls, strategy in STREAM_QUERY_SPECS.items()},
+    **STATEMENT_SPECS,
 }
 """One strategy per kind, keyed by `spec_kind` name (eKuiper's are added below)."""
 
@@ -531,6 +588,18 @@ EXAMPLES: dict[type, WindowSpec] = {
 }
 
 
+#: the simplest statement of each shape
+STATEMENT_EXAMPLES: dict[str, Statement] = {
+    "simple": Statement((SelectItem(),), Length(1)),
+    "row_for_all": EXAMPLES[Statement],
+    "row_per_event": Statement((SelectItem(Name("symbol")), SelectItem(Aggregate("count"), "n")), Length(1)),
+    "row_per_group": Statement((SelectItem(Name("symbol")), SelectItem(Aggregate("count"), "n")), Length(1),
+                               keys=(Name("symbol"),)),
+    "aggregate_grouped": Statement((SelectItem(Name("price")), SelectItem(Aggregate("count"), "n")), Length(1),
+                                   keys=(Name("symbol"),)),
+}
+
+
 def _kind_example(kind: str) -> WindowSpec:
     """The simplest spec of a kind named as `spec_kind` names it."""
     if kind.startswith("keyed/"):
@@ -539,6 +608,8 @@ def _kind_example(kind: str) -> WindowSpec:
         return GroupWin(("symbol",), _kind_example(kind[len("groupwin/"):]))
     if kind.startswith("query/"):
         return attrs.evolve(EXAMPLES[Query], window=_kind_example(kind[len("query/"):]))
+    if kind.startswith("statement/"):
+        return STATEMENT_EXAMPLES[kind[len("statement/"):]]
     return next(example for cls, example in EXAMPLES.items() if cls.KIND == kind)
 
 

@@ -405,6 +405,11 @@ class Spec:
     APPLIES_OPCODES: ClassVar[bool] = False
     MIXED_KINDS: ClassVar[bool] = False
 
+    def kind_name(self) -> str:
+        """The kind's name in reports (`spec_kind`): `KIND`, unless a kind is
+        split further (a statement by its shape)."""
+        return self.KIND
+
 
 def _role(role: str) -> dict:
     return {"role": role}
@@ -1554,7 +1559,7 @@ def spec_kind(spec: WindowSpec) -> str:
         return f"keyed/{spec_kind(spec.retention)}"
     if isinstance(spec, Query):
         return f"query/{spec_kind(spec.window)}"
-    return spec.KIND
+    return spec.kind_name()
 
 
 def nested_specs(spec: WindowSpec) -> tuple[WindowSpec, ...]:

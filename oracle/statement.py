@@ -44,6 +44,8 @@ from oracle.model import (
 )
 
 SELECTORS = ("istream", "irstream", "rstream")
+#: Esper's processors (`Statement.shape`)
+SHAPES = ("simple", "row_for_all", "row_per_event", "row_per_group", "aggregate_grouped")
 _EXPRESSION = {"role": "expression"}  # the fields whose expressions read the events' properties
 
 
@@ -116,6 +118,22 @@ class Statement(Spec):
     def _check_selector(self, attribute, value):
         if value not in SELECTORS:
             raise InvalidSpec(f"statement: the stream selector must be one of {', '.join(SELECTORS)}, got {value!r}")
+
+    def kind_name(self) -> str:
+        return f"statement/{self.shape}"
+
+    @property
+    def shape(self) -> str:
+        """Which of Esper's five processors the statement is (the rows it posts:
+        `oracle.windows.statement`): `simple` (no aggregate), `row_for_all`
+        (fully aggregated, no GROUP BY), `row_per_event` (aggregated, no GROUP
+        BY), `row_per_group` (fully aggregated, grouped), `aggregate_grouped`
+        (aggregated, grouped)."""
+        if not self.aggregates:
+            return "simple"
+        if self.keys:
+            return "row_per_group" if self.fully_aggregated else "aggregate_grouped"
+        return "row_for_all" if self.fully_aggregated else "row_per_event"
 
     @property
     def aggregates(self) -> bool:

@@ -36,9 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ASPECTS = ("oracle", "spark", "dialects", "strategies", "corpus")
 
 #: spec class -> the aspects still missing
-PENDING: dict[type, set[str]] = {
-    Statement: {"spark", "strategies"},  # issue 26: Esper's statements on Spark, and drawn by the harness
-}
+PENDING: dict[type, set[str]] = {}
 SPECS = WINDOW_SPECS + QUERY_SPECS
 
 

@@ -56,7 +56,8 @@ from oracle.windows.base import EventError, Post, WindowBase
 class Scope:
     """What an expression sees: `event`, the event it is evaluated for (stream
     0; None for none), the window's built-in values and events, the variables,
-    and the events held (for aggregations)."""
+    and the events held (for aggregations), or the aggregates' values where a
+    state keeps them (`aggregates`)."""
 
     event: Event | None
     builtins: Mapping[str, Any]
@@ -64,6 +65,7 @@ class Scope:
     newest_event: Event | None
     variables: Mapping[str, Any]
     held: Sequence[Event]
+    aggregates: Mapping[Any, Any] | None = None  # each aggregate's value, where a state keeps them (a statement)
 
 
 def evaluate(node: Expression, scope: Scope) -> Any:
@@ -90,7 +92,7 @@ def evaluate(node: Expression, scope: Scope) -> Any:
         value = evaluate(node.operand, scope)
         return None if value is None else not _need_boolean("not", value)
     if kind is Aggregate:
-        return _aggregate(node, scope)
+        return scope.aggregates[node] if scope.aggregates is not None else _aggregate(node, scope)
     assert kind is Binary
     if node.op in ("and", "or"):
         return _logical(node, scope)

@@ -11,12 +11,29 @@ new data, its removed events the old data. For each post, in order:
   see the events that pass it, and a post it leaves without events goes no
   further (Esper's filter view after the window calls its child only with
   events): no rows, even the fully aggregated ones.
-* The aggregation state is the events entered (new data) minus those left
-  (old data), per group under GROUP BY: for a sliding window the window's
-  contents, for a batch window the current batch. Aggregates read it: `sum`,
-  `avg` (a float), `min`, `max` over the non-null values (null over none),
-  `count(*)` the events, `count(x)` the non-null values, `count(distinct x)`
-  the distinct ones.
+* The aggregation state, per group under GROUP BY: each post enters its new
+  events, then leaves its old ones, one by one in the post's order, into one
+  aggregator per aggregate, which keeps counters, not events (Esper's
+  `Aggregator*` classes; for a sliding window they amount to its contents,
+  for a batch window to the current batch). A null value is skipped, except
+  by `count(*)`:
+  - `count(*)`, `count(x)`: a count; a leave takes 1 off unless it is 0
+    (`AggregatorCount`);
+  - `sum(x)`, `avg(x)`: a count and a total; an enter adds 1 and the value, a
+    leave with a count of 1 or less resets both to 0, any other leave takes
+    1 and the value off (`AggregatorSumBase`); null at a count of 0, else the
+    total (`sum`: an int over ints) or the total over the count (`avg`);
+  - `min(x)`, `max(x)`: a count per value; a leave of a value not counted is
+    ignored (`SortedRefCountedSet`); the least (greatest) value counted, null
+    over none;
+  - `distinct`: a count per value gates the aggregator: an enter reaches it
+    when its value was not counted, a leave when its value is counted once or
+    not at all (`RefCountedSet.remove` answers true for both), so
+    `count(distinct x)` counts the distinct values. Java's equals: 1 and 1.0
+    are two values.
+  A leave of an event that never entered (an intersection posts an arrival it
+  turns away as old data) so changes a count and a total: the rule, not the
+  window's contents, decides the value.
 * The rows, by the statement's shape (Esper's five processors):
   - no aggregate: one row per event, new rows from the new events, old rows
     from the old (`ResultSetProcessorSimple`);
@@ -49,13 +66,14 @@ Rows are objects keyed by the select list's names (`Statement.field_names`);
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
-from oracle.model import DerivedValues, Event
+from oracle.model import Aggregate, DerivedValues, Event, expression_nodes
 from oracle.statement import Statement
 from oracle.windows.base import EventError, Post, WindowBase
-from oracle.windows.expr import Scope, evaluate
+from oracle.windows.expr import Scope, _is_number, _need_number, evaluate
 
 
 class StatementWindow(WindowBase):
@@ -67,7 +85,8 @@ class StatementWindow(WindowBase):
         self.spec = spec
         self.window = make_window(spec.window, now)
         self._variables: Mapping[str, Any] = {}
-        self.held: dict[tuple, list[Event]] = {}  # group key -> the events aggregated, in arrival order
+        self.aggregates = _aggregates(spec)
+        self.groups: dict[tuple, _Group] = {}  # group key -> its aggregators
         self.names = spec.field_names
         self.shape = _shape(spec)
 
@@ -81,7 +100,7 @@ class StatementWindow(WindowBase):
         self.window.variables = values
 
     def on_event(self, event: Event, now: int) -> list[Post]:
-        if self.spec.filter is not None and not self._true(self.spec.filter, event, ()):
+        if self.spec.filter is not None and not self._true(self.spec.filter, event, {}):
             return []
         return self._statement(self.window.on_event(event, now))
 
@@ -117,38 +136,44 @@ class StatementWindow(WindowBase):
         return out
 
     def _passes_where(self, event: Event) -> bool:
-        return self.spec.where is None or self._true(self.spec.where, event, ())
+        return self.spec.where is None or self._true(self.spec.where, event, {})
 
     def _key(self, event: Event) -> tuple:
-        return tuple(_hashable(self._value(k, event, ())) for k in self.spec.keys)
+        return tuple(_hashable(self._value(k, event, {})) for k in self.spec.keys)
 
     def _apply(self, new: list[Event], old: list[Event]) -> None:
-        """The post entered into and left from the aggregation state."""
-        for event in new:
-            self.held.setdefault(self._key(event), []).append(event)
-        for event in old:
-            group = self.held.get(self._key(event), [])
-            if event in group:
-                group.remove(event)
+        """The post entered into, then left from, its groups' aggregators."""
+        for events, enter in ((new, True), (old, False)):
+            for event in events:
+                group = self.groups.setdefault(self._key(event), _Group(self.aggregates))
+                for node, aggregator in group.aggregators.items():
+                    value = None if node.argument is None else self._value(node.argument, event, {})
+                    if node.argument is not None and value is None:
+                        continue
+                    aggregator.enter(value) if enter else aggregator.leave(value)
 
-    def _row(self, event: Event | None, group: Sequence[Event]) -> dict[str, Any] | None:
+    def _state(self, key: tuple) -> dict[Any, Any]:
+        """A group's aggregates' values now (those of no event for a group not seen)."""
+        return (self.groups.get(key) or _Group(self.aggregates)).values()
+
+    def _row(self, event: Event | None, state: Mapping[Any, Any]) -> dict[str, Any] | None:
         """The output row for `event` (the group's first event for a group row)
-        over `group`'s aggregates; None where HAVING drops it."""
-        if self.spec.having is not None and not self._true(self.spec.having, event, group):
+        with the aggregates' values `state`; None where HAVING drops it."""
+        if self.spec.having is not None and not self._true(self.spec.having, event, state):
             return None
         row: dict[str, Any] = {}
         for item, name in zip(self.spec.select, self.names):
             if item.expression is None:
                 row.update(event.as_dict() if event is not None else {})
             else:
-                row[name] = self._value(item.expression, event, group)
+                row[name] = self._value(item.expression, event, state)
         return row
 
-    def _value(self, node: Any, event: Event | None, group: Sequence[Event]) -> Any:
-        return evaluate(node, Scope(event, {}, None, None, self._variables, group))
+    def _value(self, node: Any, event: Event | None, state: Mapping[Any, Any]) -> Any:
+        return evaluate(node, Scope(event, {}, None, None, self._variables, (), state))
 
-    def _true(self, node: Any, event: Event | None, group: Sequence[Event]) -> bool:
-        value = self._value(node, event, group)
+    def _true(self, node: Any, event: Event | None, state: Mapping[Any, Any]) -> bool:
+        value = self._value(node, event, state)
         if value is not None and not isinstance(value, bool):
             raise EventError(f"the condition gave {value!r}, not true or false")
         return value is True
@@ -159,7 +184,18 @@ def _hashable(value: Any) -> Any:
         return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
     if isinstance(value, list):
         return tuple(_hashable(v) for v in value)
-    return (type(value) is float, value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+    return _Number(type(value) is float, value) if _is_number(value) else value
+
+
+class _Number(tuple):
+    """A number as a key: 1 and 1.0 are two (Java's equals)."""
+
+    def __new__(cls, is_float: bool, value: Any):
+        return super().__new__(cls, (is_float, value))
+
+
+def _unhashable(key: Any) -> Any:
+    return key[1] if isinstance(key, _Number) else key
 
 
 def _rows(rows: list) -> list[dict[str, Any]]:
@@ -167,19 +203,18 @@ def _rows(rows: list) -> list[dict[str, Any]]:
 
 
 def _simple(window: StatementWindow, new: list[Event], old: list[Event]) -> tuple[list, list]:
-    return _rows([window._row(e, [e]) for e in new]), _rows([window._row(e, [e]) for e in old])
+    return _rows([window._row(e, {}) for e in new]), _rows([window._row(e, {}) for e in old])
 
 
 def _row_for_all(window: StatementWindow, new: list[Event], old: list[Event]) -> tuple[list, list]:
-    before = list(window.held.get((), []))
+    before = window._state(())
     window._apply(new, old)
-    after = window.held.get((), [])
-    return _rows([window._row(None, after)]), _rows([window._row(None, before)])
+    return _rows([window._row(None, window._state(()))]), _rows([window._row(None, before)])
 
 
 def _row_per_event(window: StatementWindow, new: list[Event], old: list[Event]) -> tuple[list, list]:
     window._apply(new, old)
-    after = window.held.get((), [])
+    after = window._state(())
     return _rows([window._row(e, after) for e in new]), _rows([window._row(e, after) for e in old])
 
 
@@ -187,25 +222,147 @@ def _row_per_group(window: StatementWindow, new: list[Event], old: list[Event]) 
     touched: dict[tuple, Event] = {}
     for event in [*new, *old]:
         touched.setdefault(window._key(event), event)
-    before = {key: list(window.held.get(key, [])) for key in touched}
+    before = {key: window._state(key) for key in touched}
     window._apply(new, old)
-    new_rows = [window._row(event, window.held.get(key, [])) for key, event in touched.items()]
+    new_rows = [window._row(event, window._state(key)) for key, event in touched.items()]
     old_rows = [window._row(event, before[key]) for key, event in touched.items()]
     return _rows(new_rows), _rows(old_rows)
 
 
 def _aggregate_grouped(window: StatementWindow, new: list[Event], old: list[Event]) -> tuple[list, list]:
     window._apply(new, old)
-    return (_rows([window._row(e, window.held.get(window._key(e), [])) for e in new]),
-            _rows([window._row(e, window.held.get(window._key(e), [])) for e in old]))
+    return (_rows([window._row(e, window._state(window._key(e))) for e in new]),
+            _rows([window._row(e, window._state(window._key(e))) for e in old]))
+
+
+# ---------------------------------------------------------------- aggregators (module docstring)
+
+
+class _Count:
+    """`count(*)`, `count(x)`."""
+
+    def __init__(self, function: str):
+        self.n = 0
+
+    def enter(self, value: Any) -> None:
+        self.n += 1
+
+    def leave(self, value: Any) -> None:
+        if self.n > 0:
+            self.n -= 1
+
+    def value(self) -> Any:
+        return self.n
+
+
+class _Sum:
+    """`sum(x)`, `avg(x)`."""
+
+    def __init__(self, function: str):
+        self.function, self.n, self.total = function, 0, 0
+
+    def enter(self, value: Any) -> None:
+        _need_number(self.function, value)
+        self.n += 1
+        self.total += value
+
+    def leave(self, value: Any) -> None:
+        _need_number(self.function, value)
+        if self.n <= 1:
+            self.n, self.total = 0, 0
+        else:
+            self.n -= 1
+            self.total -= value
+
+    def value(self) -> Any:
+        if self.n == 0:
+            return None
+        return self.total if self.function == "sum" else self.total / self.n
+
+
+class _MinMax:
+    """`min(x)`, `max(x)`."""
+
+    def __init__(self, function: str):
+        self.function, self.counted = function, Counter()
+
+    def enter(self, value: Any) -> None:
+        self.counted[_hashable(value)] += 1
+
+    def leave(self, value: Any) -> None:
+        key = _hashable(value)
+        if key in self.counted:
+            self.counted[key] -= 1
+            if not self.counted[key]:
+                del self.counted[key]
+
+    def value(self) -> Any:
+        values = [_unhashable(key) for key in self.counted]
+        if not values:
+            return None
+        if not (all(_is_number(v) for v in values) or all(type(v) is str for v in values)):
+            raise EventError(f"{self.function} over values that cannot be ordered: {values!r}")
+        return min(values) if self.function == "min" else max(values)
+
+
+class _Distinct:
+    """`f(distinct x)`: the values' counts gate `inner`."""
+
+    def __init__(self, inner):
+        self.inner, self.counted = inner, Counter()
+
+    def enter(self, value: Any) -> None:
+        key = _hashable(value)
+        self.counted[key] += 1
+        if self.counted[key] == 1:
+            self.inner.enter(value)
+
+    def leave(self, value: Any) -> None:
+        key = _hashable(value)
+        if self.counted[key] > 1:
+            self.counted[key] -= 1
+            return
+        self.counted.pop(key, None)
+        self.inner.leave(value)
+
+    def value(self) -> Any:
+        return self.inner.value()
+
+
+_AGGREGATORS = {"count": _Count, "sum": _Sum, "avg": _Sum, "min": _MinMax, "max": _MinMax}
+
+
+class _Group:
+    """One group's aggregators, one per aggregate of the statement."""
+
+    def __init__(self, aggregates: tuple[Aggregate, ...]):
+        self.aggregators = {}
+        for node in aggregates:
+            aggregator = _AGGREGATORS[node.function](node.function)
+            self.aggregators[node] = _Distinct(aggregator) if node.distinct else aggregator
+
+    def values(self) -> dict[Any, Any]:
+        return {node: aggregator.value() for node, aggregator in self.aggregators.items()}
+
+
+def _aggregates(spec: Statement) -> tuple[Aggregate, ...]:
+    """The statement's aggregates (select list and HAVING), each once."""
+    found: dict[Aggregate, None] = {}
+    for item in spec.select:
+        for node in expression_nodes(item.expression) if item.expression is not None else ():
+            if isinstance(node, Aggregate):
+                found.setdefault(node)
+    for node in expression_nodes(spec.having) if spec.having is not None else ():
+        if isinstance(node, Aggregate):
+            found.setdefault(node)
+    return tuple(found)
+
+
+#: Esper's five processors, by `Statement.shape`
+_SHAPES = {"simple": _simple, "row_for_all": _row_for_all, "row_per_event": _row_per_event,
+           "row_per_group": _row_per_group, "aggregate_grouped": _aggregate_grouped}
 
 
 def _shape(spec: Statement):
     """The statement's processor (module docstring)."""
-    if not spec.aggregates:
-        return _simple
-    if spec.keys:
-        return _row_per_group if spec.fully_aggregated else _aggregate_grouped
-    return _row_for_all if spec.fully_aggregated else _row_per_event
-
-
+    return _SHAPES[spec.shape]

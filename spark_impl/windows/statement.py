@@ -32,7 +32,7 @@ module's terms:
   span (numbered per group by `dense_rank`) and each (group, post) aggregates
   what is present; the state before a post is the one after the group's
   previous post.
-* The rows, by the statement's shape (`_Shape`):
+* The rows, by the statement's shape (`Statement.shape`):
   - no aggregate: a row per event row, new rows from inserts, old from removes;
   - aggregates, no GROUP BY, every property inside an aggregate: per post one
     new row (the state after) and one old row (the state before);
@@ -302,7 +302,7 @@ class _Plan:
         rows = posted.join(events, ["trace_id", "id"], "left")
         if self.spec.where is not None:  # with a WHERE, a post of no kept event is no post
             rows = rows.where(f"side IS NOT NULL AND {JavaSql(self.kinds).truth(self.spec.where)}")
-        elif not self._for_all():  # an empty post is a post of the one group only
+        elif self.spec.shape != "row_for_all":  # an empty post is a post of the one group only
             rows = rows.where("side IS NOT NULL")
         keys = JavaSql(self.kinds)
         return rows.selectExpr("*", *(f"{keys.value(k)[0]} AS {c}" for k, c in zip(self.spec.keys, self.keys)))
@@ -324,89 +324,103 @@ class _Plan:
         return ", ".join(["trace_id", *self.keys])
 
     def state(self, rows: DataFrame, first: bool) -> DataFrame:
-        """Each row with every aggregate's state after its post (`#an<i>`: the
-        count, `#as<i>`: the sum; `#x<i>`: a set aggregate's value) and, on the
-        group's first row of a post (`#first`, when `first`), before it
-        (`#bn<i>`, `#bs<i>`, `#y<i>`)."""
+        """Each row with every aggregate's value after its post (`#a<i>`) and,
+        on the group's first row of a post (`#first`, when `first`), before it
+        (`#b<i>`): the aggregators' rules (module docstring) as running values
+        over the group's rows in order."""
         group = self._group()
-        by_post = f"PARTITION BY {group} ORDER BY {_POST_ORDER}"
-        in_order = f"PARTITION BY {group} ORDER BY {_POST_ORDER}, {_ROW_ORDER}"
-        sign = "CASE side WHEN 'insert' THEN 1 WHEN 'remove' THEN -1 ELSE 0 END"
+        order = f"{_POST_ORDER}, {_ROW_ORDER}"
+        running = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+        in_order = f"PARTITION BY {group} ORDER BY {order}"
         java = JavaSql(self.kinds)
-        staged, running, sets = [], [], []
+        sign = "CASE side WHEN 'insert' THEN 1 WHEN 'remove' THEN -1 ELSE 0 END"
+        rows = rows.selectExpr("*", f"{sign} AS `#sign`")
+        values: dict[int, str] = {}
         for i, node in enumerate(self.aggregates):
             arg, kind = java.value(node.argument) if node.argument is not None else ("1", "long")
-            present = "side IS NOT NULL" if node.argument is None else f"side IS NOT NULL AND {arg} IS NOT NULL"
-            if _is_set(node):
-                JavaSql._need(node.function == "count" or kind in (*_NUMBERS, "string", "null"), node.function, node)
-                staged.append(f"CASE WHEN {present} THEN {arg} END AS `#v{i}`")
-                sets.append(i)
+            JavaSql._need(node.function == "count" or kind in ((*_NUMBERS, "null") if node.function in ("sum", "avg")
+                                                             else (*_NUMBERS, "string", "null")), node.function, node)
+            rows = rows.selectExpr("*", f"{arg} AS `#v{i}`",
+                                   f"`#sign` <> 0 AND {arg} IS NOT NULL AS `#in{i}`")
+            if node.distinct:  # the value's count gates the aggregator
+                rows = _clamped(rows, f"`#in{i}`", f"{group}, `#v{i}`", order, f"#r{i}")
+                rows = rows.selectExpr("*", f"`#in{i}` AND CASE WHEN `#sign` = 1 THEN `#r{i}_before` = 0 "
+                                            f"ELSE `#r{i}_before` <= 1 END AS `#gate{i}`")
+            else:
+                rows = rows.selectExpr("*", f"`#in{i}` AS `#gate{i}`")
+            if node.function in _SET_FUNCTIONS:
                 continue
-            staged.append(f"CASE WHEN {present} THEN {sign} ELSE 0 END AS `#dn{i}`")
-            running.append(f"n{i}")
-            if node.function in ("sum", "avg"):
-                JavaSql._need(kind in (*_NUMBERS, "null"), node.function, node)
-                staged.append(f"CASE WHEN {present} THEN {sign} * {arg} END AS `#ds{i}`")
-                running.append(f"s{i}")
-        rows = rows.selectExpr("*", *staged)
-        if running:
-            rows = rows.selectExpr("*", *(f"sum(`#d{c}`) OVER ({by_post}) AS `#a{c}`" for c in running))
-            if first:
-                rows = rows.selectExpr("*", *(f"lag(`#a{c}`) OVER ({in_order}) AS `#b{c}`" for c in running))
-        if sets:
-            rows = self._sets(rows, sets)
+            rows = _clamped(rows, f"`#gate{i}`", group, order, f"#n{i}")
+            if node.function == "count":
+                values[i] = f"`#n{i}`"
+                continue
+            # a leave at a count of 1 or less resets the total: a segment starts there
+            reset = f"`#gate{i}` AND `#sign` = -1 AND `#n{i}_before` <= 1"
+            rows = rows.selectExpr("*", f"{reset} AS `#reset{i}`")
+            rows = rows.selectExpr("*", f"sum(CAST(`#reset{i}` AS INT)) OVER ({in_order} {running}) AS `#seg{i}`")
+            total = (f"sum(CASE WHEN `#gate{i}` AND NOT `#reset{i}` THEN `#sign` * `#v{i}` END) "
+                     f"OVER (PARTITION BY {group}, `#seg{i}` ORDER BY {order} {running})")
+            rows = rows.selectExpr("*", f"{total} AS `#t{i}`")
+            values[i] = f"named_struct('n', `#n{i}`, 't', `#t{i}`)"
+        post_end = f"PARTITION BY {group}, {_POST_ORDER} ORDER BY {_ROW_ORDER} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"
+        rows = rows.selectExpr("*", *(f"{v} AS `#e{i}`" for i, v in values.items()))
+        rows = rows.selectExpr("*", *(f"last_value(`#e{i}`) OVER ({post_end}) AS `#a{i}`" for i in values))
         if first:
             rows = rows.selectExpr(
-                "*", f"row_number() OVER (PARTITION BY {group}, {_POST_ORDER} ORDER BY {_ROW_ORDER}) = 1 AS `#first`")
-        return rows
+                "*", *(f"lag(`#e{i}`) OVER ({in_order}) AS `#b{i}`" for i in values),
+                f"row_number() OVER (PARTITION BY {group}, {_POST_ORDER} ORDER BY {_ROW_ORDER}) = 1 AS `#first`")
+        sets = [i for i, node in enumerate(self.aggregates) if node.function in _SET_FUNCTIONS]
+        return self._sets(rows, sets) if sets else rows
 
     def _sets(self, rows: DataFrame, sets: list[int]) -> DataFrame:
-        """`min`, `max`, `count(distinct)`: what is present per group and post (module docstring)."""
+        """`min`, `max`: each value counted (a leave of a value not counted
+        ignored) is present from the group's post that makes its count
+        positive up to the next post that changes it; each (group, post)
+        takes the least and greatest present (`#x<i>`), and the post before
+        its group's previous post's (`#y<i>`)."""
         group = self._group()
         keys = [k.strip("`") for k in self.keys]
+        order = f"{_POST_ORDER}, {_ROW_ORDER}"
         rows = rows.selectExpr("*", f"dense_rank() OVER (PARTITION BY {group} ORDER BY {_POST_ORDER}) AS `#k`")
-        last = rows.groupBy("trace_id", *keys).agg({"#k": "max"}).withColumnRenamed("max(#k)", "#last")
-        spans = rows.where("side IN ('insert', 'remove')").groupBy("trace_id", *keys, "id").agg(
-            *(F.expr(f"min(CASE WHEN side = 'insert' THEN `#k` END) AS `#in`"),
-              F.expr(f"min(CASE WHEN side = 'remove' THEN `#k` END) AS `#out`")),
-            *(F.expr(f"max(`#v{i}`) AS `#v{i}`") for i in sets))
-        spans = spans.where("`#in` IS NOT NULL").join(last, ["trace_id", *keys])
-        end = "coalesce(`#out`, `#last` + 1) - 1"
-        present = spans.selectExpr(
-            "trace_id", *self.keys, f"explode(CASE WHEN {end} >= `#in` THEN sequence(`#in`, {end}) END) AS `#k`",
-            *(f"`#v{i}`" for i in sets))
-        aggregated = []
+        last = rows.groupBy("trace_id", *keys).agg(F.expr("max(`#k`) AS `#last`"))
+        tables = []
         for i in sets:
-            node = self.aggregates[i]
-            fn = "count(DISTINCT " if node.function == "count" else f"{node.function}("
-            aggregated.append(F.expr(f"{fn}`#v{i}`) AS `#x{i}`"))
-        per_post = present.groupBy("trace_id", *keys, "#k").agg(*aggregated)
-        before = per_post.selectExpr("trace_id", *self.keys, "`#k` + 1 AS `#k`",
-                                     *(f"`#x{i}` AS `#y{i}`" for i in sets))
-        return rows.join(per_post, ["trace_id", *keys, "#k"], "left").join(before, ["trace_id", *keys, "#k"], "left")
+            counted = _clamped(rows.where(f"`#in{i}`"), "true", f"{group}, `#v{i}`", order, f"#c{i}")
+            per_post = counted.groupBy("trace_id", *keys, f"#v{i}", "#k").agg(
+                F.expr(f"max_by(`#c{i}`, struct({_ROW_ORDER})) AS `#c`"))
+            spans = per_post.selectExpr(
+                "*", f"lead(`#k`) OVER (PARTITION BY {group}, `#v{i}` ORDER BY `#k`) AS `#next`").where("`#c` > 0")
+            spans = _join_null_safe(spans, last, ("trace_id", *keys), "inner")
+            present = spans.selectExpr(
+                "trace_id", *self.keys, f"`#v{i}` AS `#v`",
+                "explode(sequence(`#k`, coalesce(`#next`, `#last` + 1) - 1)) AS `#k`")
+            fn = self.aggregates[i].function
+            tables.append((i, present.groupBy("trace_id", *keys, "#k").agg(F.expr(f"{fn}(`#v`) AS `#x{i}`"))))
+        for i, table in tables:
+            before = table.selectExpr("trace_id", *self.keys, "`#k` + 1 AS `#k`", f"`#x{i}` AS `#y{i}`")
+            for right in (table, before):
+                rows = _join_null_safe(rows, right, ("trace_id", *keys, "#k"), "left")
+        return rows
 
     def values(self, side: str) -> dict:
         """Each aggregate's (SQL, kind) after (`side` 'a') or before ('b') the post."""
         java = JavaSql(self.kinds)
         out = {}
         for i, node in enumerate(self.aggregates):
-            if _is_set(node):
-                column = f"`#{'x' if side == 'a' else 'y'}{i}`"
-                if node.function == "count":
-                    out[node] = (f"coalesce({column}, 0)", "long")
-                else:
-                    out[node] = (column, java.value(node.argument)[1])
+            if node.function in _SET_FUNCTIONS:
+                out[node] = (f"`#{'x' if side == 'a' else 'y'}{i}`", java.value(node.argument)[1])
                 continue
-            n = f"coalesce(`#{side}n{i}`, 0)"
+            state = f"`#{side}{i}`"
             if node.function == "count":
-                out[node] = (n, "long")
+                out[node] = (f"coalesce({state}, 0)", "long")
                 continue
-            total = f"`#{side}s{i}`"
+            n, total = f"coalesce({state}.n, 0)", f"{state}.t"
             kind = java.value(node.argument)[1]
             if node.function == "sum":
-                out[node] = (f"CASE WHEN {n} = 0 THEN NULL ELSE {total} END", "double" if kind == "double" else "long")
+                out[node] = (f"CASE WHEN {n} = 0 THEN NULL ELSE coalesce({total}, 0) END",
+                             "double" if kind == "double" else "long")
             else:
-                out[node] = (f"CASE WHEN {n} = 0 THEN NULL ELSE CAST({total} AS DOUBLE) / {n} END", "double")
+                out[node] = (f"CASE WHEN {n} = 0 THEN NULL ELSE CAST(coalesce({total}, 0) AS DOUBLE) / {n} END", "double")
         return out
 
     # -- rows
@@ -429,8 +443,7 @@ class _Plan:
     def output(self) -> DataFrame:
         spec = self.spec
         rows = self.rows()
-        grouped_rows = spec.aggregates and bool(spec.keys) and spec.fully_aggregated
-        for_all = self._for_all()
+        grouped_rows, for_all = spec.shape == "row_per_group", spec.shape == "row_for_all"
         if spec.aggregates:
             rows = self.state(rows, first=grouped_rows or for_all)
         out = []  # (new or old, condition on the row, JSON)
@@ -468,10 +481,6 @@ class _Plan:
             "trace_id", "seq", "phase", "time", "slot_due", "slot", "`#side` AS side", "pos",
             "CAST(NULL AS STRING) AS id", "`#json` AS `values`", *nulls)
 
-    def _for_all(self) -> bool:
-        """Fully aggregated without GROUP BY: a new and an old row per post."""
-        return self.spec.aggregates and not self.spec.keys and self.spec.fully_aggregated
-
     def _one_group_per_post(self) -> bool:
         """Whether every post holds one group's events only: GROUP BY properties
         that `#groupwin` keys too, each post being one sub-window's."""
@@ -483,9 +492,23 @@ class _Plan:
         return self.types[prop]
 
 
-def _is_set(node: Aggregate) -> bool:
-    """Whether an aggregate needs the values present (not a running sum)."""
-    return node.distinct or node.function in _SET_FUNCTIONS
+def _join_null_safe(left: DataFrame, right: DataFrame, on: tuple[str, ...], how: str) -> DataFrame:
+    """`left` joined with `right` where the `on` columns are equal or both null
+    (a null GROUP BY value is a group); the right side's copies dropped."""
+    renamed = right.selectExpr(*(f"{quoted(c)} AS {quoted('#j' + c)}" if c in on else quoted(c) for c in right.columns))
+    condition = " AND ".join(f"{quoted(c)} <=> {quoted('#j' + c)}" for c in on)
+    return left.join(renamed, F.expr(condition), how).drop(*(f"#j{c}" for c in on))
+
+
+def _clamped(rows: DataFrame, counts: str, partition: str, order: str, name: str) -> DataFrame:
+    """`rows` with `name`: a count that each row where `counts` holds moves by
+    its sign, and that never goes below 0 (a leave at 0 leaves it 0), after
+    the row; and `name_before`, the count before it. Such a count is the
+    running sum less the lowest running sum below 0 so far."""
+    frame = f"OVER (PARTITION BY {partition} ORDER BY {order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    rows = rows.selectExpr("*", f"sum(CASE WHEN {counts} THEN `#sign` ELSE 0 END) {frame} AS `{name}_sum`")
+    rows = rows.selectExpr("*", f"`{name}_sum` - least(0, min(`{name}_sum`) {frame}) AS `{name}`")
+    return rows.selectExpr("*", f"coalesce(lag(`{name}`) OVER (PARTITION BY {partition} ORDER BY {order}), 0) AS `{name}_before`")
 
 
 def statement(items: DataFrame, spec: Statement, ctx: Context) -> DataFrame:
