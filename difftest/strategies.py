@@ -388,8 +388,8 @@ def _statement(draw, shape: str) -> Statement:
 STATEMENT_SPECS: dict[str, st.SearchStrategy] = {f"statement/{shape}": _statement(shape) for shape in SHAPES}
 """Esper statements, one kind per processor."""
 
-#: the kinds that are queries, not windows (what they post is a projection of a window's lots)
-QUERY_KINDS: tuple[str, ...] = tuple(cls.KIND for cls in STREAM_QUERY_SPECS)
+#: the kinds that are queries, not windows (what they post is rows made from a window's posts)
+QUERY_KINDS: tuple[str, ...] = (*(cls.KIND for cls in STREAM_QUERY_SPECS), *STATEMENT_SPECS)
 
 #: spec class -> its strategy: every kind of the model (the completeness test checks it)
 STRATEGIES: dict[type, st.SearchStrategy] = {

@@ -17,8 +17,8 @@ update stream:
 * a deep copy of the window taken between two items, fed the rest of the trace,
   posts the same updates as the original.
 
-A stream query (`QUERY_KINDS`) posts a projection of its window's lots, not
-the window, so these are checked on its windows, not on it.
+A stream query or a statement (`QUERY_KINDS`) posts rows made from its
+window's posts, not the window, so these are checked on its windows, not on it.
 
 A keyed window (CCL's PRIMARY KEY) also posts `update` rows: a row so posted
 replaces the row of its key, so it counts as inserted, and the replaced row

@@ -458,15 +458,16 @@ class _Plan:
             java = JavaSql(self.kinds, self.values("a"))
             out = [("new", "side = 'insert'", java), ("old", "side = 'remove'", java)]
         wanted = {"istream": ("new",), "irstream": ("new", "old"), "rstream": ("old",)}[spec.selector]
-        pieces = []
+        candidates = []  # each row's output rows: new and old where selected and kept, one plan (no union)
         for which, condition, java in out:
             if which not in wanted:
                 continue
             keep = condition if spec.having is None else f"{condition} AND {java.truth(spec.having)}"
             side = "'remove'" if which == "old" and spec.selector == "irstream" else "'insert'"
-            pieces.append(rows.where(keep).selectExpr(
-                "*", f"{side} AS `#side`", f"{self.row_json(java)} AS `#json`"))
-        posted = pieces[0] if len(pieces) == 1 else pieces[0].unionByName(pieces[1])
+            candidates.append(f"CASE WHEN {keep} THEN named_struct('side', {side}, 'json', {self.row_json(java)}) END")
+        posted = rows.selectExpr(
+            "*", f"explode(filter(array({', '.join(candidates)}), o -> o IS NOT NULL)) AS `#o`"
+        ).selectExpr("*", "`#o`.side AS `#side`", "`#o`.json AS `#json`")
         nulls = [f"CAST(NULL AS {self._type(p)}) AS {quoted(p)}" for p in self.ctx.properties]
         if grouped_rows or for_all:
             # one row per (post, group): the post's place, then the groups by their first rows
@@ -505,10 +506,13 @@ def _clamped(rows: DataFrame, counts: str, partition: str, order: str, name: str
     its sign, and that never goes below 0 (a leave at 0 leaves it 0), after
     the row; and `name_before`, the count before it. Such a count is the
     running sum less the lowest running sum below 0 so far."""
-    frame = f"OVER (PARTITION BY {partition} ORDER BY {order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
-    rows = rows.selectExpr("*", f"sum(CASE WHEN {counts} THEN `#sign` ELSE 0 END) {frame} AS `{name}_sum`")
-    rows = rows.selectExpr("*", f"`{name}_sum` - least(0, min(`{name}_sum`) {frame}) AS `{name}`")
-    return rows.selectExpr("*", f"coalesce(lag(`{name}`) OVER (PARTITION BY {partition} ORDER BY {order}), 0) AS `{name}_before`")
+    window = f"PARTITION BY {partition} ORDER BY {order}"
+    step = f"CASE WHEN {counts} THEN `#sign` ELSE 0 END"
+    rows = rows.selectExpr("*", f"sum({step}) OVER ({window} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS `{name}_sum`")
+    lowest = ("least(0, coalesce(min(`{name}_sum`) OVER ({window} ROWS BETWEEN UNBOUNDED PRECEDING AND {end}), 0))")
+    return rows.selectExpr(
+        "*", f"`{name}_sum` - {lowest.format(name=name, window=window, end='CURRENT ROW')} AS `{name}`",
+        f"`{name}_sum` - {step} - {lowest.format(name=name, window=window, end='1 PRECEDING')} AS `{name}_before`")
 
 
 def statement(items: DataFrame, spec: Statement, ctx: Context) -> DataFrame:
