@@ -96,3 +96,54 @@ def test_every_table_keyed_by_kind_holds_every_kind_it_can_meet():
     members = {cls for cls in DATA_WINDOWS if not issubclass(cls, NOT_MEMBERS)}
     assert members - set(_MEMBERS) == set(), "data windows the intersection kernel has no member class for"
     assert set(PANE_WINDOWS) - set(MACHINES) == set(), "pane windows the pane kernel has no machine for"
+
+
+def test_every_family_module_posts_every_kind_routed_to_it():
+    """A spec class FAMILIES routes to a module is in that module's POSTS (and
+    its CHECKS, where the module has one, are callables): a class routed but
+    not posted would fail in the planner, not here."""
+    import importlib
+
+    from spark_impl.windows import FAMILIES
+
+    for cls, name in FAMILIES.items():
+        module = importlib.import_module(f"spark_impl.windows.{name}")
+        assert cls in module.POSTS, f"{cls.__name__} is routed to spark_impl.windows.{name}, whose POSTS lacks it"
+        assert callable(getattr(module, "CHECKS", {}).get(cls, len)), f"{name}.CHECKS[{cls.__name__}]"
+
+
+def test_every_keyed_policy_and_lot_kind_runs_on_both_engines():
+    """CCL's keyed policies (under PER where a policy takes one) and Apama's
+    lot windows: each the model accepts has the oracle's rule and the Spark
+    family's plan, and the CCL or Apama dialect writes it."""
+    from oracle.model import KEYED_GROUP_POLICIES, KEYED_POLICIES, LOT_WINDOWS, GroupWin, Keyed
+    from oracle.windows import make_window
+    from oracle.windows.lots import RULES
+    from spark_impl.pipeline import family_of
+
+    keyed = [Keyed(("symbol",), EXAMPLES[cls]) for cls in KEYED_POLICIES]
+    keyed += [Keyed(("symbol",), GroupWin(("feed",), EXAMPLES[cls])) for cls in KEYED_GROUP_POLICIES]
+    for spec in keyed:
+        make_window(spec, 0)
+        family_of(spec)
+        assert writes(spec, "ccl"), spec
+    assert set(LOT_WINDOWS) - set(RULES) == set(), "lot windows the oracle's lot rules lack"
+    for cls in LOT_WINDOWS:
+        make_window(EXAMPLES[cls], 0)
+        family_of(EXAMPLES[cls])
+        assert writes(EXAMPLES[cls], "apama"), cls
+
+
+def test_every_statement_shape_runs_on_both_engines():
+    """Each of Esper's processors (`Statement.shape`) has a drawn kind, an
+    example the oracle runs, and a Spark plan."""
+    from difftest.strategies import STATEMENT_EXAMPLES, STATEMENT_SPECS
+    from oracle.statement import SHAPES
+    from oracle.windows import make_window
+    from spark_impl.pipeline import family_of
+
+    assert set(STATEMENT_EXAMPLES) == set(SHAPES) == {k.removeprefix("statement/") for k in STATEMENT_SPECS}
+    for shape, example in STATEMENT_EXAMPLES.items():
+        assert example.shape == shape
+        make_window(example, 0)
+        family_of(example)
