@@ -11,7 +11,8 @@ Two updates are equal when every key the expected update carries is equal:
 * `error`: the actual error message contains the expected text, ignoring case;
   an update without an expected error must have no actual error.
 * `window`: the same pane bounds (both absent counts as equal).
-* `values`: the same number of rows on each side, and in each row only the fields
+* `values`: the same number of rows on each side (`insert`, `update`,
+  `remove`), and in each row only the fields
   the expected row lists are compared, with `oracle.model.is_float_equal` (floats
   within relative 1e-9, NaN equal to NaN). On an `unordered` side each expected row
   is matched to a distinct actual row, first fit.
@@ -75,7 +76,8 @@ def _same_values(expected: DerivedValues | None, actual: DerivedValues | None, u
     if expected is None or actual is None:
         return expected is actual
     return all(
-        _same_rows(getattr(expected, side), getattr(actual, side), side in unordered) for side in ("insert", "remove")
+        _same_rows(getattr(expected, side), getattr(actual, side), side in unordered)
+        for side in ("insert", "update", "remove")
     )
 
 
@@ -128,7 +130,8 @@ def _show(name: str, update: Update) -> str:
     if isinstance(value, Pane):
         return f"[{value.start}, {value.end})"
     if isinstance(value, DerivedValues):
-        return f"insert {_rows(value.insert)} remove {_rows(value.remove)}"
+        updated = f" update {_rows(value.update)}" if value.update else ""
+        return f"insert {_rows(value.insert)}{updated} remove {_rows(value.remove)}"
     if name == "time" and update.error is not None and value == NO_TIME:
         return "-"
     return str(value) if isinstance(value, int) else repr(value)

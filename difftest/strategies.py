@@ -385,8 +385,29 @@ def _statement(draw, shape: str) -> Statement:
                      draw(_statement_conditions), keys, having)
 
 
-STATEMENT_SPECS: dict[str, st.SearchStrategy] = {f"statement/{shape}": _statement(shape) for shape in SHAPES}
-"""Esper statements, one kind per processor."""
+_CCL_POLICIES = st.one_of(*_POLICY_SPECS.values(),
+                         *(st.builds(GroupWin, key_names, _POLICY_SPECS[cls]) for cls in KEYED_GROUP_POLICIES))
+_CCL_AGGREGATES = tuple(a for a in _STATEMENT_AGGREGATES if not (a.function in ("min", "max") and a.argument == Name("symbol")))
+
+
+@st.composite
+def _aggregation(draw) -> Statement:
+    """A CCL aggregation window over a drawn retention policy: GROUP BY
+    `symbol` (or `symbol, feed`), named aggregates, HAVING now and then."""
+    keys = draw(st.sampled_from(((Name("symbol"),), (Name("symbol"),), (Name("symbol"), Name("feed")))))
+    aggregates = draw(st.lists(st.sampled_from(_CCL_AGGREGATES), min_size=1, max_size=3, unique=True))
+    items = [SelectItem(k) for k in keys] + [SelectItem(a, f"a{n}") for n, a in enumerate(aggregates)]
+    having = draw(st.one_of(
+        st.none(), st.none(), st.builds(_binary(">"), st.just(Aggregate("count")), _counts),
+        st.builds(_binary(">"), st.just(Aggregate("sum", Name("price"))), _amounts.map(lambda a: Literal(a.value * 2)))))
+    return Statement(tuple(items), draw(_CCL_POLICIES), keys=keys, having=having, output="store")
+
+
+STATEMENT_SPECS: dict[str, st.SearchStrategy] = {
+    **{f"statement/{shape}": _statement(shape) for shape in SHAPES},
+    "statement/store": _aggregation(),
+}
+"""Statements: Esper's, one kind per processor; CCL's aggregation windows."""
 
 #: the kinds that are queries, not windows (what they post is rows made from a window's posts)
 QUERY_KINDS: tuple[str, ...] = (*(cls.KIND for cls in STREAM_QUERY_SPECS), *STATEMENT_SPECS)
@@ -588,7 +609,7 @@ EXAMPLES: dict[type, WindowSpec] = {
 }
 
 
-#: the simplest statement of each shape
+#: the simplest statement of each kind (`Statement.kind_name`'s suffix)
 STATEMENT_EXAMPLES: dict[str, Statement] = {
     "simple": Statement((SelectItem(),), Length(1)),
     "row_for_all": EXAMPLES[Statement],
@@ -597,6 +618,8 @@ STATEMENT_EXAMPLES: dict[str, Statement] = {
                                keys=(Name("symbol"),)),
     "aggregate_grouped": Statement((SelectItem(Name("price")), SelectItem(Aggregate("count"), "n")), Length(1),
                                    keys=(Name("symbol"),)),
+    "store": Statement((SelectItem(Name("symbol")), SelectItem(Aggregate("count"), "n")), Length(1),
+                       keys=(Name("symbol"),), output="store"),
 }
 
 

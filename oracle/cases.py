@@ -152,7 +152,8 @@ def update_from_json(raw: Any, index: int, events: Mapping[str, Event]) -> Updat
         v = raw["values"]
         if not isinstance(v, Mapping) or not set(v) <= {"insert", "remove"}:
             raise InvalidCase(f"{where}.values must be an object with insert/remove rows")
-        values = DerivedValues(insert=_rows(v, "insert", where), remove=_rows(v, "remove", where))
+        values = DerivedValues(insert=_rows(v, "insert", where), remove=_rows(v, "remove", where),
+                               update=_rows(v, "update", where))
     pane = None
     if "window" in raw:
         w = raw["window"]
@@ -275,6 +276,8 @@ def update_to_json(update: Update) -> dict[str, Any]:
         def rows(rs):
             return [{k: ("NaN" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rs]
         out["values"] = {"insert": rows(update.values.insert), "remove": rows(update.values.remove)}
+        if update.values.update:
+            out["values"]["update"] = rows(update.values.update)
     if update.unordered:
         out["unordered"] = sorted(update.unordered)
     return out

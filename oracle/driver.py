@@ -153,7 +153,8 @@ def _update(index: int, time: int, posts: list[Post]) -> Update:
         insert=tuple(e for post in posts for e in post.insert),
         remove=tuple(e for post in posts for e in post.remove),
         update=tuple(e for post in posts for e in post.update),
-        values=DerivedValues([r for v in values for r in v.insert], [r for v in values for r in v.remove]) if values else None,
+        values=DerivedValues([r for v in values for r in v.insert], [r for v in values for r in v.remove],
+                             update=[r for v in values for r in v.update]) if values else None,
         error="; ".join(errors) if errors else None,
         window=panes[0] if panes else None,
     )

@@ -15,6 +15,15 @@ only; the rules are in `oracle.windows.statement`.
   they are aggregated or projected.
 * `keys`: the GROUP BY expressions; `having` a condition on each output row.
 
+* `output`: what the statement posts, declared by the dialect that writes
+  it. `rows` (Esper): each update of the window gives the listener new and
+  old rows, by the statement's shape (Esper's five processors). `store`
+  (CCL's `SELECT ... FROM s KEEP ... GROUP BY ...`, an aggregation window):
+  the statement is a window of one row per group, keyed by the GROUP BY
+  values, and each update posts the changed groups' rows with their codes
+  (insert, update, delete); it needs GROUP BY keys and a select list of keys
+  and aggregates, over one of CCL's retention policies.
+
 A case with the `query` key (corpus/README.md) runs a `Statement` whose
 `window` is the case's `window`.
 """
@@ -28,6 +37,9 @@ from attrs import field, frozen
 from oracle.errors import InvalidSpec
 from oracle.model import (
     DERIVED_WINDOWS,
+    KEYED_GROUP_POLICIES,
+    KEYED_POLICIES,
+    GroupWin,
     GROUP_NODES,
     PANE_WINDOWS,
     WINDOW_SPECS,
@@ -44,6 +56,8 @@ from oracle.model import (
 )
 
 SELECTORS = ("istream", "irstream", "rstream")
+#: what a statement posts (`Statement.output`)
+OUTPUTS = ("rows", "store")
 #: Esper's processors (`Statement.shape`)
 SHAPES = ("simple", "row_for_all", "row_per_event", "row_per_group", "aggregate_grouped")
 _EXPRESSION = {"role": "expression"}  # the fields whose expressions read the events' properties
@@ -113,6 +127,24 @@ class Statement(Spec):
     where: Any = field(default=None, validator=_row_condition, metadata=_EXPRESSION)
     keys: tuple[Any, ...] = field(default=(), converter=tuple, validator=_keys, metadata=_EXPRESSION)
     having: Any = field(default=None, validator=_having, metadata=_EXPRESSION)
+    output: str = field(default="rows", kw_only=True)
+
+    @output.validator
+    def _check_output(self, attribute, value):
+        if value not in OUTPUTS:
+            raise InvalidSpec(f"statement: the output must be one of {', '.join(OUTPUTS)}, got {value!r}")
+        if value != "store":
+            return
+        if not self.keys:
+            raise InvalidSpec("statement: an aggregation window needs GROUP BY: its rows are keyed by the GROUP BY "
+                              "values (CCL's PRIMARY KEY DEDUCED), and without them there is no key")
+        if not (self.aggregates and self.fully_aggregated):
+            raise InvalidSpec("statement: an aggregation window's select list holds GROUP BY keys and aggregates")
+        if self.selector != "istream" or self.filter is not None or self.where is not None:
+            raise InvalidSpec("statement: an aggregation window has no stream selector, filter or WHERE here")
+        window = self.window.window if isinstance(self.window, GroupWin) else self.window
+        if not isinstance(window, KEYED_POLICIES) or (window is not self.window and not isinstance(window, KEYED_GROUP_POLICIES)):
+            raise InvalidSpec(f"statement: an aggregation window reads one of CCL's retention policies, got {self.window!r}")
 
     @selector.validator
     def _check_selector(self, attribute, value):
@@ -120,7 +152,7 @@ class Statement(Spec):
             raise InvalidSpec(f"statement: the stream selector must be one of {', '.join(SELECTORS)}, got {value!r}")
 
     def kind_name(self) -> str:
-        return f"statement/{self.shape}"
+        return "statement/store" if self.output == "store" else f"statement/{self.shape}"
 
     @property
     def shape(self) -> str:

@@ -378,7 +378,7 @@ def _optional(row, column: str) -> str | None:
 
 def _update(key: tuple, rows: list, events: Mapping[str, Any]) -> Update:
     sides: dict[str, list] = {"insert": [], "remove": [], "update": []}
-    derived: dict[str, list] = {"insert": [], "remove": []}
+    derived: dict[str, list] = {"insert": [], "remove": [], "update": []}
     errors: list[str] = []
     pane = None
     no_rows = False  # a query's pane whose output is no row: values, both sides empty
@@ -403,7 +403,7 @@ def _update(key: tuple, rows: list, events: Mapping[str, Any]) -> Update:
         posted.sort(key=lambda pe: pe[0])
         ordered[side] = tuple(e for _, e in posted)
     values = None
-    if ordered["values insert"] or ordered["values remove"] or no_rows:
-        values = DerivedValues(ordered["values insert"], ordered["values remove"])
+    if ordered["values insert"] or ordered["values remove"] or ordered["values update"] or no_rows:
+        values = DerivedValues(ordered["values insert"], ordered["values remove"], update=ordered["values update"])
     return Update(after=key[0], time=key[2], insert=ordered["insert"], remove=ordered["remove"],
                   update=ordered["update"], error=" | ".join(errors) if errors else None, values=values, window=pane)

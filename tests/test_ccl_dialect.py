@@ -129,8 +129,8 @@ SYNTAX_ERROR_ROWS = [
     ("KEEP", "unexpected end", 5),
     ("KEEP ALL PER(a)", "unexpected 'PER'", 10),
     ("KEEP 2 ROWZ", "unexpected 'ROWZ'", 8),
-    ("KEEP 1.5 SECONDS", "unexpected character '.'", 7),
-    ("KEEP -1 SECONDS", "unexpected character '-'", 6),
+    ("KEEP 1.5 SECONDS", "unexpected '.'", 7),
+    ("KEEP -1 SECONDS", "unexpected '-'", 6),
     ("KEEP 2 ROWS PER()", "expected a column name", 17),
     ("KEEP 2 ROWS PER(a) SLACK 2", "unexpected 'SLACK'", 20),
     ("KEEP n ROWS", "unexpected 'n'", 6),  # a count given by a parameter or expression: not supported

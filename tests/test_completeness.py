@@ -135,15 +135,15 @@ def test_every_keyed_policy_and_lot_kind_runs_on_both_engines():
 
 
 def test_every_statement_shape_runs_on_both_engines():
-    """Each of Esper's processors (`Statement.shape`) has a drawn kind, an
-    example the oracle runs, and a Spark plan."""
+    """Each of Esper's processors (`Statement.shape`) and CCL's aggregation
+    window has a drawn kind, an example the oracle runs, and a Spark plan."""
     from difftest.strategies import STATEMENT_EXAMPLES, STATEMENT_SPECS
     from oracle.statement import SHAPES
     from oracle.windows import make_window
     from spark_impl.pipeline import family_of
 
-    assert set(STATEMENT_EXAMPLES) == set(SHAPES) == {k.removeprefix("statement/") for k in STATEMENT_SPECS}
-    for shape, example in STATEMENT_EXAMPLES.items():
-        assert example.shape == shape
+    assert set(STATEMENT_EXAMPLES) == {*SHAPES, "store"} == {k.removeprefix("statement/") for k in STATEMENT_SPECS}
+    for kind, example in STATEMENT_EXAMPLES.items():
+        assert example.kind_name() == f"statement/{kind}"
         make_window(example, 0)
         family_of(example)

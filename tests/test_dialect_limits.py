@@ -67,6 +67,23 @@ ROWS = [
     ("esper", "select sum(price) from E#length(3) having", WindowSyntaxError, "at column 42"),
     ("esper", "select sum(price) frm E#length(3)", WindowSyntaxError, "unexpected 'frm'"),
     ("esper", "select * from E#length(3)#uni(price)", UnsupportedWindow, "derived-value window (uni)"),
+    # CCL aggregation windows: each refusal names its place
+    ("ccl", "SELECT sum(price) AS s FROM E KEEP 3 ROWS", InvalidSpec, "an aggregation needs GROUP BY (column 1)"),
+    ("ccl", "SELECT symbol, sum(price) FROM E KEEP 3 ROWS GROUP BY symbol", InvalidSpec,
+     "the select item at column 16 needs a name"),
+    ("ccl", "SELECT symbol, price AS p FROM E KEEP 3 ROWS GROUP BY symbol", InvalidSpec,
+     "the select item at column 16 reads a column outside an aggregate"),
+    ("ccl", "SELECT sum(price) AS s FROM E KEEP 3 ROWS GROUP BY symbol", InvalidSpec,
+     "the GROUP BY key at column 52 is not in the select list"),
+    ("ccl", "SELECT x.symbol, sum(price) AS s FROM E t KEEP 3 ROWS GROUP BY x.symbol", InvalidSpec,
+     "'x' at column 8 is not the source's name or alias"),
+    ("ccl", "SELECT symbol, sum(*) AS s FROM E KEEP 3 ROWS GROUP BY symbol", InvalidSpec,
+     "sum(*) at column 16: only count takes *"),
+    ("ccl", "SELECT symbol, median(price) AS m FROM E KEEP 3 ROWS GROUP BY symbol", WindowSyntaxError, "column"),
+    ("ccl", "SELECT symbol, sum(price) AS s FROM E KEEP 3 ROWS GROUP BY symbol HAVING", WindowSyntaxError,
+     "at column 73"),
+    ("ccl", "SELECT symbol, sum(price) AS s, count(*) AS s FROM E KEEP 3 ROWS GROUP BY symbol", InvalidSpec,
+     "the alias 's' names two select items"),
 ]
 
 

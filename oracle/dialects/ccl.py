@@ -102,7 +102,14 @@ from oracle.dialects.syntax import syntax_error
 from oracle.errors import InvalidSpec, UnsupportedWindow, WindowSyntaxError
 from oracle.model import (
     MAX_CLOCK,
+    Aggregate,
+    Binary,
     GroupWin,
+    Literal,
+    Name,
+    Negate,
+    Not,
+    SelectItem,
     JumpingLength,
     JumpingTime,
     KeepAll,
@@ -114,9 +121,27 @@ from oracle.model import (
     WindowSpec,
     reserved_name_error,
 )
+from oracle.statement import Statement
 
 GRAMMAR = r"""
 clause: primary_key keep? | keep
+
+statement: SELECT items FROM NAME NAME? keep group_by? having?
+items: item (COMMA item)*
+item: expr (AS? NAME)?
+group_by: GROUP BY expr (COMMA expr)*
+having: HAVING expr
+?expr: disjunction
+?disjunction: conjunction (OR conjunction)*
+?conjunction: negation (AND negation)*
+?negation: NOT negation -> not_ | comparison
+?comparison: arithmetic (COMPARE arithmetic)?
+?arithmetic: term (ADD term)*
+?term: factor (MUL factor)*
+?factor: MINUS factor -> negate | atom
+?atom: NUMBER -> number | DECIMAL -> number | STRING -> string | TRUE -> true | FALSE -> false | NULL -> null
+     | NAME DOT NAME -> qualified | NAME -> column | aggregate | LPAR expr RPAR
+aggregate: AGGREGATE LPAR (STAR | DISTINCT? expr) RPAR
 
 primary_key: PRIMARY KEY LPAR columns RPAR | PRIMARY KEY DEDUCED
 keep: KEEP policy
@@ -142,6 +167,28 @@ ROWS.2: /rows?\b/i
 SLACK.2: /slack\b/i
 PER.2: /per\b/i
 UNIT.2: /(days?|hours?|hr|minutes?|mins?|min|seconds?|sec|milliseconds?|millis|microseconds?|micros)\b/i
+SELECT.2: /select\b/i
+FROM.2: /from\b/i
+GROUP.2: /group\b/i
+BY.2: /by\b/i
+HAVING.2: /having\b/i
+AS.2: /as\b/i
+AND.2: /and\b/i
+OR.2: /or\b/i
+NOT.2: /not\b/i
+DISTINCT.2: /distinct\b/i
+TRUE.2: /true\b/i
+FALSE.2: /false\b/i
+NULL.2: /null\b/i
+AGGREGATE.2: /(sum|count|avg|min|max)(?=\s*\()/i
+COMPARE: "<=" | ">=" | "<>" | "!=" | "=" | "<" | ">"
+ADD: "+" | "-"
+MINUS: "-"
+MUL: "*" | "/" | "%"
+STAR: "*"
+DOT: "."
+STRING: /'([^']|'')*'/
+DECIMAL.2: /\d+\.\d+/
 NAME: /[A-Za-z_][A-Za-z0-9_]*/
 NUMBER: /\d+/
 LPAR: "("
@@ -157,7 +204,11 @@ _DESCRIBE = {
     "LAST": "LAST", "ROWS": "ROWS", "SLACK": "SLACK", "PER": "PER",
     "UNIT": "a time unit (DAYS, HOURS, MINUTES, SECONDS, MILLISECONDS, MICROSECONDS, ...)",
     "NAME": "a column name", "NUMBER": "a whole number", "LPAR": "'('", "RPAR": "')'", "COMMA": "','",
-    "$END": "the end of the clause",
+    "$END": "the end of the clause", "SELECT": "SELECT", "FROM": "FROM", "GROUP": "GROUP", "BY": "BY",
+    "HAVING": "HAVING", "AS": "AS", "AND": "AND", "OR": "OR", "NOT": "NOT", "DISTINCT": "DISTINCT",
+    "AGGREGATE": "an aggregate (sum, count, avg, min, max)", "COMPARE": "a comparison", "ADD": "'+' or '-'",
+    "MINUS": "'-'", "MUL": "'*', '/' or '%'", "STAR": "'*'", "DOT": "'.'", "STRING": "a string ('...')",
+    "DECIMAL": "a number", "TRUE": "TRUE", "FALSE": "FALSE", "NULL": "NULL",
 }
 
 #: unit keyword (lower case) -> (the unit's name, microseconds per unit)
@@ -175,6 +226,7 @@ for _name, _micros, _words in (
 MAX_COUNT = 2**31 - 1
 
 _PARSER = Lark(GRAMMAR, start="clause", parser="lalr", lexer="contextual")
+_STATEMENT_PARSER = Lark(GRAMMAR, start="statement", parser="lalr", lexer="contextual", propagate_positions=True)
 
 
 def _syntax_error(exc: UnexpectedInput, text: str) -> WindowSyntaxError:
@@ -332,11 +384,14 @@ def _retention(policy: _Policy):
     return policy.spec  # a time policy retains rows "regardless of their grouping": PER changes nothing
 
 
-def parse(text: str) -> WindowSpec:
-    """The spec of a CCL window clause (`PRIMARY KEY (Id) KEEP 2 ROWS PER(Symbol)`)."""
+def parse(text: str) -> WindowSpec | Statement:
+    """The spec of a CCL window clause (`PRIMARY KEY (Id) KEEP 2 ROWS PER(Symbol)`),
+    or of an aggregation over an unnamed window (`SELECT ... FROM s KEEP ... GROUP BY ...`)."""
     if not isinstance(text, str):
         raise TypeError(f"a window clause is a string, got {type(text).__name__}")
     try:
+        if text.lstrip()[:6].lower() == "select":
+            return _ToStatement(text).transform(_STATEMENT_PARSER.parse(text))
         return _ToSpec(text).transform(_PARSER.parse(text))
     except UnexpectedInput as exc:
         raise _syntax_error(exc, text) from None
@@ -381,8 +436,10 @@ def _render_policy(spec) -> str:
     return write(spec)
 
 
-def render(spec: WindowSpec) -> str:
+def render(spec: WindowSpec | Statement) -> str:
     """The canonical CCL text of `spec`; `parse(render(spec)) == spec`."""
+    if isinstance(spec, Statement):
+        return _render_statement(spec)
     if isinstance(spec, Keyed):
         return f"PRIMARY KEY ({', '.join(spec.keys)}) {_render_policy(spec.retention)}"
     return _render_policy(spec)
@@ -396,8 +453,218 @@ def name(spec: WindowSpec) -> str:
     """A short, file-safe name of `spec`'s window in CCL's words: `rows`,
     `every-interval`, `rows-per`, `primary_key-rows-slack-per`."""
     render(spec)  # UnsupportedWindow for what CCL cannot write
+    if isinstance(spec, Statement):
+        return "aggregation-" + name(spec.window)
     if isinstance(spec, Keyed):
         return "primary_key-" + name(spec.retention)
     if isinstance(spec, GroupWin):
         return name(spec.window) + "-per"
     return _NAMES[type(spec)]
+
+
+# --------------------------------------------------------------------------- aggregation statements
+# `SELECT keys, aggregates FROM s [alias] KEEP ... GROUP BY keys [HAVING c]`:
+# an aggregation window over an unnamed window (`Statement`, output "store";
+# its rules: `oracle.windows.statement`). Decided: a select item other than a
+# column needs a name (AS): the documentation names no default; a GROUP BY
+# key must stand in the select list ("Every expression in the GROUP BY clause
+# must also be in at least one SELECT column expression"); a column may be
+# qualified by the source's name or alias (`t.Price`); keywords and
+# aggregate names are case-insensitive; strings are in single quotes ('' is
+# one quote).
+
+_OPS = {"=": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+class _ToStatement(_ToSpec):
+    """Parse tree -> Statement (output "store")."""
+
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.qualifiers: list[Token] = []  # the `t` of each `t.col`, checked against the source's names
+
+    def number(self, items):
+        text = str(items[0])
+        return Literal(float(text) if "." in text else int(text))
+
+    def string(self, items):
+        return Literal(str(items[0])[1:-1].replace("''", "'"))
+
+    def true(self, items):
+        return Literal(True)
+
+    def false(self, items):
+        return Literal(False)
+
+    def null(self, items):
+        return Literal(None)
+
+    def column(self, items):
+        token = items[0]
+        problem = reserved_name_error(str(token))
+        if problem:
+            raise InvalidSpec(f"{problem} (column {_column(token)})")
+        return _At(Name(str(token)), token)
+
+    def qualified(self, items):
+        self.qualifiers.append(items[0])
+        return _At(Name(str(items[2])), items[0], qualifier=str(items[0]))
+
+    def negate(self, items):
+        return Negate(_node(items[1]))
+
+    def not_(self, items):
+        return Not(_node(items[1]))
+
+    def _chain(self, items):
+        node = _node(items[0])
+        for op, right in zip(items[1::2], items[2::2]):
+            node = Binary(_OPS.get(str(op), str(op).lower()), node, _node(right))
+        return node
+
+    disjunction = conjunction = comparison = arithmetic = term = _chain
+
+    def aggregate(self, items):
+        function = str(items[0]).lower()
+        star = any(isinstance(i, Token) and i.type == "STAR" for i in items)
+        distinct = any(isinstance(i, Token) and i.type == "DISTINCT" for i in items)
+        argument = None if star else _node(next(i for i in items[2:] if not isinstance(i, Token)))
+        if star and function != "count":
+            raise InvalidSpec(f"{function}(*) at column {_column(items[0])}: only count takes *")
+        if distinct and function != "count":
+            raise InvalidSpec(f"{function}(DISTINCT ...) at column {_column(items[0])}: only count takes DISTINCT here")
+        return _At(Aggregate(function, argument, distinct=distinct), items[0])
+
+    def item(self, items):
+        expression = items[0]
+        alias = next((i for i in items[1:] if isinstance(i, Token) and i.type == "NAME"), None)
+        node = _node(expression)
+        if alias is None and not isinstance(node, Name):
+            raise InvalidSpec(f"the select item at column {_column(_first_token(expression))} needs a name: "
+                              "write `AS name` (a column other than a source column has no default name)")
+        return (SelectItem(node, str(alias) if alias is not None else None), expression)
+
+    def items(self, items):
+        return [i for i in items if isinstance(i, tuple)]
+
+    def group_by(self, items):
+        return [i for i in items[2:] if not isinstance(i, Token)]
+
+    def having(self, items):
+        return items[1]
+
+    def statement(self, items):
+        select = items[1]
+        source = [i for i in items[3:] if isinstance(i, Token) and i.type == "NAME"]
+        policy = next(i for i in items if isinstance(i, _Policy))
+        keys = next((i for i in items if isinstance(i, list) and i is not select), [])
+        having = items[-1] if not isinstance(items[-1], (list, _Policy, Token)) else None
+        names = {str(t) for t in source}
+        for token in self.qualifiers:
+            if str(token) not in names:
+                raise InvalidSpec(f"{str(token)!r} at column {_column(token)} is not the source's name or alias "
+                                  f"({', '.join(sorted(names))})")
+        plain_keys = [_node(k) for k in keys]
+        written = {_node(e) for _, e in select}
+        for item, expression in select:
+            node = item.expression
+            if node not in plain_keys and any(isinstance(n, Name) and n not in plain_keys
+                                              for n in _outside_aggregates(node)):
+                raise InvalidSpec(f"the select item at column {_column(_first_token(expression))} reads a column "
+                                  "outside an aggregate that is not a GROUP BY key: an aggregation's row is its "
+                                  "group's keys and aggregates")
+        for key in keys:
+            if _node(key) not in written:
+                raise InvalidSpec(f"the GROUP BY key at column {_column(_first_token(key))} is not in the select "
+                                  "list: every GROUP BY expression must also be a select column")
+        if not keys:
+            raise InvalidSpec(f"an aggregation needs GROUP BY (column {_column(items[0])}): its rows are keyed by "
+                              "the GROUP BY columns (PRIMARY KEY DEDUCED), and without them there is no key")
+        try:
+            return Statement(tuple(item for item, _ in select), _retention(policy), keys=tuple(plain_keys),
+                             having=_node(having) if having is not None else None, source=str(source[0]),
+                             output="store")
+        except InvalidSpec as exc:
+            raise InvalidSpec(f"{exc} (the statement at column {_column(items[0])})") from None
+
+
+class _At:
+    """An expression node and where it was written (for errors)."""
+
+    def __init__(self, node, token: Token, qualifier: str | None = None):
+        self.node, self.token, self.qualifier = node, token, qualifier
+
+
+def _node(value):
+    """A parsed expression without positions."""
+    if isinstance(value, _At):
+        return value.node
+    if isinstance(value, Binary):
+        return Binary(value.op, _node(value.left), _node(value.right))
+    if isinstance(value, Negate):
+        return Negate(_node(value.operand))
+    if isinstance(value, Not):
+        return Not(_node(value.operand))
+    if isinstance(value, Aggregate) and value.argument is not None:
+        return Aggregate(value.function, _node(value.argument), distinct=value.distinct)
+    return value
+
+
+def _outside_aggregates(node) -> list:
+    """The nodes of an expression not inside an aggregate."""
+    if isinstance(node, Aggregate):
+        return []
+    children = [getattr(node, a) for a in ("operand", "left", "right") if hasattr(node, a)]
+    return [node] + [n for child in children for n in _outside_aggregates(child)]
+
+
+def _first_token(value) -> Token:
+    if isinstance(value, _At):
+        return value.token
+    return Token("NAME", "", start_pos=0)
+
+
+_STRENGTH = {"or": 1, "and": 2, "=": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4, "+": 5, "-": 5, "*": 6, "/": 6, "%": 6}
+
+
+def render_expression(node, outer: int = 0) -> str:
+    """An expression's canonical CCL text, parenthesized only where needed."""
+    if isinstance(node, Literal):
+        value = node.value
+        if value is None:
+            return "NULL"
+        if isinstance(value, bool):
+            return "TRUE" if value else "FALSE"
+        if isinstance(value, str):
+            return "'" + value.replace("'", "''") + "'"
+        return repr(value)
+    if isinstance(node, Name):
+        return node.name
+    if isinstance(node, Aggregate):
+        inner = "*" if node.argument is None else ("DISTINCT " if node.distinct else "") + render_expression(node.argument)
+        return f"{node.function}({inner})"
+    if isinstance(node, Negate):
+        return f"-{render_expression(node.operand, 7)}"
+    if isinstance(node, Not):
+        text = f"NOT {render_expression(node.operand, 3)}"
+        return f"({text})" if outer > 3 else text
+    if isinstance(node, Binary):
+        strength = _STRENGTH[node.op]
+        op = node.op.upper() if node.op in ("and", "or") else node.op
+        left = render_expression(node.left, strength)
+        right = render_expression(node.right, strength + 1)
+        text = f"{left} {op} {right}"
+        return f"({text})" if strength < outer else text
+    raise UnsupportedWindow(f"the ccl dialect cannot write the expression {node!r}")
+
+
+def _render_statement(spec: Statement) -> str:
+    if spec.output != "store":
+        raise UnsupportedWindow("the ccl dialect writes aggregation windows (output \"store\"), not Esper's statements")
+    items = ", ".join(render_expression(i.expression) + (f" AS {i.alias}" if i.alias is not None else "")
+                      for i in spec.select)
+    text = f"SELECT {items} FROM {spec.source} {_render_policy(spec.window)}"
+    text += " GROUP BY " + ", ".join(render_expression(k) for k in spec.keys)
+    if spec.having is not None:
+        text += f" HAVING {render_expression(spec.having)}"
+    return text

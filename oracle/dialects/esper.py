@@ -1314,6 +1314,9 @@ def render(spec: WindowSpec) -> str:
 def _render_statement(spec: Statement) -> str:
     """`select <selector> items from E[(filter)]<window> [where] [group by] [having]`,
     the selector always written (`istream` too)."""
+    if spec.output != "rows":
+        raise UnsupportedWindow(f"the esper dialect writes statements posting rows, not output {spec.output!r} "
+                                "(a CCL aggregation window)")
     items = ", ".join("*" if item.expression is None else render_expression(item.expression)
                       + (f" as {item.alias}" if item.alias is not None else "") for item in spec.select)
     text = f"select {spec.selector} {items} from {spec.source}"

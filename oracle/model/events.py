@@ -240,10 +240,14 @@ class Pane:
 
 @frozen
 class DerivedValues:
-    """Rows a derived-value window posts instead of events (Esper `#size`, `#uni`)."""
+    """Rows a derived-value window or a statement posts instead of events
+    (Esper `#size`, `#uni`, a `select`): inserted and removed rows, and rows
+    posted with the `update` code (a CCL aggregation's changed group)."""
 
     insert: tuple[Mapping[str, Any], ...] = field(default=(), converter=lambda rows: tuple(_freeze_props(r) for r in rows), hash=False)
     remove: tuple[Mapping[str, Any], ...] = field(default=(), converter=lambda rows: tuple(_freeze_props(r) for r in rows), hash=False)
+    update: tuple[Mapping[str, Any], ...] = field(default=(), converter=lambda rows: tuple(_freeze_props(r) for r in rows), hash=False,
+                                                  kw_only=True)
 
 
 SIDES = ("insert", "remove")

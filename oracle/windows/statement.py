@@ -59,6 +59,29 @@ new data, its removed events the old data. For each post, in order:
 * A post that yields no rows on the selected sides posts nothing; the rows of
   several posts in one unit of work are one listener call (the driver's).
 
+A CCL aggregation window (`output` "store": `SELECT keys, aggregates FROM s
+KEEP ... GROUP BY keys [HAVING h]`) is a window of one row per group, keyed
+by the GROUP BY values (PRIMARY KEY DEDUCED: "these columns form the key for
+the target"). Its source window posts each input record's inserted rows, then
+the rows its retention deletes; they enter and leave the groups' aggregates
+as above (the aggregates are "additive": a CCL window deletes only rows it
+holds, so they are the group's rows'). Then, for each group the update
+touched, in the order of its first row in the update (inserted rows first):
+
+* the group holds rows and HAVING holds (or there is none): its row is
+  posted `insert` if the window did not hold the group's row, else `update`
+  ("an incoming event record with an insert opcode can update the contents
+  of the store and thus output an event record with an update opcode");
+* otherwise, if the window held the group's row, that stored row is posted
+  `delete` and leaves the window; else nothing.
+
+Decided (the documentation is silent; corpus `ccl/aggregation-*`): a group
+whose last row leaves is deleted, with the row as last posted (a row with
+count 0 would break "one row of output per group"); HAVING filters the
+output window: a group that comes to pass it is inserted, one that stops
+passing is deleted; without GROUP BY there is no key to deduce, so the model
+refuses it.
+
 Rows are objects keyed by the select list's names (`Statement.field_names`);
 `*` gives the event's properties. Values follow the expression windows' rules
 (`oracle.windows.expr`: Java's, as Esper applies them).
@@ -87,6 +110,7 @@ class StatementWindow(WindowBase):
         self._variables: Mapping[str, Any] = {}
         self.aggregates = _aggregates(spec)
         self.groups: dict[tuple, _Group] = {}  # group key -> its aggregators
+        self.stored: dict[tuple, dict[str, Any]] = {}  # an aggregation window's rows, by group key
         self.names = spec.field_names
         self.shape = _shape(spec)
 
@@ -125,6 +149,11 @@ class StatementWindow(WindowBase):
             old = [e for e in post.remove if self._passes_where(e)]
             if self.spec.where is not None and not new and not old:
                 continue  # Esper's WHERE view passes nothing on when it keeps no event
+            if self.spec.output == "store":
+                values = _store(self, new, old)
+                if values.insert or values.update or values.remove:
+                    out.append(Post(values=values))
+                continue
             new_rows, old_rows = self.shape(self, new, old)
             selector = self.spec.selector
             if selector == "istream":
@@ -146,6 +175,7 @@ class StatementWindow(WindowBase):
         for events, enter in ((new, True), (old, False)):
             for event in events:
                 group = self.groups.setdefault(self._key(event), _Group(self.aggregates))
+                group.size = group.size + 1 if enter else max(0, group.size - 1)
                 for node, aggregator in group.aggregators.items():
                     value = None if node.argument is None else self._value(node.argument, event, {})
                     if node.argument is not None and value is None:
@@ -233,6 +263,23 @@ def _aggregate_grouped(window: StatementWindow, new: list[Event], old: list[Even
     window._apply(new, old)
     return (_rows([window._row(e, window._state(window._key(e))) for e in new]),
             _rows([window._row(e, window._state(window._key(e))) for e in old]))
+
+
+def _store(window: StatementWindow, new: list[Event], old: list[Event]) -> DerivedValues:
+    """A CCL aggregation window's codes for one update (module docstring)."""
+    touched: dict[tuple, Event] = {}
+    for event in [*new, *old]:
+        touched.setdefault(window._key(event), event)
+    window._apply(new, old)
+    inserted, updated, deleted = [], [], []
+    for key, event in touched.items():
+        row = window._row(event, window._state(key)) if window.groups[key].size else None
+        if row is not None:
+            (updated if key in window.stored else inserted).append(row)
+            window.stored[key] = row
+        elif key in window.stored:
+            deleted.append(window.stored.pop(key))
+    return DerivedValues(insert=inserted, remove=deleted, update=updated)
 
 
 # ---------------------------------------------------------------- aggregators (module docstring)
@@ -336,6 +383,7 @@ class _Group:
     """One group's aggregators, one per aggregate of the statement."""
 
     def __init__(self, aggregates: tuple[Aggregate, ...]):
+        self.size = 0  # the events in the group (entered less left, never below 0)
         self.aggregators = {}
         for node in aggregates:
             aggregator = _AGGREGATORS[node.function](node.function)

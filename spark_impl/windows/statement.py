@@ -48,6 +48,12 @@ module's terms:
   stream selector keeps the new rows (`istream`), both (`irstream`), or the
   old rows delivered as new (`rstream`).
 
+A CCL aggregation window (`output` "store") is the same state read another
+way: per post and group touched, the group's row is in the window when the
+group holds rows and HAVING holds; a row that comes in is posted `insert`, one
+that stays `update`, one that goes `remove` (CCL's delete) with the values it
+was last posted with (`_Plan._store`).
+
 Values are Java's as Esper applies them, in SQL (`JavaSql`): arithmetic and
 comparisons of null are null, `and`/`or` three-valued (SQL's own); an int
 with an int stays an int for `+ - * %`; `/` is a double, a zero divisor giving
@@ -84,6 +90,7 @@ _POST_ORDER = ", ".join(_POST)
 #: a row's place in its post: inserts first, then the window's order
 _ROW_ORDER = "`#sr`, slot_due, slot, pos"
 _NUMBERS = ("long", "double")
+_SIZE = Aggregate("count")  # count(*): a group's size
 _SET_FUNCTIONS = ("min", "max")
 
 
@@ -267,6 +274,8 @@ class _Plan:
             for inner in expression_nodes(node) if node is not None else ():
                 if isinstance(inner, Aggregate) and inner not in found:
                     found.append(inner)
+        if spec.output == "store" and _SIZE not in found:
+            found.append(_SIZE)  # an aggregation window needs each group's size: is the group empty?
         self.aggregates = tuple(found)
         self.keys = tuple(f"`#k{n}`" for n in range(len(spec.keys)))
 
@@ -443,6 +452,8 @@ class _Plan:
     def output(self) -> DataFrame:
         spec = self.spec
         rows = self.rows()
+        if spec.output == "store":
+            return self._store(rows)
         grouped_rows, for_all = spec.shape == "row_per_group", spec.shape == "row_for_all"
         if spec.aggregates:
             rows = self.state(rows, first=grouped_rows or for_all)
@@ -481,6 +492,33 @@ class _Plan:
         return posted.selectExpr(
             "trace_id", "seq", "phase", "time", "slot_due", "slot", "`#side` AS side", "pos",
             "CAST(NULL AS STRING) AS id", "`#json` AS `values`", *nulls)
+
+    def _store(self, rows: DataFrame) -> DataFrame:
+        """A CCL aggregation window (module docstring): per post and touched
+        group, on the group's first row, whether its row is in the window
+        after the post (`#in`: it holds rows and HAVING holds) and before it
+        (the same on the group's previous post: `lag` over its rows in
+        order, the value being the post's own on each of its rows); the code
+        is what changed, a deleted row the one posted before."""
+        spec = self.spec
+        rows = self.state(rows, first=True)
+        after = JavaSql(self.kinds, self.values("a"))
+        size = self.values("a")[_SIZE][0]
+        held = f"{size} > 0" if spec.having is None else f"{size} > 0 AND {after.truth(spec.having)}"
+        in_order = f"PARTITION BY {self._group()} ORDER BY {_POST_ORDER}, {_ROW_ORDER}"
+        rows = rows.selectExpr("*", f"{held} AS `#in`", f"{self.row_json(after)} AS `#json`")
+        rows = rows.selectExpr("*", f"coalesce(lag(`#in`) OVER ({in_order}), false) AS `#was`",
+                               f"lag(`#json`) OVER ({in_order}) AS `#stored`")
+        posted = rows.where("`#first` AND (`#in` OR `#was`)").selectExpr(
+            "*", "CASE WHEN NOT `#in` THEN 'remove' WHEN `#was` THEN 'update' ELSE 'insert' END AS `#side`",
+            "CASE WHEN `#in` THEN `#json` ELSE `#stored` END AS `#value`")
+        order = "0" if self._one_group_per_post() else (
+            f"row_number() OVER (PARTITION BY trace_id, {_POST_ORDER} ORDER BY {_ROW_ORDER}) - 1")
+        nulls = [f"CAST(NULL AS {self._type(p)}) AS {quoted(p)}" for p in self.ctx.properties]
+        return posted.selectExpr(
+            "trace_id", "seq", "phase", "time", "`#pd` AS slot_due", "`#ps` AS slot", "`#side` AS side",
+            f"CAST({order} AS BIGINT) + shiftleft(`#pm`, {MEMBER_SHIFT}) AS pos", "CAST(NULL AS STRING) AS id",
+            "`#value` AS `values`", *nulls)
 
     def _one_group_per_post(self) -> bool:
         """Whether every post holds one group's events only: GROUP BY properties
