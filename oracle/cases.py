@@ -150,8 +150,8 @@ def update_from_json(raw: Any, index: int, events: Mapping[str, Event]) -> Updat
     values = None
     if "values" in raw:
         v = raw["values"]
-        if not isinstance(v, Mapping) or not set(v) <= {"insert", "remove"}:
-            raise InvalidCase(f"{where}.values must be an object with insert/remove rows")
+        if not isinstance(v, Mapping) or not set(v) <= {"insert", "remove", "update"}:
+            raise InvalidCase(f"{where}.values must be an object with insert/remove (and update) rows")
         values = DerivedValues(insert=_rows(v, "insert", where), remove=_rows(v, "remove", where),
                                update=_rows(v, "update", where))
     pane = None

@@ -277,7 +277,9 @@ class _Plan:
         if spec.output == "store" and _SIZE not in found:
             found.append(_SIZE)  # an aggregation window needs each group's size: is the group empty?
         self.aggregates = tuple(found)
-        self.keys = tuple(f"`#k{n}`" for n in range(len(spec.keys)))
+        # a GROUP BY property is its own column (the window's partitioning by it then holds); another key a new one
+        self.keys = tuple(quoted(k.name) if isinstance(k, Name) and self.kinds.get(k.name) not in (None, "other")
+                          else f"`#k{n}`" for n, k in enumerate(spec.keys))
 
     # -- input
 
@@ -296,25 +298,30 @@ class _Plan:
         """The window's posts: event rows with their post key, group keys and
         properties (WHERE applied), and one row per empty post."""
         window, inner = _window(self.spec, self.ctx)
-        posted = family(window).posts(self.items, window, inner).selectExpr(*CONTRACT)
+        posted = family(window).posts(self.items, window, inner)
+        wanted = sorted(self._properties())
+        carried = [p for p in wanted if p in posted.columns]  # a family may carry the posted event's properties
         several = isinstance(self.spec.window, GroupWin)
         member = several_posts(window)
         timer = "phase = 0"
         posted = posted.selectExpr(
-            *CONTRACT,
+            *CONTRACT, *(quoted(p) for p in carried),
             f"CASE WHEN {timer} AND {str(several or member).lower()} THEN slot_due ELSE 0 END AS `#pd`",
             f"CASE WHEN {timer} AND {str(several).lower()} THEN slot ELSE 0 END AS `#ps`",
             f"CASE WHEN {timer} AND {str(member).lower()} THEN shiftright(pos, {MEMBER_SHIFT}) ELSE 0 END AS `#pm`",
             "CASE side WHEN 'insert' THEN 0 WHEN 'remove' THEN 1 ELSE 2 END AS `#sr`")
-        wanted = sorted(self._properties())
-        events = self.items.where("kind = 'event'").select("trace_id", "id", *(quoted(p) for p in wanted))
-        rows = posted.join(events, ["trace_id", "id"], "left")
+        missing = [p for p in wanted if p not in carried]
+        rows = posted
+        if missing:
+            events = self.items.where("kind = 'event'").select("trace_id", "id", *(quoted(p) for p in missing))
+            rows = posted.join(events, ["trace_id", "id"], "left")
         if self.spec.where is not None:  # with a WHERE, a post of no kept event is no post
             rows = rows.where(f"side IS NOT NULL AND {JavaSql(self.kinds).truth(self.spec.where)}")
         elif self.spec.shape != "row_for_all":  # an empty post is a post of the one group only
             rows = rows.where("side IS NOT NULL")
         keys = JavaSql(self.kinds)
-        return rows.selectExpr("*", *(f"{keys.value(k)[0]} AS {c}" for k, c in zip(self.spec.keys, self.keys)))
+        computed = [f"{keys.value(k)[0]} AS {c}" for k, c in zip(self.spec.keys, self.keys) if c.startswith("`#k")]
+        return rows.selectExpr("*", *computed) if computed else rows
 
     def _properties(self) -> set[str]:
         names = {n.name for node in self._expressions() for n in expression_nodes(node) if isinstance(n, Name)}
