@@ -91,6 +91,13 @@ _POST_ORDER = ", ".join(_POST)
 _ROW_ORDER = "`#sr`, slot_due, slot, pos"
 _NUMBERS = ("long", "double")
 _SIZE = Aggregate("count")  # count(*): a group's size
+#: a post's one row (no GROUP BY): its place is the post's
+_POST_PLACE = ("`#pd` AS slot_due", "`#ps` AS slot", f"shiftleft(`#pm`, {MEMBER_SHIFT}) AS pos")
+#: a group's row: the place of the group's first row in the post, inserts first. A post's rows share
+#: (slot_due, slot) where it has both sides (an arrival, a batch's release), and the posts of one unit are
+#: ordered by them (`#pd`, `#ps`) and by pos's member bits (`#pm`): so no ranking of the groups is needed
+_GROUP_PLACE = ("`#fk`.slot_due AS slot_due", "`#fk`.slot AS slot",
+                "shiftleft(CAST(`#fk`.sr AS BIGINT), 61) + `#fk`.pos AS pos")
 _SET_FUNCTIONS = ("min", "max")
 
 
@@ -339,52 +346,71 @@ class _Plan:
     def _group(self) -> str:
         return ", ".join(["trace_id", *self.keys])
 
-    def state(self, rows: DataFrame, first: bool) -> DataFrame:
+    def state(self, rows: DataFrame, group_rows: bool) -> DataFrame:
         """Each row with every aggregate's value after its post (`#a<i>`) and,
-        on the group's first row of a post (`#first`, when `first`), before it
-        (`#b<i>`): the aggregators' rules (module docstring) as running values
-        over the group's rows in order."""
+        where each (post, group) gives one row (`group_rows`), on the group's
+        last row of the post (`#row`), the value before the post (`#b<i>`)
+        and the place of the group's first row (`#fk`): the aggregators' rules
+        (module docstring) as running values over the group's rows in order,
+        all in one ordering of the group's rows (window functions sharing
+        one sort).
+
+        A count is the clamped running sum (`_clamped`). A total is reset to 0
+        by a leave at a count of 1 or less: the running sum of the signed
+        values less its value at the last reset row. (Esper adds and subtracts
+        one value at a time from the reset; the difference of two running sums
+        is the same number up to rounding, within the comparison's 1e-9.)"""
         group = self._group()
         order = f"{_POST_ORDER}, {_ROW_ORDER}"
-        running = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
         in_order = f"PARTITION BY {group} ORDER BY {order}"
+        running = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
         java = JavaSql(self.kinds)
         sign = "CASE side WHEN 'insert' THEN 1 WHEN 'remove' THEN -1 ELSE 0 END"
-        rows = rows.selectExpr("*", f"{sign} AS `#sign`")
-        values: dict[int, str] = {}
+        post = f"named_struct('s', seq, 'p', phase, 't', time, 'd', `#pd`, 'l', `#ps`, 'm', `#pm`)"
+        staged = [f"{sign} AS `#sign`", f"{post} AS `#post`"]
         for i, node in enumerate(self.aggregates):
             arg, kind = java.value(node.argument) if node.argument is not None else ("1", "long")
             JavaSql._need(node.function == "count" or kind in ((*_NUMBERS, "null") if node.function in ("sum", "avg")
                                                              else (*_NUMBERS, "string", "null")), node.function, node)
-            rows = rows.selectExpr("*", f"{arg} AS `#v{i}`",
-                                   f"`#sign` <> 0 AND {arg} IS NOT NULL AS `#in{i}`")
-            if node.distinct:  # the value's count gates the aggregator
+            staged += [f"{arg} AS `#v{i}`", f"side IN ('insert', 'remove') AND {arg} IS NOT NULL AS `#in{i}`"]
+        rows = rows.selectExpr("*", *staged)
+        counted = [i for i, node in enumerate(self.aggregates) if node.function not in _SET_FUNCTIONS]
+        summed = [i for i in counted if self.aggregates[i].function in ("sum", "avg")]
+        for i in counted:
+            if self.aggregates[i].distinct:  # the value's count gates the aggregator
                 rows = _clamped(rows, f"`#in{i}`", f"{group}, `#v{i}`", order, f"#r{i}")
                 rows = rows.selectExpr("*", f"`#in{i}` AND CASE WHEN `#sign` = 1 THEN `#r{i}_before` = 0 "
                                             f"ELSE `#r{i}_before` <= 1 END AS `#gate{i}`")
             else:
                 rows = rows.selectExpr("*", f"`#in{i}` AS `#gate{i}`")
-            if node.function in _SET_FUNCTIONS:
-                continue
-            rows = _clamped(rows, f"`#gate{i}`", group, order, f"#n{i}")
-            if node.function == "count":
-                values[i] = f"`#n{i}`"
-                continue
-            # a leave at a count of 1 or less resets the total: a segment starts there
-            reset = f"`#gate{i}` AND `#sign` = -1 AND `#n{i}_before` <= 1"
-            rows = rows.selectExpr("*", f"{reset} AS `#reset{i}`")
-            rows = rows.selectExpr("*", f"sum(CAST(`#reset{i}` AS INT)) OVER ({in_order} {running}) AS `#seg{i}`")
-            total = (f"sum(CASE WHEN `#gate{i}` AND NOT `#reset{i}` THEN `#sign` * `#v{i}` END) "
-                     f"OVER (PARTITION BY {group}, `#seg{i}` ORDER BY {order} {running})")
-            rows = rows.selectExpr("*", f"{total} AS `#t{i}`")
-            values[i] = f"named_struct('n', `#n{i}`, 't', `#t{i}`)"
-        post_end = f"PARTITION BY {group}, {_POST_ORDER} ORDER BY {_ROW_ORDER} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"
-        rows = rows.selectExpr("*", *(f"{v} AS `#e{i}`" for i, v in values.items()))
-        rows = rows.selectExpr("*", *(f"last_value(`#e{i}`) OVER ({post_end}) AS `#a{i}`" for i in values))
-        if first:
+        # one pass: the running sums; the next: the lowest so far (the clamps); then the resets' totals
+        rows = rows.selectExpr(
+            "*", *(f"sum(CASE WHEN `#gate{i}` THEN `#sign` ELSE 0 END) {running} AS `#p{i}`" for i in counted),
+            *(f"sum(CASE WHEN `#gate{i}` THEN `#sign` * `#v{i}` ELSE 0 END) {running} AS `#c{i}`" for i in summed),
+            f"lead(`#post`) OVER ({in_order}) AS `#next`", f"lag(`#post`) OVER ({in_order}) AS `#prev`")
+        before = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+        rows = rows.selectExpr(
+            "*", *(f"`#p{i}` - least(0, min(`#p{i}`) {running}) AS `#n{i}`" for i in counted),
+            *(f"`#p{i}` - CASE WHEN `#gate{i}` THEN `#sign` ELSE 0 END - least(0, coalesce(min(`#p{i}`) {before}, 0)) "
+              f"AS `#nb{i}`" for i in counted))
+        if summed:
+            rows = rows.selectExpr("*", *(
+                f"last_value(CASE WHEN `#gate{i}` AND `#sign` = -1 AND `#nb{i}` <= 1 THEN `#c{i}` END, true) {running} "
+                f"AS `#cr{i}`" for i in summed))
+        values = {i: (f"named_struct('n', `#n{i}`, 't', `#c{i}` - coalesce(`#cr{i}`, 0))" if i in summed
+                      else f"`#n{i}`") for i in counted}
+        rows = rows.selectExpr("*", *(f"{v} AS `#e{i}`" for i, v in values.items()),
+                               "NOT (`#next` <=> `#post`) AS `#row`", "NOT (`#prev` <=> `#post`) AS `#first`")
+        if group_rows:  # on the post's last row of the group: the state after is the row's own
+            place = "named_struct('sr', `#sr`, 'slot_due', slot_due, 'slot', slot, 'pos', pos)"
             rows = rows.selectExpr(
-                "*", *(f"lag(`#e{i}`) OVER ({in_order}) AS `#b{i}`" for i in values),
-                f"row_number() OVER (PARTITION BY {group}, {_POST_ORDER} ORDER BY {_ROW_ORDER}) = 1 AS `#first`")
+                "*", *(f"`#e{i}` AS `#a{i}`" for i in values),
+                *(f"last_value(CASE WHEN `#row` THEN `#e{i}` END, true) {before} AS `#b{i}`" for i in values),
+                f"last_value(CASE WHEN `#first` THEN {place} END, true) {running} AS `#fk`")
+        else:
+            whole_post = (f"PARTITION BY {group}, {_POST_ORDER} ORDER BY {_ROW_ORDER} "
+                          "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING")
+            rows = rows.selectExpr("*", *(f"last_value(`#e{i}`) OVER ({whole_post}) AS `#a{i}`" for i in values))
         sets = [i for i, node in enumerate(self.aggregates) if node.function in _SET_FUNCTIONS]
         return self._sets(rows, sets) if sets else rows
 
@@ -401,9 +427,9 @@ class _Plan:
         last = rows.groupBy("trace_id", *keys).agg(F.expr("max(`#k`) AS `#last`"))
         tables = []
         for i in sets:
-            counted = _clamped(rows.where(f"`#in{i}`"), "true", f"{group}, `#v{i}`", order, f"#c{i}")
+            counted = _clamped(rows.where(f"`#in{i}`"), "true", f"{group}, `#v{i}`", order, f"#q{i}")
             per_post = counted.groupBy("trace_id", *keys, f"#v{i}", "#k").agg(
-                F.expr(f"max_by(`#c{i}`, struct({_ROW_ORDER})) AS `#c`"))
+                F.expr(f"max_by(`#q{i}`, struct({_ROW_ORDER})) AS `#c`"))
             spans = per_post.selectExpr(
                 "*", f"lead(`#k`) OVER (PARTITION BY {group}, `#v{i}` ORDER BY `#k`) AS `#next`").where("`#c` > 0")
             spans = _join_null_safe(spans, last, ("trace_id", *keys), "inner")
@@ -463,7 +489,7 @@ class _Plan:
             return self._store(rows)
         grouped_rows, for_all = spec.shape == "row_per_group", spec.shape == "row_for_all"
         if spec.aggregates:
-            rows = self.state(rows, first=grouped_rows or for_all)
+            rows = self.state(rows, group_rows=grouped_rows or for_all)
         out = []  # (new or old, condition on the row, JSON)
         if not spec.aggregates:
             java = JavaSql(self.kinds)
@@ -471,7 +497,7 @@ class _Plan:
         elif grouped_rows or for_all:
             after = JavaSql(self.kinds, self.values("a"), event=not for_all)
             before = JavaSql(self.kinds, self.values("b"), event=not for_all)
-            out = [("new", "`#first`", after), ("old", "`#first`", before)]
+            out = [("new", "`#row`", after), ("old", "`#row`", before)]
         else:
             java = JavaSql(self.kinds, self.values("a"))
             out = [("new", "side = 'insert'", java), ("old", "side = 'remove'", java)]
@@ -488,51 +514,36 @@ class _Plan:
         ).selectExpr("*", "`#o`.side AS `#side`", "`#o`.json AS `#json`")
         nulls = [f"CAST(NULL AS {self._type(p)}) AS {quoted(p)}" for p in self.ctx.properties]
         if grouped_rows or for_all:
-            # one row per (post, group): the post's place, then the groups by their first rows
-            order = "0"
-            if grouped_rows and not self._one_group_per_post():
-                order = f"row_number() OVER (PARTITION BY trace_id, {_POST_ORDER} ORDER BY {_ROW_ORDER}) - 1"
             return posted.selectExpr(
-                "trace_id", "seq", "phase", "time", "`#pd` AS slot_due", "`#ps` AS slot", "`#side` AS side",
-                f"CAST({order} AS BIGINT) + shiftleft(`#pm`, {MEMBER_SHIFT}) AS pos", "CAST(NULL AS STRING) AS id",
-                "`#json` AS `values`", *nulls)
+                "trace_id", "seq", "phase", "time", *(_GROUP_PLACE if grouped_rows else _POST_PLACE),
+                "`#side` AS side", "CAST(NULL AS STRING) AS id", "`#json` AS `values`", *nulls)
         return posted.selectExpr(
             "trace_id", "seq", "phase", "time", "slot_due", "slot", "`#side` AS side", "pos",
             "CAST(NULL AS STRING) AS id", "`#json` AS `values`", *nulls)
 
     def _store(self, rows: DataFrame) -> DataFrame:
         """A CCL aggregation window (module docstring): per post and touched
-        group, on the group's first row, whether its row is in the window
-        after the post (`#in`: it holds rows and HAVING holds) and before it
-        (the same on the group's previous post: `lag` over its rows in
-        order, the value being the post's own on each of its rows); the code
-        is what changed, a deleted row the one posted before."""
+        group, on the group's last row of the post, whether its row is in the
+        window after the post (`#in`: it holds rows and HAVING holds) and
+        before it (the same on the group's previous post's last row); the
+        code is what changed, a deleted row the one posted before."""
         spec = self.spec
-        rows = self.state(rows, first=True)
+        rows = self.state(rows, group_rows=True)
         after = JavaSql(self.kinds, self.values("a"))
         size = self.values("a")[_SIZE][0]
         held = f"{size} > 0" if spec.having is None else f"{size} > 0 AND {after.truth(spec.having)}"
         in_order = f"PARTITION BY {self._group()} ORDER BY {_POST_ORDER}, {_ROW_ORDER}"
         rows = rows.selectExpr("*", f"{held} AS `#in`", f"{self.row_json(after)} AS `#json`")
-        rows = rows.selectExpr("*", f"coalesce(lag(`#in`) OVER ({in_order}), false) AS `#was`",
-                               f"lag(`#json`) OVER ({in_order}) AS `#stored`")
-        posted = rows.where("`#first` AND (`#in` OR `#was`)").selectExpr(
+        before = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+        rows = rows.selectExpr("*", f"coalesce(last_value(CASE WHEN `#row` THEN `#in` END, true) {before}, false) AS `#was`",
+                               f"last_value(CASE WHEN `#row` THEN `#json` END, true) {before} AS `#stored`")
+        posted = rows.where("`#row` AND (`#in` OR `#was`)").selectExpr(
             "*", "CASE WHEN NOT `#in` THEN 'remove' WHEN `#was` THEN 'update' ELSE 'insert' END AS `#side`",
             "CASE WHEN `#in` THEN `#json` ELSE `#stored` END AS `#value`")
-        order = "0" if self._one_group_per_post() else (
-            f"row_number() OVER (PARTITION BY trace_id, {_POST_ORDER} ORDER BY {_ROW_ORDER}) - 1")
         nulls = [f"CAST(NULL AS {self._type(p)}) AS {quoted(p)}" for p in self.ctx.properties]
         return posted.selectExpr(
-            "trace_id", "seq", "phase", "time", "`#pd` AS slot_due", "`#ps` AS slot", "`#side` AS side",
-            f"CAST({order} AS BIGINT) + shiftleft(`#pm`, {MEMBER_SHIFT}) AS pos", "CAST(NULL AS STRING) AS id",
+            "trace_id", "seq", "phase", "time", *_GROUP_PLACE, "`#side` AS side", "CAST(NULL AS STRING) AS id",
             "`#value` AS `values`", *nulls)
-
-    def _one_group_per_post(self) -> bool:
-        """Whether every post holds one group's events only: GROUP BY properties
-        that `#groupwin` keys too, each post being one sub-window's."""
-        window = self.spec.window
-        return (isinstance(window, GroupWin) and not several_posts(window.window)
-                and all(isinstance(k, Name) and k.name in window.keys for k in self.spec.keys))
 
     def _type(self, prop: str) -> str:
         return self.types[prop]
