@@ -128,6 +128,7 @@ from oracle.model import (
     TraceItem,
     Unique,
     WindowSpec,
+    nested_specs,
     spec_expression_names,
     spec_keys,
     spec_timestamps,
@@ -273,7 +274,28 @@ DERIVED_SPECS: dict[type, st.SearchStrategy] = {
     Correl: st.builds(Correl, _values, _values, _extras, _wildcard, source=_sources),
     WeightedAvg: st.builds(WeightedAvg, _values, _values, _extras, _wildcard, source=_sources),
 }
-"""Derived-value windows (never grouped: out of scope, esper.md §7)."""
+"""Derived-value windows."""
+
+
+def _grouped_statistics(keys: tuple, window) -> GroupWin | None:
+    """`#groupwin(keys)` around a derived-value window, or None where Esper
+    refuses it (a key among the row's fields beside one that is not) or Spark
+    does not build it (a source that may post an update of no event: a
+    FORCE_UPDATE batch, an expression window on a `set` item)."""
+    added = [k for k in keys if window.has_field(k)]
+    forced = window.source is not None and any(
+        isinstance(inner, (Expr, ExprBatch)) or (isinstance(inner, (TimeBatch, TimeLengthBatch)) and inner.force_update)
+        for inner in nested_specs(window.source))
+    if (added and len(added) != len(keys)) or forced:
+        return None
+    return GroupWin(keys, window)
+
+
+#: grouped statistics, per derived-value kind
+GROUPED_DERIVED_SPECS: dict[type, st.SearchStrategy] = {
+    cls: st.builds(_grouped_statistics, key_names, strategy).filter(lambda spec: spec is not None)
+    for cls, strategy in DERIVED_SPECS.items()
+}
 
 RETENTION_SPECS: dict[type, st.SearchStrategy] = {
     SlackLength: st.builds(SlackLength, sizes, st.integers(2, 4)),
@@ -415,7 +437,8 @@ QUERY_KINDS: tuple[str, ...] = (*(cls.KIND for cls in STREAM_QUERY_SPECS), *STAT
 #: spec class -> its strategy: every kind of the model (the completeness test checks it)
 STRATEGIES: dict[type, st.SearchStrategy] = {
     **UNGROUPED_SPECS,
-    GroupWin: st.builds(GroupWin, key_names, st.one_of(*UNGROUPED_SPECS.values())),
+    GroupWin: st.one_of(st.builds(GroupWin, key_names, st.one_of(*UNGROUPED_SPECS.values())),
+                        *GROUPED_DERIVED_SPECS.values()),
     **DERIVED_SPECS,
     **RETENTION_SPECS,
     Keyed: st.one_of(*KEYED_SPECS.values()),
@@ -428,6 +451,7 @@ SPECS: dict[str, st.SearchStrategy] = {
     **{cls.KIND: strategy for cls, strategy in UNGROUPED_SPECS.items()},
     **{f"groupwin/{cls.KIND}": st.builds(GroupWin, key_names, inner) for cls, inner in UNGROUPED_SPECS.items()},
     **{cls.KIND: strategy for cls, strategy in DERIVED_SPECS.items()},
+    **{f"groupwin/{cls.KIND}": strategy for cls, strategy in GROUPED_DERIVED_SPECS.items()},
     **{cls.KIND: strategy for cls, strategy in RETENTION_SPECS.items()},
     **{f"groupwin/{cls.KIND}": st.builds(GroupWin, key_names, RETENTION_SPECS[cls])
        for cls in RETENTION_SPECS if cls in KEYED_GROUP_POLICIES},

@@ -58,8 +58,10 @@ Decided and documented:
 * Derived-value windows (`#size`, `#uni`, `#linest`, `#correl`,
   `#weighted_avg`; esper.md §7) close the chain: the data windows before one
   (one, or their intersection or union) are its `source`, none is the stream
-  itself; nothing may follow one (`InvalidSpec`), and under `#groupwin` one is
-  `UnsupportedWindow`. Their statistic parameters are property names (a
+  itself; nothing may follow one (`InvalidSpec`). Under `#groupwin` each group
+  has its own (`GroupWin` around the derived window, its source the data
+  windows between them): grouped statistics, the group keys added to its rows
+  (`oracle.windows.groupwin`); after `#merge` one is `UnsupportedWindow`. Their statistic parameters are property names (a
   number, `*` or `id` there is an `InvalidSpec` naming the column); the
   additional properties are names or `*` (Esper's wildcard: every property of
   the event), written back named first, then `*`; a name written twice is one
@@ -1235,6 +1237,13 @@ def _window_of(views: list[View], retain: str | None) -> WindowSpec:
     views, derived = _without_derived(views, retain)
     if derived is not None and not views:
         return derived
+    if derived is not None and views[0].name == "groupwin":  # statistics per group: the group's own derived window
+        group = views[0]
+        if len(views) > 1 and any(v.name == "groupwin" for v in views[1:]):
+            second = next(v for v in views[1:] if v.name == "groupwin")
+            raise InvalidSpec(f"only one groupwin per stream; a second one at column {second.column}")
+        inner = derived if len(views) == 1 else attrs.evolve(derived, source=_window_of(views[1:], retain))
+        return GroupWin(_properties(group, "the group key"), inner)
     views = _without_merge(views)
     groups = [v for v in views if v.name == "groupwin"]
     if views[-1].name == "groupwin":
@@ -1266,10 +1275,10 @@ def _without_derived(views: list[View], retain: str | None) -> tuple[list[View],
         after = views[at + 1]
         raise InvalidSpec(f"{view.name} (column {view.column}) is a derived-value window and ends the chain: "
                           f"nothing may follow it ({after.name} at column {after.column})")
-    grouping = next((v for v in views if v.name in ("groupwin", "merge")), None)
-    if grouping is not None:
-        raise UnsupportedWindow(f"a derived-value window ({view.name}, column {view.column}) after {grouping.name} "
-                                f"(column {grouping.column}) is not supported: grouped statistics are out of scope")
+    merge = next((v for v in views if v.name == "merge"), None)
+    if merge is not None:
+        raise UnsupportedWindow(f"a derived-value window ({view.name}, column {view.column}) after merge "
+                                f"(column {merge.column}) is not supported: statistics over the merged groups")
     return views[:at], _build(view)
 
 
@@ -1307,7 +1316,8 @@ def render(spec: WindowSpec) -> str:
         retain = " retain-union" if source.endswith(" retain-union") else ""
         return source[:len(source) - len(retain)] + _render_window(spec) + retain
     if isinstance(spec, GroupWin):
-        return f"#groupwin({', '.join(spec.keys)})" + _render_chain(spec.window)
+        inner = render(spec.window) if isinstance(spec.window, DERIVED_WINDOWS) else _render_chain(spec.window)
+        return f"#groupwin({', '.join(spec.keys)})" + inner
     return _render_chain(spec)
 
 

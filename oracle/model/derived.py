@@ -56,6 +56,11 @@ class Derived(Spec):
         """The statistic's properties, in parameter order."""
         return tuple(getattr(self, name) for name in self.VALUES)
 
+    def has_field(self, name: str) -> bool:
+        """Whether the posted rows' type has a field `name`: one of `FIELDS`, an
+        additional property, or any event property under `*`."""
+        return name in self.FIELDS or name in self.extra or self.all_properties
+
 
 def _extra_field():
     return field(default=(), converter=lambda names: tuple(dict.fromkeys(names)), validator=_extra_names,

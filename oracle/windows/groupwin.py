@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oracle.model import Event, GroupWin
+from oracle.model import DERIVED_WINDOWS, DerivedValues, Event, GroupWin
 from oracle.windows.base import Post, Window, WindowBase
 from oracle.windows.keys import key_of
 
@@ -33,6 +33,12 @@ class GroupWinWindow(WindowBase):
     * A `set` item reaches every group, in first-seen order; their posts make
       one update (a group created later reads the variables' values then).
     * Groups are never reclaimed (no `reclaim_group_aged` hint).
+    * Grouped statistics (a derived-value window per group): each group's
+      window posts its own new and old rows, the first old row its
+      statistics over nothing; the keys' values are added to every row
+      (`AddPropertyValueOptionalView` before Esper's merge view), unless every
+      key is already a field of the rows (then the rows pass unchanged; a key
+      among the fields beside one that is not is refused by the model).
 
     Decided: a grouped window the oracle does not implement raises
     `UnsupportedWindow` when the groupwin is created, not at the first event.
@@ -43,25 +49,41 @@ class GroupWinWindow(WindowBase):
         # an unsupported grouped window fails now, not at its first event
         self.delivery = _make(spec.window, now).delivery
         self.groups: dict[tuple[Any, ...], Window] = {}
+        window = spec.window
+        self.adds_keys = isinstance(window, DERIVED_WINDOWS) and not all(window.has_field(k) for k in spec.keys)
+        self.added: dict[tuple[Any, ...], dict[str, Any]] = {}  # group key -> the keys' values its rows carry
 
     def on_event(self, event: Event, now: int) -> list[Post]:
         key = key_of(event, self.spec.keys)
         group = self.groups.get(key)
         if group is None:
             group = self.groups[key] = _make(self.spec.window, now, self.variables)
-        return group.on_event(event, now)
+            self.added[key] = {name: event.get(name) for name in self.spec.keys}
+        return self._keyed(key, group.on_event(event, now))
 
     def on_timer(self, now: int) -> list[Post]:
-        due = [(at, order, handle, group) for order, group in enumerate(self.groups.values())
+        due = [(at, order, handle, key) for order, (key, group) in enumerate(self.groups.items())
                for at, handle in group.timer_handles() if at <= now]
         due.sort(key=lambda entry: entry[:3])
         posts: list[Post] = []
-        for _, _, handle, group in due:
-            posts += group.fire(handle, now)
+        for _, _, handle, key in due:
+            posts += self._keyed(key, self.groups[key].fire(handle, now))
+        return posts
+
+    def _keyed(self, key: tuple[Any, ...], posts: list[Post]) -> list[Post]:
+        """A statistics group's rows with its keys added (class docstring)."""
+        if not self.adds_keys:
+            return posts
+        added = self.added[key]
+        for post in posts:
+            if post.values is not None:
+                values = post.values
+                post.values = DerivedValues([{**row, **added} for row in values.insert],
+                                            [{**row, **added} for row in values.remove])
         return posts
 
     def on_set(self, values, now: int) -> list[Post]:
-        return [post for group in self.groups.values() for post in group.on_set(values, now)]
+        return [post for key, group in self.groups.items() for post in self._keyed(key, group.on_set(values, now))]
 
     def discard(self, gone) -> None:
         """`gone` left elsewhere (a keyed window's delete): each group drops those it holds."""

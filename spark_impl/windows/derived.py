@@ -54,7 +54,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from oracle.model import Correl, Intersection, Linest, RetainUnion, Size, Uni, WeightedAvg
+from oracle.errors import UnsupportedWindow
+from oracle.model import Correl, Expr, ExprBatch, Intersection, Linest, RetainUnion, Size, Uni, WeightedAvg, TimeBatch, TimeLengthBatch, nested_specs, spec_kind
 from spark_impl.frames import JSON_TEXT
 from spark_impl.windows import Context, family
 from spark_impl.windows.base import ARRIVAL, events, quoted
@@ -74,6 +75,14 @@ def check(spec) -> None:
     """`UnsupportedWindow` for a source Spark does not build."""
     if spec.source is not None:
         family(spec.source)
+
+
+def _posts_empty(source) -> bool:
+    """Whether `source` may post an update of no event (a FORCE_UPDATE batch;
+    an expression window on a `set` item), whose row says no group."""
+    return source is not None and any(
+        isinstance(inner, (Expr, ExprBatch)) or (isinstance(inner, (TimeBatch, TimeLengthBatch)) and inner.force_update)
+        for inner in nested_specs(source))
 
 
 def several_posts(source) -> bool:
@@ -194,21 +203,35 @@ def _row_json(spec, props: tuple[str, ...], json_text: frozenset[str] = frozense
 
 
 def _source_rows(items: DataFrame, spec, ctx: Context) -> DataFrame:
-    """The source's post rows (the contract's columns), or each event's arrival."""
+    """The source's post rows (the contract's columns and the group keys), or
+    each event's arrival."""
+    keys = [quoted(k) for k in ctx.group_keys]
     if spec.source is None:
         return events(items).selectExpr(
             "trace_id", "seq", f"{ARRIVAL} AS phase", "time", "time AS slot_due", "CAST(0 AS BIGINT) AS slot",
-            "'insert' AS side", "seq AS pos", "id")
-    return family(spec.source).posts(items, spec.source, ctx).selectExpr(*CONTRACT)
+            "'insert' AS side", "seq AS pos", "id", *keys)
+    posted = family(spec.source).posts(items, spec.source, ctx)
+    if all(k in posted.columns for k in ctx.group_keys):
+        return posted.selectExpr(*CONTRACT, *keys)
+    return posted.selectExpr(*CONTRACT).join(events(items).select("trace_id", "id", *keys), ["trace_id", "id"], "left")
 
 
 def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
     check(spec)
+    if ctx.group_keys and _posts_empty(spec.source):
+        raise UnsupportedWindow(f"grouped statistics over {spec_kind(spec.source)} (it may post an update of no "
+                                "event, whose row carries no group: FORCE_UPDATE, a set item) are not built on Spark")
+    # under #groupwin: statistics per group, its keys added to the rows (unless every key is a field of them)
+    part = ", ".join(quoted(c) for c in ctx.partition)
+    keys = tuple(ctx.group_keys)
+    _TRACE = f"PARTITION BY {part} ORDER BY {_ORDER}"
+    _RUNNING = f"OVER ({_TRACE} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    _BY_POST = f"PARTITION BY {part} ORDER BY {_POST_ORDER}"
     props = ctx.properties
     wanted = tuple(dict.fromkeys([*spec.values(), *spec.extra, *(props if spec.all_properties else ())]))
-    wanted = tuple(p for p in wanted if p != "id")
+    wanted = tuple(p for p in wanted if p != "id" and p not in keys)  # a group key is on the rows already
     rows = _source_rows(items, spec, ctx)
-    if several_posts(spec.source):
+    if several_posts(spec.source) or keys:
         timer = "phase = 0"
         rows = rows.selectExpr("*", f"CASE WHEN {timer} THEN slot_due ELSE 0 END AS `#pd`",
                                f"CASE WHEN {timer} THEN slot ELSE 0 END AS `#ps`",
@@ -232,7 +255,7 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
         staged = staged.selectExpr("*", "side = 'remove' AND `#d` <> 0 AND `#n` <= 0 AS `#reset`")
         staged = staged.selectExpr(
             "*", f"coalesce(sum(CAST(`#reset` AS INT)) OVER ({_TRACE} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS `#seg`")
-        segment = f"OVER (PARTITION BY trace_id, `#seg` ORDER BY {_ORDER} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+        segment = f"OVER (PARTITION BY {part}, `#seg` ORDER BY {_ORDER} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
         staged = staged.selectExpr("*", *(
             f"CASE WHEN `#reset` THEN 0D ELSE coalesce(sum(CASE WHEN `#d` <> 0 THEN `#d` * ({t}) END) {segment}, 0D) END AS `{name}`"
             for name, t in terms.items()))
@@ -241,7 +264,7 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
         staged = staged.selectExpr("*", f"row_number() OVER ({_TRACE}) AS `#o`")
         schema = T.StructType([*staged.schema.fields, T.StructField("#sxw", T.DoubleType()),
                                T.StructField("#sw", T.DoubleType())])
-        staged = staged.groupBy("trace_id").applyInArrow(_weighted_sums, schema)
+        staged = staged.groupBy("trace_id", *keys).applyInArrow(_weighted_sums, schema)
         state = ["`#n`", "`#sxw`", "`#sw`"]
     else:
         staged = staged.selectExpr("*", f"sum(CASE WHEN side IS NULL THEN 0 ELSE {sign} END) {_RUNNING} AS `#size`")
@@ -252,14 +275,14 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
         extras += [f"'w_{name}', {quoted(name) if name != 'id' else 'id'}" for name in ("id", *props)]
     extra_struct = f"named_struct({', '.join(extras)})" if extras else "named_struct('n_', 0)"
     ordered = staged.selectExpr(
-        "trace_id", *_POST, *state,
+        "trace_id", *(quoted(k) for k in keys), *_POST, *state,
         f"CASE WHEN side = 'insert' THEN {extra_struct} END AS `#x`",
         f"row_number() OVER ({_TRACE}) AS `#o`")
-    units = ordered.groupBy("trace_id", *(c.strip("`") for c in _POST)).agg(
+    units = ordered.groupBy("trace_id", *keys, *(c.strip("`") for c in _POST)).agg(
         _agg(f"max_by(struct({', '.join(_names(state))}), `#o`) AS `#s`"),
         _agg("max_by(`#x`, CASE WHEN `#x` IS NOT NULL THEN `#o` END) AS `#x`"))
     units = units.selectExpr(
-        "trace_id", *_POST, "`#s`.*",
+        "trace_id", *(quoted(k) for k in keys), *_POST, "`#s`.*",
         f"last(`#x`, true) OVER ({_BY_POST} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS `#x`")
     json_text = frozenset(f.name for f in items.schema.fields if f.metadata.get(JSON_TEXT))
     new_json = _row_json(spec, props, json_text)
@@ -271,7 +294,15 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
     if isinstance(spec, Size):
         units = units.where("`#n` <> `#n_before`")
     posted = units.selectExpr(
-        "trace_id", *_POST, "`#new`", f"coalesce(lag(`#new`) OVER ({_BY_POST}), `#before`) AS `#old`")
+        "trace_id", *(quoted(k) for k in keys), *_POST, "`#new`",
+        f"coalesce(lag(`#new`) OVER ({_BY_POST}), `#before`) AS `#old`")
+    if keys and not all(spec.has_field(k) for k in keys):  # the keys' values added to the group's rows
+        added = ", ',', ".join(_json_fragment(k, quoted(k), k in json_text) for k in keys)
+        posted = posted.selectExpr(
+            "*", *(f"concat(substring({c}, 1, length({c}) - 1), ',', {added}, '}}') AS `{c.strip('`')}k`"
+                   for c in ("`#new`", "`#old`"))
+        ).selectExpr(*(quoted(c) for c in posted.columns if c not in ("#new", "#old")),
+                     "`#newk` AS `#new`", "`#oldk` AS `#old`")
     # a post's rows keep its place in the unit: (due, slot, member) order the posts
     return posted.selectExpr(
         "trace_id", "seq", "phase", "time", "`#pd` AS slot_due", "`#ps` AS slot",
