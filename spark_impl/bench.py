@@ -144,8 +144,10 @@ def spark_window(query: str) -> Callable:
     """Spark's own aggregation of the query's panes: `groupBy(window(ts, size[, slide]), color).count()`."""
     from oracle.dialects import parse
 
+    from oracle.model import Hopping
+
     spec = parse(query, "kuiper").window
-    hop = getattr(spec, "hop", spec.size)
+    hop = spec.hop if isinstance(spec, Hopping) else spec.size
 
     def run(events):
         from pyspark.sql import functions as F

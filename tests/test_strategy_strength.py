@@ -263,6 +263,9 @@ FIELD_ROWS = [
      _esper("select irstream symbol, sum(price) as t from E#length(3) group by symbol")),
     ("statement: having", _esper("select irstream sum(price) as t from E#length(3)"),
      _esper("select irstream sum(price) as t from E#length(3) having sum(price) > 30")),
+    # Esper's rows beside CCL's aggregation window over the same window and select list
+    ("statement: output", _esper("select symbol, sum(price) as t from E#length(3) group by symbol"),
+     attrs.evolve(_esper("select symbol, sum(price) as t from E#length(3) group by symbol"), output="store")),
 ]
 
 #: spec fields no row can change the output of, and why

@@ -85,6 +85,10 @@ class Spec:
       rows (eKuiper's schemaless streams: a string `size` in one row, a
       number in the next); otherwise a property holds one kind across a trace
       (`TraceProperties`), as engines with typed events require.
+    * `REMOVES_UNENTERED`: the window may post as removed an event it never
+      posted as inserted (an intersection turning an arrival away posts it as
+      old data only); what reads its posts as enter and leave (a statement's
+      aggregators) then meets a leave of what never entered.
 
     A field holding a property name carries its role in its metadata
     (`role="key"` or `role="timestamp"`); `spec_keys` and `spec_timestamps`
@@ -95,6 +99,7 @@ class Spec:
     REJECTS_BAD_ITEMS: ClassVar[bool] = False
     APPLIES_OPCODES: ClassVar[bool] = False
     MIXED_KINDS: ClassVar[bool] = False
+    REMOVES_UNENTERED: ClassVar[bool] = False
 
     def kind_name(self) -> str:
         """The kind's name in reports (`spec_kind`): `KIND`, unless a kind is

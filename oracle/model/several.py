@@ -35,6 +35,7 @@ class Intersection(Spec):
     first in one jump."""
 
     KIND: ClassVar[str] = "intersection"
+    REMOVES_UNENTERED: ClassVar[bool] = True  # an arrival a member refuses is posted as old data only
     members: tuple[DataWindow, ...] = field(converter=tuple, validator=_members)
     stale_time_timers: bool = field(default=True, validator=attrs.validators.instance_of(bool), kw_only=True)
 

@@ -76,7 +76,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from oracle.errors import UnsupportedWindow
-from oracle.model import Aggregate, Binary, GroupWin, Literal, Name, Negate, Not, expression_nodes
+from oracle.model import Aggregate, Binary, GroupWin, Literal, Name, Negate, Not, expression_nodes, nested_specs
 from oracle.statement import Statement
 from spark_impl.frames import JSON_TEXT
 from spark_impl.windows import Context, family
@@ -274,6 +274,8 @@ class _Plan:
         self.kinds = {f.name: ("other" if f.metadata.get(JSON_TEXT) else _kind_of(f.dataType))
                       for f in items.schema.fields if f.name in ctx.properties}
         self.types = {f.name: f.dataType.simpleString() for f in items.schema.fields}
+        # whether the window may post as removed what it never inserted (`Spec.REMOVES_UNENTERED`)
+        self.unentered = any(type(inner).REMOVES_UNENTERED for inner in nested_specs(spec.window))
         self.json_text = frozenset(f.name for f in items.schema.fields if f.metadata.get(JSON_TEXT))
         self.items = self._filtered(items)
         found = []
@@ -355,7 +357,9 @@ class _Plan:
         all in one ordering of the group's rows (window functions sharing
         one sort).
 
-        A count is the clamped running sum (`_clamped`). A total is reset to 0
+        A count is the running sum, clamped at 0 where the window may post as
+        removed what it never inserted (`Spec.REMOVES_UNENTERED`: elsewhere a
+        count never goes below 0 and the clamp is skipped). A total is reset to 0
         by a leave at a count of 1 or less: the running sum of the signed
         values less its value at the last reset row. (Esper adds and subtracts
         one value at a time from the reset; the difference of two running sums
@@ -389,10 +393,15 @@ class _Plan:
             *(f"sum(CASE WHEN `#gate{i}` THEN `#sign` * `#v{i}` ELSE 0 END) {running} AS `#c{i}`" for i in summed),
             f"lead(`#post`) OVER ({in_order}) AS `#next`", f"lag(`#post`) OVER ({in_order}) AS `#prev`")
         before = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
-        rows = rows.selectExpr(
-            "*", *(f"`#p{i}` - least(0, min(`#p{i}`) {running}) AS `#n{i}`" for i in counted),
-            *(f"`#p{i}` - CASE WHEN `#gate{i}` THEN `#sign` ELSE 0 END - least(0, coalesce(min(`#p{i}`) {before}, 0)) "
-              f"AS `#nb{i}`" for i in counted))
+        if self.unentered:  # a leave of what never entered may meet a count of 0: clamp (`_clamped`)
+            rows = rows.selectExpr(
+                "*", *(f"`#p{i}` - least(0, min(`#p{i}`) {running}) AS `#n{i}`" for i in counted),
+                *(f"`#p{i}` - CASE WHEN `#gate{i}` THEN `#sign` ELSE 0 END - least(0, coalesce(min(`#p{i}`) {before}, 0)) "
+                  f"AS `#nb{i}`" for i in counted))
+        else:  # every leave is of an entered event: a count never goes below 0
+            rows = rows.selectExpr(
+                "*", *(f"`#p{i}` AS `#n{i}`" for i in counted),
+                *(f"`#p{i}` - CASE WHEN `#gate{i}` THEN `#sign` ELSE 0 END AS `#nb{i}`" for i in counted))
         if summed:
             rows = rows.selectExpr("*", *(
                 f"last_value(CASE WHEN `#gate{i}` AND `#sign` = -1 AND `#nb{i}` <= 1 THEN `#c{i}` END, true) {running} "
