@@ -388,8 +388,10 @@ def _statement(draw, shape: str) -> Statement:
     keys: tuple = ()
     having = None
     if shape == "simple":
-        items = draw(st.just([SelectItem()])  # `*` alone: the grammar takes no item beside it
-                     | st.lists(st.sampled_from(_STATEMENT_ROW_ITEMS[1:]), min_size=1, max_size=3, unique=True))
+        items = draw(st.just([SelectItem()])  # `*` first where it stands, as Esper writes it
+                     | st.lists(st.sampled_from(_STATEMENT_ROW_ITEMS[1:]), min_size=1, max_size=3, unique=True)
+                     | st.lists(st.sampled_from(_STATEMENT_ROW_ITEMS[1:]), min_size=1, max_size=2, unique=True).map(
+                         lambda rest: [SelectItem(), *rest]))
     elif shape == "row_for_all":
         items = named
     elif shape == "row_per_event":

@@ -67,6 +67,7 @@ ROWS = [
     ("esper", "select sum(price) from E#length(3) having", WindowSyntaxError, "at column 42"),
     ("esper", "select sum(price) frm E#length(3)", WindowSyntaxError, "unexpected 'frm'"),
     ("esper", "select * from E#length(3)#uni(price)", UnsupportedWindow, "derived-value window (uni)"),
+    ("esper", "select price, * from E#length(3)", WindowSyntaxError, "unexpected '*'"),  # `*` comes first
     # CCL aggregation windows: each refusal names its place
     ("ccl", "SELECT sum(price) AS s FROM E KEEP 3 ROWS", InvalidSpec, "an aggregation needs GROUP BY (column 1)"),
     ("ccl", "SELECT symbol, sum(price) FROM E KEEP 3 ROWS GROUP BY symbol", InvalidSpec,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from difftest.strategies import implemented_kinds, trace_shape, traces, windows
 from oracle import run
-from oracle.model import DERIVED_WINDOWS, Aggregate, Name, SelectItem
+from oracle.model import DERIVED_WINDOWS, Aggregate, Arrive, Event, Name, SelectItem, Trace
 from oracle.statement import Statement
 
 #: Esper's window kinds a statement reads (a derived-value window posts rows, not events)
@@ -70,3 +70,16 @@ def test_the_stream_selectors_split_one_statements_rows(drawn):
     old = [(u.after, [dict(r) for r in u.values.insert]) for u in run(Statement(item, window, "rstream"), trace)]
     assert new == [(after, rows) for after, rows, _ in both if rows]
     assert old == [(after, rows) for after, _, rows in both if rows]
+
+
+def test_wildcard_beside_items_adds_the_events_properties_to_each_row():
+    """`select irstream *, price * 2 as d`: each row is the event's properties
+    and the items' columns (the wildcard first, as Esper writes it)."""
+    from oracle.dialects import parse, render
+
+    statement = parse("select irstream *, price * 2 as d from E#length(1)", "esper")
+    assert parse(render(statement, "esper"), "esper") == statement
+    trace = Trace((Arrive(Event("E1", {"price": 1.0, "symbol": "A"})), Arrive(Event("E2", {"price": 2.0}))))
+    rows = [([dict(r) for r in u.values.insert], [dict(r) for r in u.values.remove]) for u in run(statement, trace)]
+    assert rows == [([{"id": "E1", "price": 1.0, "symbol": "A", "d": 2.0}], []),
+                    ([{"id": "E2", "price": 2.0, "d": 4.0}], [{"id": "E1", "price": 1.0, "symbol": "A", "d": 2.0}])]

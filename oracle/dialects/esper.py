@@ -226,7 +226,7 @@ member: NAME DOT NAME
 
 // A statement over a window (esper.md §8): select ... from E[(filter)]<clause> ...
 statement: SELECT SELECTOR? select_list FROM NAME stream_filter? clause where? group_by? having?
-select_list: STAR | select_item (COMMA select_item)*
+select_list: STAR (COMMA select_item)* | select_item (COMMA select_item)*
 select_item: expr (AS NAME)?
 stream_filter: LPAR expr RPAR
 where: WHERE expr
@@ -418,9 +418,8 @@ class _ToViews(Transformer):
         return (expr, alias)
 
     def select_list(self, items: list) -> tuple:
-        if len(items) == 1 and isinstance(items[0], Token):
-            return ("select", None)  # *
-        return ("select", tuple(i for i in items if isinstance(i, tuple)))
+        star = (None,) if isinstance(items[0], Token) and items[0].type == "STAR" else ()  # None: `*`
+        return ("select", star + tuple(i for i in items if isinstance(i, tuple)))
 
     def stream_filter(self, items: list) -> tuple:
         return ("filter", items[1])
@@ -1182,12 +1181,8 @@ def _statement(text: str) -> Statement:
     except VisitError as exc:
         raise exc.orig_exc from None
     window = _window_of(*parts["clause"])
-    if parts["select"] is None:
-        select = (SelectItem(),)
-    else:
-        select = []
-        for expr, alias in parts["select"]:
-            select.append(SelectItem(_statement_node(expr), alias))
+    select = [SelectItem() if item is None else SelectItem(_statement_node(item[0]), item[1])
+              for item in parts["select"]]
     aliases = [item.alias for item in select if item.alias is not None]
     twice = next((a for n, a in enumerate(aliases) if a in aliases[:n]), None)
     if twice is not None:
