@@ -18,20 +18,25 @@ module's terms:
 * WHERE drops the event rows it is not true for; a post left with no row
   (where there is a WHERE) is no post. An empty post (FORCE_UPDATE) is a
   post of no event.
-* Each GROUP BY value is a group (no keys: one group per trace); its state is
-  the events inserted minus those removed by the posts so far. Per group, in
-  post order, `count(*)`, `count(x)`, `sum(x)` and `avg(x)` are running sums
-  of signed deltas (+ on an insert row, - on a remove row; over a window
-  function's default RANGE frame, so a post's rows are applied together): the
-  state after a post is the running value on its rows, the state before it
-  the running value on the group's previous row (`lag` over the rows in post
-  order). `sum` and `avg` of no value are null. `min`, `max` and
-  `count(distinct x)` need the values themselves: each event is present in
-  its group from the group's post that inserts it up to (not including) the
-  one that removes it, so it is exploded over the group's posts in that
-  span (numbered per group by `dense_rank`) and each (group, post) aggregates
-  what is present; the state before a post is the one after the group's
-  previous post.
+* Each GROUP BY value is a group (no keys: one group per trace). Its rows
+  are ordered by post, then within a post inserts first, then the window's
+  order: Esper's aggregators enter a post's new events, then leave its old
+  ones, one at a time. Over that order, window functions sharing one sort:
+  - a count (`count(*)`, `count(x)`, the count inside `sum` and `avg`) is the
+    running sum of +1 per entering and -1 per leaving row, clamped at 0
+    where the window may post as removed what it never inserted (a leave at
+    0 leaves 0: the running sum less its lowest value below 0 so far);
+  - a total is reset to 0 by a leave at a count of 1 or less: the running
+    sum of the signed values less its value at the last reset row; `sum` and
+    `avg` are null at a count of 0;
+  - `distinct` gates the rows by the value's own clamped count (a second
+    ordering, per group and value);
+  - `min` and `max` need the values themselves: a value counted is present
+    from the group's post that makes its count positive up to the next post
+    that changes it (posts numbered per group by `dense_rank`), exploded
+    over those posts, and each (group, post) takes the least and greatest.
+  The state after a post is the value on the group's last row of the post;
+  the state before, the value on the group's last row of its previous post.
 * The rows, by the statement's shape (`Statement.shape`):
   - no aggregate: a row per event row, new rows from inserts, old from removes;
   - aggregates, no GROUP BY, every property inside an aggregate: per post one
@@ -39,9 +44,9 @@ module's terms:
   - aggregates, no GROUP BY, a property outside: a row per event row with the
     state after its post;
   - GROUP BY, fully aggregated: per post and group with a row in it one new
-    row (after) and one old row (before), read from the group's first row in
-    the post (inserts first, then the window's order); the groups in the
-    order of those first rows;
+    row (after) and one old row (before), read on the group's last row of
+    the post; the groups in the order of their first rows in the post (that
+    row's place is the output row's: no ranking of the groups);
   - GROUP BY, not fully aggregated: a row per event row with its group's
     state after the post.
 * HAVING keeps the rows it is true for, each read with its own state. The
