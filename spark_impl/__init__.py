@@ -17,12 +17,14 @@ Output of `apply_window` / `apply_window_to_events`:
 | time     | long   | the clock the update was posted at, ms                            |
 | ordinal  | int    | the update's order among those of one unit of work (0 for Esper,  |
 |          |        | which posts at most one update per unit)                          |
-| side     | string | 'insert' or 'remove'; 'update' (a CCL keyed window's update code); |
+| side     | string | 'insert' or 'remove'; 'update' (CCL's update code: a keyed window's |
+|          |        | replaced row, an aggregation window's changed group row);           |
 |          |        | 'error' (a rejected item); null for an empty update (FORCE_UPDATE) |
 | pos      | struct | the row's order within its update's side: compare (due, slot, n)   |
 |          |        | as a tuple (null for an empty update)                             |
 | id       | string | the event's id (null on a derived-value row)                      |
-| values   | string | a derived-value window's row (`#size`, `#uni`, ...) as a JSON      |
+| values   | string | a derived-value window's or a statement's row (`#size`, `#uni`,    |
+|          |        | `select ...`) as a JSON                                           |
 |          |        | object, NaN and infinities written bare; null on event rows       |
 | error    | string | on an 'error' row, the message naming the operation and the key;  |
 |          |        | null on other rows                                                |
