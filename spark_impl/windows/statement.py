@@ -86,7 +86,8 @@ from oracle.statement import Statement
 from spark_impl.frames import JSON_TEXT
 from spark_impl.windows import Context, family
 from spark_impl.windows.base import quoted
-from spark_impl.windows.derived import several_posts
+from spark_impl.windows.derived import _num, several_posts
+from spark_impl.windows.pane_query import sql_literal
 from spark_impl.windows.intersect import MEMBER_SHIFT
 
 CONTRACT = ("trace_id", "seq", "phase", "time", "slot_due", "slot", "side", "pos", "id")
@@ -125,18 +126,6 @@ def _string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _literal(value: Any) -> tuple[str, str]:
-    if value is None:
-        return "NULL", "null"
-    if isinstance(value, bool):
-        return ("true" if value else "false"), "boolean"
-    if isinstance(value, int):
-        return f"CAST({value} AS BIGINT)", "long"
-    if isinstance(value, float):
-        return f"CAST('{value!r}' AS DOUBLE)", "double"
-    return _string(value), "string"
-
-
 def _double(sql: str, kind: str) -> str:
     return sql if kind == "double" else f"CAST({sql} AS DOUBLE)"
 
@@ -154,7 +143,7 @@ class JavaSql:
     def value(self, node: Any) -> tuple[str, str]:
         kind = type(node)
         if kind is Literal:
-            return _literal(node.value)
+            return sql_literal(node.value)
         if kind is Name:
             found = self.kinds.get(node.name)
             if found is None or not self.event:
@@ -229,19 +218,13 @@ def _java_divide(a: str, b: str) -> str:
 # --------------------------------------------------------------------------- JSON rows
 
 
-def _number_text(sql: str) -> str:
-    """JSON text of a double: NaN and the infinities bare (Python's json reads them)."""
-    return (f"CASE WHEN isnan({sql}) THEN 'NaN' WHEN {sql} = double('Infinity') THEN 'Infinity' "
-            f"WHEN {sql} = double('-Infinity') THEN '-Infinity' ELSE CAST({sql} AS STRING) END")
-
-
 def _field(name: str, sql: str, kind: str, raw: bool = False) -> str:
     """SQL: `"name":value` (null kept)."""
     key = _string(json.dumps(name) + ":")
     if raw:
         text = f"coalesce({sql}, 'null')"
     elif kind == "double":
-        text = f"coalesce({_number_text(sql)}, 'null')"
+        text = f"coalesce({_num(sql)}, 'null')"
     elif kind in ("long", "boolean"):
         text = f"coalesce(CAST({sql} AS STRING), 'null')"
     elif kind == "null":
