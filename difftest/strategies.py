@@ -78,7 +78,6 @@ from oracle.model import (
     Index,
     Member,
     OrderKey,
-    Query,
     SelectItem,
     Session,
     Sliding,
@@ -134,8 +133,8 @@ from oracle.model import (
     spec_timestamps,
     spec_values,
 )
-from oracle.statement import SHAPES, Statement
-from oracle.stream_query import AGGREGATES, PROJECTIONS, StreamQuery
+from oracle.dialects.apama import stream_query
+from oracle.model import APAMA_AGGREGATES, CCL, KUIPER, SHAPES, Statement
 from oracle.windows import make_window
 
 T = TypeVar("T")
@@ -344,14 +343,15 @@ APAMA_WINDOWS = st.one_of(
 
 
 def _stream_query(window, output, argument):
+    """An Apama query: `select v` (`istream`), `select rstream v`, or an aggregate."""
     if output == "rstream" and isinstance(window, KeepAll):
         output = "istream"  # `retain all` never removes: rstream over it is refused (InvalidSpec)
-    return StreamQuery(window, output, argument if output in ("sum", "avg", "min", "max") else None)
+    return stream_query(window, output, argument if output in ("sum", "avg", "min", "max") else None)
 
 
-STREAM_QUERY_SPECS: dict[type, st.SearchStrategy] = {
-    StreamQuery: st.builds(_stream_query, APAMA_WINDOWS, st.sampled_from(PROJECTIONS + AGGREGATES),
-                           st.sampled_from(VALUE_PROPERTIES)),
+STREAM_QUERY_SPECS: dict[str, st.SearchStrategy] = {
+    "stream_query": st.builds(_stream_query, APAMA_WINDOWS, st.sampled_from(("istream", "rstream") + APAMA_AGGREGATES),
+                              st.sampled_from(VALUE_PROPERTIES)),
 }
 """Stream queries over Apama's windows: `select v`, `select rstream v`, aggregates."""
 
@@ -424,7 +424,7 @@ def _aggregation(draw) -> Statement:
     having = draw(st.one_of(
         st.none(), st.none(), st.builds(_binary(">"), st.just(Aggregate("count")), _counts),
         st.builds(_binary(">"), st.just(Aggregate("sum", Name("price"))), _amounts.map(lambda a: Literal(a.value * 2)))))
-    return Statement(tuple(items), draw(_CCL_POLICIES), keys=keys, having=having, output="store")
+    return Statement(tuple(items), draw(_CCL_POLICIES), keys=keys, having=having, rules=CCL)
 
 
 STATEMENT_SPECS: dict[str, st.SearchStrategy] = {
@@ -434,7 +434,7 @@ STATEMENT_SPECS: dict[str, st.SearchStrategy] = {
 """Statements: Esper's, one kind per processor; CCL's aggregation windows."""
 
 #: the kinds that are queries, not windows (what they post is rows made from a window's posts)
-QUERY_KINDS: tuple[str, ...] = (*(cls.KIND for cls in STREAM_QUERY_SPECS), *STATEMENT_SPECS)
+QUERY_KINDS: tuple[str, ...] = (*STREAM_QUERY_SPECS, *STATEMENT_SPECS)
 
 #: spec class -> its strategy: every kind of the model (the completeness test checks it)
 STRATEGIES: dict[type, st.SearchStrategy] = {
@@ -445,8 +445,6 @@ STRATEGIES: dict[type, st.SearchStrategy] = {
     **RETENTION_SPECS,
     Keyed: st.one_of(*KEYED_SPECS.values()),
     **LOT_SPECS,
-    **STREAM_QUERY_SPECS,
-    Statement: st.one_of(*STATEMENT_SPECS.values()),
 }
 
 SPECS: dict[str, st.SearchStrategy] = {
@@ -460,7 +458,7 @@ SPECS: dict[str, st.SearchStrategy] = {
     **KEYED_SPECS,
     **{cls.KIND: strategy for cls, strategy in LOT_SPECS.items()},
     **{f"groupwin/{cls.KIND}": st.builds(GroupWin, key_names, LOT_SPECS[cls]) for cls in (BatchedLength, LengthUnique)},
-    **{cls.KIND: strategy for cls, strategy in STREAM_QUERY_SPECS.items()},
+    **STREAM_QUERY_SPECS,
     **STATEMENT_SPECS,
 }
 """One strategy per kind, keyed by `spec_kind` name (eKuiper's are added below)."""
@@ -572,7 +570,7 @@ _PANE_ITEMS = (SelectItem(Call("window_start")), SelectItem(Call("window_end"), 
 
 
 @st.composite
-def _query(draw) -> Query:
+def _query(draw) -> Statement:
     """A statement over a drawn pane window: grouped by nothing or `symbol`, or
     row by row; WHERE, HAVING and ORDER BY now and then."""
     window = draw(st.one_of(*PANE_SPECS.values()))
@@ -589,15 +587,13 @@ def _query(draw) -> Query:
         order = draw(st.sampled_from(((), (OrderKey(Name("price"), True),), (OrderKey(Name("symbol")),))))
     items += draw(st.lists(st.sampled_from(_PANE_ITEMS), max_size=2, unique=True))
     where = draw(st.one_of(st.none(), st.none(), _row_conditions))
-    if where is not None and not Query(tuple(items), "demo", window, where).where_in_window and draw(st.booleans()):
+    if where is not None and not (isinstance(window, KUIPER.where_into) and not window.event_time) and draw(st.booleans()):
         # a WHERE after the window may read the pane's aggregates (eKuiper's AggFuncPlan)
         where = draw(st.builds(_binary(">="), st.just(Name("price")),
                                st.sampled_from([Aggregate("avg", Name("price")), Aggregate("min", Name("price")),
                                                 Binary("-", Aggregate("max", Name("price")), Literal(2.5))])))
-    return Query(tuple(items), "demo", window, where, keys, having, order)
-
-
-PANE_QUERY_SPECS: dict[type, st.SearchStrategy] = {Query: _query()}
+    return Statement(tuple(items), window, source="demo", where=where, keys=keys, having=having, order=order,
+                     rules=KUIPER)
 
 KUIPER_SPECS: dict[str, st.SearchStrategy] = {
     **{cls.KIND: strategy for cls, strategy in PANE_SPECS.items()},
@@ -609,7 +605,8 @@ SPECS.update(KUIPER_SPECS)
 KINDS: tuple[str, ...] = tuple(SPECS)
 """Every kind; a dialect's are those it writes (`implemented_kinds`)."""
 STRATEGIES.update(PANE_SPECS)
-STRATEGIES.update(PANE_QUERY_SPECS)
+#: every engine's statements: one model, its rules drawn with it
+STRATEGIES[Statement] = st.one_of(*STATEMENT_SPECS.values(), *STREAM_QUERY_SPECS.values(), _query())
 
 #: the simplest spec of each class, to ask the oracle whether it runs the kind
 EXAMPLES: dict[type, WindowSpec] = {
@@ -628,9 +625,7 @@ EXAMPLES: dict[type, WindowSpec] = {
     Keyed: Keyed(("symbol",), KeepAll()),
     Tumbling: Tumbling(SECOND), Hopping: Hopping(2 * SECOND, SECOND), Sliding: Sliding(SECOND),
     Session: Session(2 * SECOND, SECOND), CountPanes: CountPanes(1, 1),
-    Query: Query((SelectItem(Aggregate("count"), "c"),), "demo", Tumbling(SECOND)),
     BatchedTime: BatchedTime(GRID, GRID), BatchedLength: BatchedLength(1, 2), LengthUnique: LengthUnique(1, ("symbol",)),
-    StreamQuery: StreamQuery(Length(1), "istream"),
     Statement: Statement((SelectItem(Aggregate("count"), "n"),), Length(1), "irstream"),
 }
 
@@ -645,7 +640,12 @@ STATEMENT_EXAMPLES: dict[str, Statement] = {
     "aggregate_grouped": Statement((SelectItem(Name("price")), SelectItem(Aggregate("count"), "n")), Length(1),
                                    keys=(Name("symbol"),)),
     "store": Statement((SelectItem(Name("symbol")), SelectItem(Aggregate("count"), "n")), Length(1),
-                       keys=(Name("symbol"),), output="store"),
+                       keys=(Name("symbol"),), rules=CCL),
+}
+#: the simplest eKuiper query and Apama query
+QUERY_EXAMPLES: dict[str, Statement] = {
+    "query": Statement((SelectItem(Aggregate("count"), "c"),), Tumbling(SECOND), source="demo", rules=KUIPER),
+    "stream_query": stream_query(Length(1), "istream"),
 }
 
 
@@ -656,7 +656,9 @@ def _kind_example(kind: str) -> WindowSpec:
     if kind.startswith("groupwin/"):
         return GroupWin(("symbol",), _kind_example(kind[len("groupwin/"):]))
     if kind.startswith("query/"):
-        return attrs.evolve(EXAMPLES[Query], window=_kind_example(kind[len("query/"):]))
+        return attrs.evolve(QUERY_EXAMPLES["query"], window=_kind_example(kind[len("query/"):]))
+    if kind in QUERY_EXAMPLES:
+        return QUERY_EXAMPLES[kind]
     if kind.startswith("statement/"):
         return STATEMENT_EXAMPLES[kind[len("statement/"):]]
     return next(example for cls, example in EXAMPLES.items() if cls.KIND == kind)
@@ -793,8 +795,12 @@ def trace_names(spec: WindowSpec) -> tuple[str, ...]:
 
 def trace_numbers(spec: WindowSpec) -> tuple[str, ...]:
     """The properties a trace for `spec` carries as numbers (`build_trace`'s
-    `numbers`): what its statistics read, under their own names."""
-    return tuple(name for name in dict.fromkeys(spec_values(spec)) if name not in ("price", "ts"))
+    `numbers`): what its statistics read, and the aggregates of a statement
+    whose rules read numbers (`Rules.numeric_aggregates`), under their own names."""
+    names = list(spec_values(spec))
+    names += [name for inner in nested_specs(spec) if isinstance(inner, Statement) and inner.rules.numeric_aggregates
+              for name in inner.aggregate_arguments]
+    return tuple(name for name in dict.fromkeys(names) if name not in ("price", "ts"))
 
 
 def trace_stamps(spec: WindowSpec) -> tuple[str, ...]:
@@ -806,8 +812,9 @@ def trace_shape(spec: WindowSpec) -> dict[str, Any]:
     """Every keyword `build_trace` (and `seeded_traces`, `traces`) takes for a
     trace `spec` can read: keys, numbers, timestamps, operation codes, and
     whether a property's kind may change between rows (`MIXED_KINDS`)."""
-    return {"properties": trace_names(spec), "numbers": trace_numbers(spec), "stamps": trace_stamps(spec),
-            "opcodes": trace_opcodes(spec), "mixed": spec.MIXED_KINDS}
+    numbers = trace_numbers(spec)
+    return {"properties": tuple(n for n in trace_names(spec) if n not in numbers), "numbers": numbers,
+            "stamps": trace_stamps(spec), "opcodes": trace_opcodes(spec), "mixed": spec.MIXED_KINDS}
 
 
 #: an event's operation code, where the window takes more than inserts: None

@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from oracle.errors import UnsupportedWindow
-from oracle.model import OPCODES, GroupWin, Query, WindowSpec, accepted_opcodes, spec_expression_names
+from oracle.model import OPCODES, GroupWin, Statement, WindowSpec, accepted_opcodes, spec_expression_names
 from spark_impl.errors import InvalidFrame
 from spark_impl.frames import BASE_COLUMNS, KINDS, OUTPUT_COLUMNS, RESERVED, spec_properties
 from spark_impl.windows import Context, Family, family
@@ -129,7 +129,7 @@ def apply(trace_df: DataFrame, spec: WindowSpec, *, jumps: bool = True, pane_row
     row fails the job, naming it. `pane_rows=False` (an eKuiper query only)
     leaves the panes' rows out: the query's output rows only. `one_trace`:
     every row's `trace_id`, when the caller knows it is one value (`Context`)."""
-    if not pane_rows and not isinstance(spec, Query):
+    if not pane_rows and not (isinstance(spec, Statement) and spec.rules.posted == "pane"):
         raise UnsupportedWindow("pane_rows=False is for an eKuiper query: only a query has output rows of its own")
     runner = family_of(spec)
     window, keys = split_groupwin(spec)

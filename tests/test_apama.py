@@ -24,7 +24,7 @@ from oracle.errors import InvalidSpec, UnsupportedWindow, WindowSyntaxError
 from oracle.model import (
     BatchedLength, BatchedTime, GroupWin, Intersection, KeepAll, Length, LengthBatch, LengthUnique, Time, Unique,
 )
-from oracle.stream_query import StreamQuery
+from oracle.dialects.apama import stream_query
 from oracle.windows.lots import LotRule, LotsWindow
 
 # --------------------------------------------------------------------------- the dialect
@@ -51,12 +51,12 @@ FORMS = [
     ("partition by a.x within 1.0 retain 1", GroupWin(("x",), Intersection((Time(1000), Length(1)), stale_time_timers=False))),
     ("partition by a.x retain 2 every 3 with unique a.y", GroupWin(("x",), BatchedLength(2, 3, ("y",)))),
     ("  within   0.25\tretain 1 ", Intersection((Time(250), Length(1)), stale_time_timers=False)),
-    ("from v in values within 1.5 every 1.0 select sum(v)", StreamQuery(BatchedTime(1500, 1000), "sum", "value")),
-    ("from t in ticks retain 2 select rstream t", StreamQuery(Length(2), "rstream")),
-    ("from t in ticks partition by t.sym retain 2 select avg(t.price)", StreamQuery(GroupWin(("sym",), Length(2)), "avg", "price")),
-    ("from v in values retain all select count()", StreamQuery(KeepAll(), "count")),
-    ("from v in values within 1.0 select v", StreamQuery(Time(1000), "istream")),
-    ("from v in values retain 2 select max(v.value)", StreamQuery(Length(2), "max", "value")),
+    ("from v in values within 1.5 every 1.0 select sum(v)", stream_query(BatchedTime(1500, 1000), "sum", "value")),
+    ("from t in ticks retain 2 select rstream t", stream_query(Length(2), "rstream")),
+    ("from t in ticks partition by t.sym retain 2 select avg(t.price)", stream_query(GroupWin(("sym",), Length(2)), "avg", "price")),
+    ("from v in values retain all select count()", stream_query(KeepAll(), "count")),
+    ("from v in values within 1.0 select v", stream_query(Time(1000), "istream")),
+    ("from v in values retain 2 select max(v.value)", stream_query(Length(2), "max", "value")),
 ]
 
 
@@ -106,7 +106,7 @@ def test_errors_name_the_column(text, error, message, column):
 @pytest.mark.parametrize("spec", [
     Intersection((Length(2), Time(1000))), GroupWin(("x",), Time(1000)), Unique(("x",)),
     Intersection((Time(1000), Length(2))),  # Esper's stale #time timer: not Apama's within window
-    LengthUnique(2, ("a", "b")), StreamQuery(GroupWin(("x",), Time(1000)), "istream"),
+    LengthUnique(2, ("a", "b")), stream_query(GroupWin(("x",), Time(1000)), "istream"),
 ])
 def test_what_apama_cannot_write_is_unsupported(spec):
     with pytest.raises(UnsupportedWindow):

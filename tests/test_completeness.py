@@ -28,8 +28,7 @@ from oracle.cases import corpus_files, load_case
 from oracle.dialects import IMPLEMENTED, case_spec, parse, render, settings, writes
 from oracle.errors import UnsupportedWindow, WindowOracleError
 from oracle.model import WINDOW_SPECS, nested_specs
-from oracle.statement import Statement
-from oracle.stream_query import QUERY_SPECS
+from oracle.model import Statement
 from oracle.windows import WINDOW_CLASSES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,7 +36,7 @@ ASPECTS = ("oracle", "spark", "dialects", "strategies", "corpus")
 
 #: spec class -> the aspects still missing
 PENDING: dict[type, set[str]] = {}
-SPECS = WINDOW_SPECS + QUERY_SPECS
+SPECS = WINDOW_SPECS + (Statement,)
 
 
 def _corpus_counts() -> Counter:
@@ -138,7 +137,7 @@ def test_every_statement_shape_runs_on_both_engines():
     """Each of Esper's processors (`Statement.shape`) and CCL's aggregation
     window has a drawn kind, an example the oracle runs, and a Spark plan."""
     from difftest.strategies import STATEMENT_EXAMPLES, STATEMENT_SPECS
-    from oracle.statement import SHAPES
+    from oracle.model import SHAPES
     from oracle.windows import make_window
     from spark_impl.pipeline import family_of
 
@@ -147,3 +146,23 @@ def test_every_statement_shape_runs_on_both_engines():
         assert example.kind_name() == f"statement/{kind}"
         make_window(example, 0)
         family_of(example)
+
+
+def test_every_engines_statement_rules_run_on_both_engines():
+    """Each engine's rules (`oracle.model.RULES`) have an example the oracle
+    runs, Spark plans and one dialect writes back; each way of posting
+    (`Rules.posted`) has an oracle window and a Spark family."""
+    from difftest.strategies import QUERY_EXAMPLES, STATEMENT_EXAMPLES
+    from oracle.model import POSTED, RULES
+    from oracle.windows import STATEMENT_WINDOWS, make_window
+    from spark_impl.pipeline import family_of
+    from spark_impl.windows import STATEMENT_FAMILIES
+
+    assert set(STATEMENT_WINDOWS) == set(STATEMENT_FAMILIES) == set(POSTED)
+    examples = [*STATEMENT_EXAMPLES.values(), *QUERY_EXAMPLES.values()]
+    assert {example.rules for example in examples} == set(RULES)
+    for example in examples:
+        make_window(example, 0)
+        assert callable(family_of(example).posts)
+        (dialect,) = [d for d in IMPLEMENTED if writes(example, d)]
+        assert parse(render(example, dialect), dialect, settings(example, dialect)) == example

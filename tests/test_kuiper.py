@@ -30,8 +30,9 @@ from oracle.model import (
     Hopping,
     Literal,
     Name,
+    KUIPER,
     OrderKey,
-    Query,
+    Statement,
     SelectItem,
     Session,
     Sliding,
@@ -113,8 +114,8 @@ QUERY = "SELECT color, count(*) AS c FROM demo GROUP BY TUMBLINGWINDOW(ss, 10), 
 
 
 def test_a_statement_parses_to_a_query_and_other_spellings_agree():
-    expected = Query((SelectItem(Name("color")), SelectItem(Aggregate("count"), "c")), "demo", Tumbling(10_000),
-                     keys=(Name("color"),))
+    expected = Statement((SelectItem(Name("color")), SelectItem(Aggregate("count"), "c")), Tumbling(10_000),
+                         source="demo", keys=(Name("color"),), rules=KUIPER)
     assert parse(QUERY, "kuiper") == expected
     assert parse("select color, COUNT(*) c from demo group by color, tumblingwindow(ss, 10)", "kuiper") == expected
     assert render(expected, "kuiper") == QUERY
@@ -284,7 +285,7 @@ def test_a_case_query_must_use_the_cases_window():
         case_spec(_case(query="SELECT * FROM demo GROUP BY COUNTWINDOW(3)"))
     with pytest.raises(InvalidCase, match="whole statement"):
         case_spec(_case(query="COUNTWINDOW(2)"))
-    assert isinstance(case_spec(_case(query="SELECT * FROM demo GROUP BY COUNTWINDOW(2)")), Query)
+    assert isinstance(case_spec(_case(query="SELECT * FROM demo GROUP BY COUNTWINDOW(2)")), Statement)
 
 
 def _refusing_impl(trace_df, window, dialect):

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from difftest.strategies import implemented_kinds, trace_shape, traces, windows
 from oracle import run
-from oracle.model import DERIVED_WINDOWS, Aggregate, Arrive, Event, Name, SelectItem, Trace
-from oracle.statement import Statement
+from oracle.model import DERIVED_WINDOWS, Aggregate, Arrive, Binary, Event, Literal, Name, SelectItem, Trace
+from oracle.model import Statement
 
 #: Esper's window kinds a statement reads (a derived-value window posts rows, not events)
 KINDS = [k for k in implemented_kinds("esper") if not any(k.split("/")[-1] == c.KIND for c in DERIVED_WINDOWS)
@@ -83,3 +83,64 @@ def test_wildcard_beside_items_adds_the_events_properties_to_each_row():
     rows = [([dict(r) for r in u.values.insert], [dict(r) for r in u.values.remove]) for u in run(statement, trace)]
     assert rows == [([{"id": "E1", "price": 1.0, "symbol": "A", "d": 2.0}], []),
                     ([{"id": "E2", "price": 2.0, "d": 4.0}], [{"id": "E1", "price": 1.0, "symbol": "A", "d": 2.0}])]
+
+
+# --------------------------------------------------------------------------- one model, each engine's rules
+
+
+def test_every_engines_statement_is_the_one_model_with_its_rules():
+    """Each dialect parses its statements into `Statement`, its engine's rules
+    declared on it, and writes back only its own engine's."""
+    from oracle import parse, render
+    from oracle.dialects import writes
+    from oracle.model import APAMA, CCL, ESPER, KUIPER, RULES
+
+    texts = {
+        ESPER: ("esper", "select irstream sum(price) as total from E#length(3)"),
+        CCL: ("ccl", "SELECT symbol, sum(price) AS total FROM s KEEP 3 ROWS GROUP BY symbol"),
+        KUIPER: ("kuiper", "SELECT count(*) AS c FROM demo GROUP BY TUMBLINGWINDOW(ss, 10)"),
+        APAMA: ("apama", "from v in values retain 3 select sum(v.price)"),
+    }
+    assert set(texts) == set(RULES)
+    for rules, (dialect, text) in texts.items():
+        spec = parse(text, dialect)
+        assert type(spec) is Statement and spec.rules is rules
+        assert render(spec, dialect) == text
+        assert [d for d in ("esper", "ccl", "kuiper", "apama") if writes(spec, d)] == [dialect]
+
+
+def test_the_rules_refuse_what_their_engine_does_not_read():
+    """A statement's window and clauses are checked against its rules, naming why."""
+    import pytest
+
+    from oracle.errors import InvalidSpec
+    from oracle.model import APAMA, CCL, KUIPER, Length, OrderKey, Tumbling
+
+    count = (SelectItem(Aggregate("count"), "n"),)
+    cases = [
+        (lambda: Statement(count, Tumbling(1000)), "esper's statements do not read a tumbling window"),
+        (lambda: Statement(count, Length(3), rules=KUIPER), "kuiper's statements do not read a length window"),
+        (lambda: Statement(count, Length(3), rules=CCL), "an aggregation window needs GROUP BY"),
+        (lambda: Statement(count, Length(3), order=(OrderKey(Name("price")),)), "ORDER BY is not supported"),
+        (lambda: Statement(count, Length(3), rules=APAMA), "with no alias"),
+        (lambda: Statement((SelectItem(),), Length(3), "irstream", rules=APAMA), "not both"),
+        (lambda: Statement((SelectItem(Aggregate("sum", Name("id"))),), Length(3), rules=APAMA), "`id` is the event's id"),
+        (lambda: Statement(count, Length(3), where=Binary(">", Aggregate("count"), Literal(1))), "cannot aggregate"),
+        (lambda: Statement(count, Tumbling(1000), where=Binary(">", Aggregate("count"), Literal(1)), rules=KUIPER),
+         "pushes WHERE into the window's own filter"),
+    ]
+    for make, message in cases:
+        with pytest.raises(InvalidSpec, match=message):
+            make()
+
+
+def test_the_value_table_is_the_engines():
+    """Esper's and eKuiper's statements divide two ints and compare with null
+    by their own engine's table (`oracle.windows.values`)."""
+    from oracle.windows.values import GO, JAVA, VALUES
+    from oracle.model import RULES
+
+    assert JAVA.arithmetic("/", 7, 2) == 3.5 and GO.arithmetic("/", 7, 2) == 3
+    assert JAVA.compare("=", None, 1) is None and GO.compare("=", None, 1) is False
+    assert JAVA.logical("or", None, lambda: True) is True and GO.logical("or", None, lambda: True) is False
+    assert {rules.values for rules in RULES} - {None} <= set(VALUES)

@@ -17,15 +17,14 @@ from typing import Any
 
 from oracle.dialects.limits import check_text
 from oracle.errors import InvalidCase, UnsupportedWindow, WindowSyntaxError
-from oracle.model import Query, WindowSpec
-from oracle.stream_query import QUERY_SPECS
+from oracle.model import Statement, WindowSpec
 
 DIALECTS = ("esper", "ccl", "apama", "kuiper")
 IMPLEMENTED = ("esper", "ccl", "apama", "kuiper")
 #: the optional case keys a dialect's windows may read besides `window` (CORPUS.md)
 CASE_SETTINGS = ("time_mode", "timestamp_field", "late_tolerance", "time_zone")
-#: the specs a case's `query` key may hold: eKuiper's statements over panes, Apama's stream queries
-QUERIES = (Query, *QUERY_SPECS)
+#: the specs a case's `query` key may hold: a statement over the window, whichever engine's
+QUERIES = (Statement,)
 
 
 def _module(dialect: str):

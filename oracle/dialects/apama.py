@@ -85,7 +85,7 @@ from oracle.model import (
     WindowSpec,
     reserved_name_error,
 )
-from oracle.stream_query import StreamQuery
+from oracle.model import APAMA, ITEM_VALUE, Aggregate, Name, SelectItem, Statement
 
 GRAMMAR = r"""
 start: query | window
@@ -139,8 +139,6 @@ _DESCRIBE = {
 
 MAX_COUNT = 2**31 - 1
 ALIAS, STREAM = "v", "values"
-#: the property the bare item reads in an aggregate (a stream of numbers)
-ITEM_VALUE = "value"
 
 _PARSER = Lark(GRAMMAR, start="start", parser="lalr", lexer="contextual")
 
@@ -240,7 +238,7 @@ class _ToSpec(Transformer):
         argument = items[2] if len(items) == 4 else None
         return str(items[0]), items[0], argument
 
-    def query(self, items: list) -> StreamQuery:
+    def query(self, items: list) -> Statement:
         alias, window, (output, where, argument) = items[1], items[4], items[6]
         spec = _spec(window, alias)
         if output in ("istream", "rstream"):
@@ -248,18 +246,18 @@ class _ToSpec(Transformer):
             if output == "rstream" and isinstance(spec, KeepAll):
                 raise InvalidSpec(f"select rstream (column {_column(argument)}) cannot be combined with retain all "
                                   f"(column {_column(window.keyword)}): an unbounded window removes nothing")
-            return StreamQuery(spec, output)
+            return stream_query(spec, output)
         if output == "count":
             if argument is not None:
                 raise InvalidSpec(f"count takes no argument here (column {_column(argument[0])}): count() counts "
                                   "the items in the window")
-            return StreamQuery(spec, output)
+            return stream_query(spec, "count")
         if argument is None:
             raise InvalidSpec(f"{output} at column {_column(where)} needs an argument, the item or one of its "
                               f"properties ({output}({alias}.price))")
         _same_alias(argument[0], alias)
         name = ITEM_VALUE if argument[1] is None else _name(argument[1])
-        return StreamQuery(spec, output, name)
+        return stream_query(spec, output, name)
 
     def start(self, items: list):
         item = items[0]
@@ -328,7 +326,31 @@ def _spec(window: _Window, alias: Token | None) -> WindowSpec:
     return GroupWin(partition, spec) if partition else spec
 
 
-def parse(text: str) -> WindowSpec | StreamQuery:
+def stream_query(window: WindowSpec, output: str, argument: str | None = None) -> Statement:
+    """An Apama query over `window` (`Statement`, Apama's rules) from what it
+    selects: `istream` (`select v`), `rstream` (`select rstream v`), or an
+    aggregate (`sum`, `avg`, `min`, `max` of property `argument`; `count`)."""
+    if output in ("istream", "rstream"):
+        return Statement((SelectItem(),), window, output, STREAM, rules=APAMA)
+    node = Aggregate(output, Name(argument) if argument is not None else None)
+    return Statement((SelectItem(node),), window, source=STREAM, rules=APAMA)
+
+
+def query_output(spec: Statement) -> str:
+    """What an Apama query selects: `istream` (`select v`), `rstream`
+    (`select rstream v`) or its aggregate's function (`sum`, `count`, ...)."""
+    node = spec.select[0].expression
+    return spec.selector if node is None else node.function
+
+
+def query_argument(spec: Statement) -> str | None:
+    """The property an Apama query's aggregate reads (`ITEM_VALUE` for the item
+    itself), None for a projection or `count()`."""
+    node = spec.select[0].expression
+    return node.argument.name if node is not None and node.argument is not None else None
+
+
+def parse(text: str) -> WindowSpec | Statement:
     """The spec of an Apama window definition (`partition by v.symbol retain 2`)
     or stream query (`from v in values within 1.5 every 1.0 select sum(v)`)."""
     if not isinstance(text, str):
@@ -416,19 +438,22 @@ def _render_window(spec: WindowSpec) -> str:
     return write(spec)
 
 
-def render(spec: WindowSpec | StreamQuery) -> str:
+def render(spec: WindowSpec | Statement) -> str:
     """The canonical Apama text of `spec`; `parse(render(spec)) == spec`."""
-    if isinstance(spec, StreamQuery):
+    if isinstance(spec, Statement):
+        if spec.rules is not APAMA:
+            raise UnsupportedWindow(f"the apama dialect writes Apama's queries, not {spec.rules.engine}'s statements")
         window = _render_window(spec.window)
-        if spec.output == "istream":
+        output, argument = query_output(spec), query_argument(spec)
+        if output == "istream":
             select = ALIAS
-        elif spec.output == "rstream":
+        elif output == "rstream":
             select = f"rstream {ALIAS}"
-        elif spec.output == "count":
+        elif output == "count":
             select = "count()"
         else:
-            argument = ALIAS if spec.argument == ITEM_VALUE else f"{ALIAS}.{spec.argument}"
-            select = f"{spec.output}({argument})"
+            argument = ALIAS if argument == ITEM_VALUE else f"{ALIAS}.{argument}"
+            select = f"{output}({argument})"
         return f"from {ALIAS} in {STREAM} {window} select {select}"
     return _render_window(spec)
 
@@ -437,12 +462,12 @@ _NAMES = {KeepAll: "retain-all", Length: "retain", LengthBatch: "retain-every", 
           Time: "within", BatchedTime: "within-every"}
 
 
-def name(spec: WindowSpec | StreamQuery) -> str:
+def name(spec: WindowSpec | Statement) -> str:
     """A short, file-safe name of `spec` in Apama's words: `retain`,
     `within-every-retain-unique`, `partition-retain-unique`, `query-sum`."""
     render(spec)  # UnsupportedWindow for what Apama cannot write
-    if isinstance(spec, StreamQuery):
-        return f"query-{spec.output}-" + name(spec.window)
+    if isinstance(spec, Statement):
+        return f"query-{query_output(spec)}-" + name(spec.window)
     if isinstance(spec, GroupWin):
         return "partition-" + name(spec.window)
     if isinstance(spec, BatchedTime):

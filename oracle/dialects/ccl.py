@@ -121,7 +121,7 @@ from oracle.model import (
     WindowSpec,
     reserved_name_error,
 )
-from oracle.statement import Statement
+from oracle.model import CCL, Statement
 
 GRAMMAR = r"""
 clause: primary_key keep? | keep
@@ -464,7 +464,7 @@ def name(spec: WindowSpec) -> str:
 
 # --------------------------------------------------------------------------- aggregation statements
 # `SELECT keys, aggregates FROM s [alias] KEEP ... GROUP BY keys [HAVING c]`:
-# an aggregation window over an unnamed window (`Statement`, output "store";
+# an aggregation window over an unnamed window (`Statement`, CCL's rules: posted "store";
 # its rules: `oracle.windows.statement`). Decided: a select item other than a
 # column needs a name (AS): the documentation names no default; a GROUP BY
 # key must stand in the select list ("Every expression in the GROUP BY clause
@@ -477,7 +477,7 @@ _OPS = {"=": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": 
 
 
 class _ToStatement(_ToSpec):
-    """Parse tree -> Statement (output "store")."""
+    """Parse tree -> Statement (CCL's rules: an aggregation window)."""
 
     def __init__(self, text: str):
         super().__init__(text)
@@ -583,7 +583,7 @@ class _ToStatement(_ToSpec):
         try:
             return Statement(tuple(item for item, _ in select), _retention(policy), keys=tuple(plain_keys),
                              having=_node(having) if having is not None else None, source=str(source[0]),
-                             output="store")
+                             rules=CCL)
         except InvalidSpec as exc:
             raise InvalidSpec(f"{exc} (the statement at column {_column(items[0])})") from None
 
@@ -659,8 +659,8 @@ def render_expression(node, outer: int = 0) -> str:
 
 
 def _render_statement(spec: Statement) -> str:
-    if spec.output != "store":
-        raise UnsupportedWindow("the ccl dialect writes aggregation windows (output \"store\"), not Esper's statements")
+    if spec.rules is not CCL:
+        raise UnsupportedWindow(f"the ccl dialect writes aggregation windows, not {spec.rules.engine}'s statements")
     items = ", ".join(render_expression(i.expression) + (f" AS {i.alias}" if i.alias is not None else "")
                       for i in spec.select)
     text = f"SELECT {items} FROM {spec.source} {_render_policy(spec.window)}"

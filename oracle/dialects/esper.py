@@ -105,8 +105,7 @@ from lark.exceptions import UnexpectedInput, VisitError
 
 from oracle.dialects.syntax import syntax_error
 from oracle.errors import InvalidSpec, UnsupportedWindow, WindowSyntaxError
-from oracle.model import SelectItem, expression_nodes, reserved_name_error
-from oracle.statement import Statement
+from oracle.model import ESPER, SelectItem, Statement, expression_nodes, reserved_name_error
 from oracle.model import (
     AGGREGATES,
     Expression,
@@ -1173,7 +1172,7 @@ def parse(text: str) -> WindowSpec:
 
 
 def _statement(text: str) -> Statement:
-    """A statement's spec (`oracle.statement`); its window as a clause alone."""
+    """A statement's spec (`oracle.model.Statement`, Esper's rules); its window as a clause alone."""
     try:
         parts = _ToViews(text).transform(_STATEMENT_PARSER.parse(text))
     except UnexpectedInput as exc:
@@ -1319,9 +1318,8 @@ def render(spec: WindowSpec) -> str:
 def _render_statement(spec: Statement) -> str:
     """`select <selector> items from E[(filter)]<window> [where] [group by] [having]`,
     the selector always written (`istream` too)."""
-    if spec.output != "rows":
-        raise UnsupportedWindow(f"the esper dialect writes statements posting rows, not output {spec.output!r} "
-                                "(a CCL aggregation window)")
+    if spec.rules is not ESPER:
+        raise UnsupportedWindow(f"the esper dialect writes Esper's statements, not {spec.rules.engine}'s")
     items = ", ".join("*" if item.expression is None else render_expression(item.expression)
                       + (f" as {item.alias}" if item.alias is not None else "") for item in spec.select)
     text = f"select {spec.selector} {items} from {spec.source}"

@@ -7,7 +7,7 @@ for a sliding window, `OVER(WHEN cond)` (kuiper.md §0; the order is fixed).
 A statement (the case key `query`) is `SELECT ... FROM stream [WHERE cond]
 GROUP BY <items> [HAVING cond] [ORDER BY ...]`, exactly one GROUP BY item
 being a window clause; the others are the grouping keys. Both parse into the
-model (`oracle.model.PaneWindow` kinds, `CountPanes`, `Query`), and `render`
+model (`oracle.model.PaneWindow` kinds, `CountPanes`, a `Statement` with eKuiper's rules), and `render`
 writes the canonical text back: `parse(render(s), settings(s)) == s`.
 
 Syntax (kuiper.md §0; seed "Time-units"):
@@ -82,9 +82,10 @@ from oracle.model import (
     Name,
     Negate,
     Not,
+    KUIPER,
     OrderKey,
-    Query,
     SelectItem,
+    Statement,
     Session,
     Sliding,
     Tumbling,
@@ -598,7 +599,7 @@ def parse(text: str, settings: Mapping[str, Any] | None = None):
     where_item = parts.get("where")
     where = where_item.node if where_item is not None else None
     if where is not None and any(isinstance(n, GROUP_NODES) for n in expression_nodes(where)):
-        if Query(parts["select"], parts["stream"].node.name, window, where=Literal(True)).where_in_window:
+        if isinstance(window, KUIPER.where_into) and not window.event_time:
             raise InvalidSpec(f"the WHERE condition (column {where_item.column}): {WHERE_AGGREGATE_IN_WINDOW}")
     for clause in ("where", "having"):
         item = parts.get(clause)
@@ -613,8 +614,9 @@ def parse(text: str, settings: Mapping[str, Any] | None = None):
         where = f" at column {second[0].start() + 1}" if second else ""
         raise InvalidSpec(f"the alias {twice!r} names two select items{where}; one would be lost")
     having = parts.get("having")
-    return Query(parts["select"], parts["stream"].node.name, window, where, tuple(keys),
-                 having.node if having is not None else None, tuple(parts.get("order", ())))
+    return Statement(parts["select"], window, source=parts["stream"].node.name, where=where, keys=tuple(keys),
+                     having=having.node if having is not None else None, order=tuple(parts.get("order", ())),
+                     rules=KUIPER)
 
 
 # --------------------------------------------------------------------------- render
@@ -711,7 +713,9 @@ _FUNCTION = {Tumbling: "TUMBLINGWINDOW", Hopping: "HOPPINGWINDOW", Sliding: "SLI
              Session: "SESSIONWINDOW", CountPanes: "COUNTWINDOW"}
 
 
-def render_query(query: Query) -> str:
+def render_query(query: Statement) -> str:
+    if query.rules is not KUIPER:
+        raise UnsupportedWindow(f"the kuiper dialect writes eKuiper's queries, not {query.rules.engine}'s statements")
     items = []
     for item in query.select:
         if item.expression is None:
@@ -719,7 +723,7 @@ def render_query(query: Query) -> str:
         else:
             text = render_expression(item.expression)
             items.append(f"{text} AS {_name(item.alias)}" if item.alias is not None else text)
-    text = f"SELECT {', '.join(items)} FROM {_name(query.stream)}"
+    text = f"SELECT {', '.join(items)} FROM {_name(query.source)}"
     if query.where is not None:
         text += f" WHERE {render_expression(query.where)}"
     text += " GROUP BY " + ", ".join([render_window(query.window), *map(render_expression, query.keys)])
@@ -732,12 +736,12 @@ def render_query(query: Query) -> str:
 
 
 #: spec class -> how the kuiper dialect writes it (the other kinds are unsupported)
-SYNTAX: dict[type, Any] = {**{cls: render_window for cls in _FUNCTION}, Query: render_query}
+SYNTAX: dict[type, Any] = {**{cls: render_window for cls in _FUNCTION}, Statement: render_query}
 
 
 def render(spec: Any) -> str:
     """The canonical text of `spec`: a window clause, or a statement for a
-    `Query`; `parse(render(spec), settings(spec)) == spec`."""
+    query (`Statement`); `parse(render(spec), settings(spec)) == spec`."""
     writer = SYNTAX.get(type(spec))
     if writer is None:
         raise UnsupportedWindow(f"the kuiper dialect cannot write the {spec.KIND} window: it is not an eKuiper "
@@ -747,7 +751,7 @@ def render(spec: Any) -> str:
 
 def settings(spec: Any) -> dict[str, Any]:
     """The case keys (`time_mode`, ...) that `spec` needs besides its text."""
-    window = spec.window if isinstance(spec, Query) else spec
+    window = spec.window if isinstance(spec, Statement) else spec
     out: dict[str, Any] = {}
     if window.timestamp is not None:
         out["time_mode"] = "event"
@@ -762,7 +766,7 @@ def settings(spec: Any) -> dict[str, Any]:
 def name(spec: Any) -> str:
     """A short, file-safe name of `spec`'s window in eKuiper's words:
     `tumblingwindow`, `query-countwindow`."""
-    if isinstance(spec, Query):
+    if isinstance(spec, Statement):
         return "query-" + name(spec.window)
     return _FUNCTION[type(spec)].lower() if type(spec) in _FUNCTION else spec.KIND
 

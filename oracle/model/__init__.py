@@ -21,8 +21,8 @@ every name, so `from oracle.model import X` reads any of them:
   `sort`, `keep`, `unique`, `expr`; together in `data_windows`.
 * `retention` (CCL's retention policies), `lots` (Apama's lot windows),
   `several` (intersections and unions), `groupwin`, `keyed`, `derived`
-  (derived-value windows), `panes` (eKuiper's pane windows), `query`
-  (eKuiper's queries over panes).
+  (derived-value windows), `panes` (eKuiper's pane windows), `statement`
+  (the statements over a window, every engine's: `Statement` and its `Rules`).
 * `specs`: every window spec together (`WindowSpec`, `WINDOW_SPECS`) and what
   is read off any spec (`spec_kind`, `nested_specs`, `spec_keys`, ...).
 """
@@ -215,19 +215,6 @@ from oracle.model.panes import (
     _unit,
     _zone_field,
 )
-from oracle.model.query import (
-    UNNAMED_FIELD,
-    WHERE_AGGREGATE_IN_WINDOW,
-    OrderKey,
-    Query,
-    SelectItem,
-    _group_keys,
-    _optional_expression,
-    _orders,
-    _pane_window,
-    _select,
-    _where_condition,
-)
 from oracle.model.specs import (
     WINDOW_SPECS,
     WindowSpec,
@@ -245,4 +232,22 @@ from oracle.model.specs import (
     _children,
     _expressions_in,
     _with_role,
+)
+from oracle.model.statement import (
+    APAMA,
+    APAMA_AGGREGATES,
+    CCL,
+    ESPER,
+    ITEM_VALUE,
+    KUIPER,
+    POSTED,
+    RULES,
+    SELECTORS,
+    SHAPES,
+    UNNAMED_FIELD,
+    WHERE_AGGREGATE_IN_WINDOW,
+    OrderKey,
+    Rules,
+    SelectItem,
+    Statement,
 )

@@ -19,16 +19,15 @@ from oracle.model.groupwin import GroupWin
 from oracle.model.keyed import Keyed
 from oracle.model.lots import LOT_WINDOWS, LotWindow
 from oracle.model.panes import PANE_WINDOWS, CountPanes, Hopping, Session, Sliding, Tumbling
-from oracle.model.query import Query
 from oracle.model.retention import RETENTION_WINDOWS, RetentionWindow
 from oracle.model.several import Intersection, RetainUnion
 from oracle.model.sort import SortKey
 
 
 WindowSpec = Union[DataWindow, RetentionWindow, LotWindow, Intersection, RetainUnion, GroupWin, Keyed, DerivedWindow,
-                   Tumbling, Hopping, Sliding, Session, CountPanes, Query]
+                   Tumbling, Hopping, Sliding, Session, CountPanes]
 WINDOW_SPECS: tuple[type, ...] = (DATA_WINDOWS + RETENTION_WINDOWS + LOT_WINDOWS
-                                  + (Intersection, RetainUnion, GroupWin, Keyed) + DERIVED_WINDOWS + PANE_WINDOWS + (Query,))
+                                  + (Intersection, RetainUnion, GroupWin, Keyed) + DERIVED_WINDOWS + PANE_WINDOWS)
 
 
 def spec_kind(spec: WindowSpec) -> str:
@@ -37,8 +36,6 @@ def spec_kind(spec: WindowSpec) -> str:
         return f"groupwin/{spec_kind(spec.window)}"
     if isinstance(spec, Keyed):
         return f"keyed/{spec_kind(spec.retention)}"
-    if isinstance(spec, Query):
-        return f"query/{spec_kind(spec.window)}"
     return spec.kind_name()
 
 

@@ -36,7 +36,7 @@ from oracle.model import (
     TimeBatch,
     TimeLengthBatch,
     TimeOrder,
-    Query,
+    Statement,
     Unique,
     WindowSpec,
     spec_kind,
@@ -45,8 +45,6 @@ from oracle.windows import (
     derived, expr, groupwin, keep, keyed, length, lots, panes, retention, several, sort, time, time_batch,
     time_order, unique,
 )
-from oracle.statement import Statement
-from oracle.stream_query import StreamQuery
 from oracle.windows import statement, stream_query
 from oracle.windows.base import Delivery, Post, Window, WindowBase
 
@@ -83,11 +81,17 @@ WINDOW_CLASSES: dict[type, type] = {
     BatchedTime: lots.LotsWindow,
     BatchedLength: lots.LotsWindow,
     LengthUnique: lots.LotsWindow,
-    StreamQuery: stream_query.StreamQueryWindow,
-    Statement: statement.StatementWindow,
+    Statement: lambda spec, now: STATEMENT_WINDOWS[spec.rules.posted](spec, now),
     **derived.WINDOWS,
     **panes.WINDOWS,
-    Query: panes.query_window,
+}
+
+#: a statement's window class, by when its rows are posted (`Rules.posted`)
+STATEMENT_WINDOWS: dict[str, Any] = {
+    "update": statement.StatementWindow,
+    "store": statement.StatementWindow,
+    "pane": panes.query_window,
+    "activation": stream_query.StreamQueryWindow,
 }
 
 

@@ -1,19 +1,11 @@
 """Expression windows: `#expr(expiry)` and `#expr_batch(expiry[, include])`
 (seed 14.3.9/14.3.10; esper.md §4), and the evaluation of their expressions.
 
-Values follow Java's rules as Esper applies them:
-
-* Null: arithmetic, comparisons and negations of null give null; `and` is
-  false if a side is false, else null if a side is null; `or` is true if a side
-  is true, else null if a side is null. Left to right, stopping at the first
-  side that decides (`false and ...`, `true or ...`).
-* Numbers: an int with an int gives an int (`+ - * %`); `/` always gives a
-  float (Esper's default, integer division off); a float divided by zero is
-  infinite or NaN as in Java. Decided: an int `%` zero is null (Java throws).
-* `=` and `!=` compare numbers with numbers (2 = 2.0), strings with strings,
-  booleans with booleans; `< <= > >=` numbers or strings. Esper refuses other
-  mixes when it compiles the statement; here they are found at run time:
-  `EventError`, which the driver reports naming the trace item.
+Values follow the engine's table (`oracle.windows.values`; `Scope.values`,
+Java's rules as Esper applies them unless a statement's rules name another):
+null propagation, an int with an int an int, `/` a float, Java's infinities
+and remainder; a mix Esper refuses when it compiles the statement is found
+here at run time: `EventError`, which the driver reports naming the trace item.
 * A name is the declared variable of that name (the trace's `variables`,
   changed by `set` items), else the property of the event the expression is
   evaluated for (a missing property, or no event, is null).
@@ -27,7 +19,6 @@ Values follow Java's rules as Esper applies them:
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -50,6 +41,7 @@ from oracle.model import (
     expression_names,
 )
 from oracle.windows.base import EventError, Post, WindowBase
+from oracle.windows.values import JAVA, Values, is_number, need_number
 
 
 @frozen
@@ -66,6 +58,7 @@ class Scope:
     variables: Mapping[str, Any]
     held: Sequence[Event]
     aggregates: Mapping[Any, Any] | None = None  # each aggregate's value, where a state keeps them (a statement)
+    values: Values = JAVA  # the engine's value rules (`oracle.windows.values`)
 
 
 def evaluate(node: Expression, scope: Scope) -> Any:
@@ -83,89 +76,15 @@ def evaluate(node: Expression, scope: Scope) -> Any:
         event = scope.oldest_event if node.event == "oldest_event" else scope.newest_event
         return event.get(node.name) if event is not None else None
     if kind is Negate:
-        value = evaluate(node.operand, scope)
-        if value is None:
-            return None
-        _need_number("-", value)
-        return -value
+        return scope.values.negate(evaluate(node.operand, scope))
     if kind is Not:
-        value = evaluate(node.operand, scope)
-        return None if value is None else not _need_boolean("not", value)
+        return scope.values.not_(evaluate(node.operand, scope))
     if kind is Aggregate:
         return scope.aggregates[node] if scope.aggregates is not None else _aggregate(node, scope)
     assert kind is Binary
     if node.op in ("and", "or"):
-        return _logical(node, scope)
-    left, right = evaluate(node.left, scope), evaluate(node.right, scope)
-    if left is None or right is None:
-        return None
-    if node.op in ("+", "-", "*", "/", "%"):
-        return _arithmetic(node.op, left, right)
-    return _compare(node.op, left, right)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _need_number(op: str, value: Any) -> None:
-    if not _is_number(value):
-        raise EventError(f"the expression applies {op} to {value!r}, which is not a number")
-
-
-def _need_boolean(op: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise EventError(f"the expression applies {op} to {value!r}, which is not true or false")
-    return value
-
-
-def _logical(node: Binary, scope: Scope) -> bool | None:
-    deciding = node.op == "or"  # the value of a side that decides: true for or, false for and
-    unknown = False
-    for side in (node.left, node.right):
-        value = evaluate(side, scope)
-        if value is None:
-            unknown = True
-        elif _need_boolean(node.op, value) is deciding:
-            return deciding
-    return None if unknown else not deciding
-
-
-def _arithmetic(op: str, left: Any, right: Any) -> Any:
-    _need_number(op, left)
-    _need_number(op, right)
-    both_int = isinstance(left, int) and isinstance(right, int)
-    if op == "+":
-        return left + right
-    if op == "-":
-        return left - right
-    if op == "*":
-        return left * right
-    if op == "/":
-        left, right = float(left), float(right)
-        if right == 0.0:
-            if left == 0.0 or math.isnan(left):
-                return math.nan
-            return math.copysign(math.inf, left) * math.copysign(1.0, right)
-        return left / right
-    # % : Java's remainder takes the dividend's sign
-    if both_int:
-        if right == 0:
-            return None
-        remainder = abs(left) % abs(right)
-        return remainder if left >= 0 else -remainder
-    return math.fmod(float(left), float(right)) if right != 0 else math.nan
-
-
-def _compare(op: str, left: Any, right: Any) -> bool:
-    comparable = (_is_number(left) and _is_number(right)) or (type(left) is str and type(right) is str)
-    if op in ("=", "!="):
-        if not comparable and not (type(left) is bool and type(right) is bool):
-            raise EventError(f"the expression compares {left!r} with {right!r}, which cannot be compared")
-        return (left == right) is (op == "=")
-    if not comparable:
-        raise EventError(f"the expression orders {left!r} and {right!r} ({op}), which cannot be ordered")
-    return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
+        return scope.values.logical(node.op, evaluate(node.left, scope), lambda: evaluate(node.right, scope))
+    return scope.values.binary(node.op, evaluate(node.left, scope), evaluate(node.right, scope))
 
 
 def _aggregate(node: Aggregate, scope: Scope) -> Any:
@@ -183,10 +102,10 @@ def _aggregate(node: Aggregate, scope: Scope) -> Any:
     if node.function in ("sum", "avg"):
         total: Any = 0
         for value in values:
-            _need_number(node.function, value)
+            need_number(node.function, value)
             total += value
         return total if node.function == "sum" else total / len(values)
-    if not (all(_is_number(v) for v in values) or all(type(v) is str for v in values)):
+    if not (all(is_number(v) for v in values) or all(type(v) is str for v in values)):
         raise EventError(f"{node.function} over values that cannot be ordered: {values!r}")
     return min(values) if node.function == "min" else max(values)
 

@@ -9,7 +9,7 @@ aggregate function used."
 Every pane is one update of its own (`Delivery.UPDATE_PER_POST`): `insert` the
 pane's rows in pane order (arrival order in processing time, event-time order
 in event time), `window` its start and end as eKuiper reports them, and with a
-query (`oracle.model.Query`) `values` the query's output rows
+query (`oracle.model.Statement`, eKuiper's rules) `values` the query's output rows
 (`oracle.windows.query`). Several panes can close in one unit of work (an
 event-time row lifting the watermark past several ends, a jump); they are
 posted in the order they close.
@@ -121,7 +121,7 @@ from oracle.model import (
     Event,
     Hopping,
     Pane,
-    Query,
+    Statement,
     Session,
     Sliding,
     Tumbling,
@@ -244,7 +244,7 @@ class PaneWindowBase(WindowBase):
 
     delivery = Delivery.UPDATE_PER_POST
 
-    def __init__(self, spec: Any, now: int, query: Query | None = None):
+    def __init__(self, spec: Any, now: int, query: Statement | None = None):
         self.spec, self.query = spec, query
         where = query.where if query is not None else None
         pushed = query is not None and query.where_in_window
@@ -371,7 +371,7 @@ class TumblingWindow(PaneWindowBase):
     every `size`. Reported start: the previous end; before the first pane the
     creation time (processing) or the first row's time (event time)."""
 
-    def __init__(self, spec: Tumbling, now: int, query: Query | None = None):
+    def __init__(self, spec: Tumbling, now: int, query: Statement | None = None):
         super().__init__(spec, now, query)
         self.interval = self._interval()
         self.next_end: int | None = None
@@ -465,7 +465,7 @@ class SlidingWindow(PaneWindowBase):
     watermark exists, every trigger up to the watermark is handled (a pane, or
     with a delay one scheduled)."""
 
-    def __init__(self, spec: Sliding, now: int, query: Query | None = None):
+    def __init__(self, spec: Sliding, now: int, query: Statement | None = None):
         super().__init__(spec, now, query)
         self.hits = (0, 0)  # (time of the last hit, number of hits)
         self.delayed: list[tuple[int, int]] = []  # processing: (due, order) of delayed panes
@@ -564,7 +564,7 @@ class SessionWindow(PaneWindowBase):
     `max_duration` per row), or when `watermark - last row > timeout`. Its
     start is its first row's time, or after a cut the tick."""
 
-    def __init__(self, spec: Session, now: int, query: Query | None = None):
+    def __init__(self, spec: Session, now: int, query: Statement | None = None):
         super().__init__(spec, now, query)
         self.order = 0
         self.timer = False  # eKuiper's timeoutTicker is set
@@ -666,7 +666,7 @@ class CountWindow(PaneWindowBase):
     include latest 5 events." Start and end are both the clock at the pane.
     Processing time only."""
 
-    def __init__(self, spec: CountPanes, now: int, query: Query | None = None):
+    def __init__(self, spec: CountPanes, now: int, query: Statement | None = None):
         super().__init__(spec, now, query)
         self.count = 0
 
@@ -694,6 +694,6 @@ WINDOWS: dict[type, type] = {
 }
 
 
-def query_window(spec: Query, now: int):
+def query_window(spec: Statement, now: int):
     """The window of a query: its pane window, posting the query's rows."""
     return WINDOWS[type(spec.window)](spec.window, now, spec)

@@ -28,7 +28,8 @@ expression `kuiper_field_<n>`, n counting such items from 0.
 
 Values, as eKuiper's valuer computes them (xsql/valuer.go `SimpleDataEval`;
 its JSON numbers are float64 unless a stream schema says BIGINT: integers and
-floats here are as the events carry them):
+floats here are as the events carry them), eKuiper's table of
+`oracle.windows.values` (`GO`):
 
 * A comparison with a null operand is false; numbers compare with numbers
   (an integer with a float as floats), strings with strings, booleans with
@@ -92,8 +93,9 @@ from oracle.model import (
     Negate,
     Not,
     Pane,
-    Query,
+    Statement,
 )
+from oracle.windows.values import GO, QueryError, go_text, go_type, is_number
 
 
 class Scope:
@@ -117,74 +119,7 @@ class Scope:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-class QueryError(Exception):
-    """An error eKuiper's valuer returns; `str()` is its message."""
-
-
-def go_type(value: Any) -> str:
-    """Go's `%T` of a value as eKuiper holds it."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int64"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "map[string]interface {}"
-    return "[]interface {}"
-
-
-def _invalid(a: Any, op: str, b: Any) -> QueryError:
-    return QueryError(f"invalid operation {go_type(a)}({go_text(a)}) {op.upper()} {go_type(b)}({go_text(b)})")
-
-
-def _arithmetic(op: str, a: Any, b: Any) -> Any:
-    if a is None or b is None:
-        return None
-    if not (_number(a) and _number(b)):
-        raise _invalid(a, op, b)
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
-    if b == 0:
-        raise QueryError("divided by zero")
-    if isinstance(a, int) and isinstance(b, int):
-        quotient = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)  # Go truncates toward zero
-        return quotient if op == "/" else a - b * quotient
-    return a / b if op == "/" else math.fmod(a, b)
-
-
-def _compare(op: str, a: Any, b: Any) -> bool:
-    if a is None or b is None:
-        return False
-    if isinstance(a, bool) or isinstance(b, bool):
-        if not (isinstance(a, bool) and isinstance(b, bool) and op in ("=", "!=")):
-            raise _invalid(a, op, b)
-    elif not ((_number(a) and _number(b)) or (isinstance(a, str) and isinstance(b, str))):
-        raise _invalid(a, op, b)
-    return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
-
-
-def _logical(op: str, left: Any, right_side) -> bool:
-    """eKuiper's `and`/`or`: the left side may decide alone; a null side is false."""
-    if op == "and" and left is False:
-        return False
-    if op == "or" and left is True:
-        return True
-    right = right_side()
-    if left is None or right is None:
-        return False
-    if not (isinstance(left, bool) and isinstance(right, bool)):
-        raise _invalid(left, op, right)
-    return (left and right) if op == "and" else (left or right)
+    return is_number(value)
 
 
 def _aggregate(function: str, values: list[Any], rows: int) -> Any:
@@ -240,17 +175,12 @@ def evaluate(node: Any, scope: Scope) -> Any:
         return None if scope.row is None else scope.row.get(node.name)
     if kind is Binary:
         if node.op in ("and", "or"):
-            return _logical(node.op, evaluate(node.left, scope), lambda: evaluate(node.right, scope))
-        left, right = evaluate(node.left, scope), evaluate(node.right, scope)
-        if node.op in ("+", "-", "*", "/", "%"):
-            return _arithmetic(node.op, left, right)
-        return _compare(node.op, left, right)
+            return GO.logical(node.op, evaluate(node.left, scope), lambda: evaluate(node.right, scope))
+        return GO.binary(node.op, evaluate(node.left, scope), evaluate(node.right, scope))
     if kind is Not:
-        value = evaluate(node.operand, scope)
-        return (not value) if isinstance(value, bool) else None
+        return GO.not_(evaluate(node.operand, scope))
     if kind is Negate:
-        value = evaluate(node.operand, scope)
-        return -value if _number(value) else None
+        return GO.negate(evaluate(node.operand, scope))
     if kind is Aggregate:
         group = scope.group if scope.group is not None else ([] if scope.row is None else [scope.row])
         if node.argument is None:
@@ -295,58 +225,6 @@ def evaluate(node: Any, scope: Scope) -> Any:
         value = evaluate(node.operand, scope)
         return value.get(node.name) if isinstance(value, Mapping) else None
     raise TypeError(f"a pane query cannot evaluate {node!r}")
-
-
-def go_text(value: Any) -> str:
-    """A value's text as Go's `fmt.Sprintf("%v")` writes it (eKuiper's values
-    are Go values): null `<nil>`, booleans `true`/`false`, a float in the
-    shortest form of 'g' (strconv: an exponent from 1e6 or below 1e-4: `1`
-    for 1.0, `123456` but `1e+06`), a list `[a b]`, an object `map[k:v ...]`
-    by sorted key."""
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "+Inf" if value > 0 else "-Inf"
-        if value == 0:
-            return "-0" if math.copysign(1.0, value) < 0 else "0"
-        digits, exponent = _shortest(value)
-        sign = "-" if value < 0 else ""
-        point = exponent + 1  # digits before the decimal point
-        if -4 <= exponent < 6:
-            if point <= 0:
-                return f"{sign}0.{'0' * -point}{digits}"
-            if point >= len(digits):
-                return f"{sign}{digits}{'0' * (point - len(digits))}"
-            return f"{sign}{digits[:point]}.{digits[point:]}"
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        return f"{sign}{mantissa}e{'+' if exponent >= 0 else '-'}{abs(exponent):02d}"
-    if isinstance(value, list):
-        return "[" + " ".join(go_text(v) for v in value) + "]"
-    if isinstance(value, Mapping):
-        return "map[" + " ".join(f"{k}:{go_text(value[k])}" for k in sorted(value)) + "]"
-    return str(value)
-
-
-def _shortest(value: float) -> tuple[str, int]:
-    """The shortest round-trip digits of |value| and its decimal exponent."""
-    text = repr(abs(value))
-    if "e" in text:
-        mantissa, _, exp = text.partition("e")
-        return mantissa.replace(".", "").rstrip("0") or "0", int(exp)
-    whole, _, frac = text.partition(".")
-    frac = frac.rstrip("0")
-    if whole != "0":
-        digits = (whole + frac).rstrip("0") or "0"
-        return digits, len(whole) - 1
-    stripped = frac.lstrip("0")
-    return stripped.rstrip("0") or "0", -(len(frac) - len(stripped)) - 1
 
 
 def _row_scope(scope: Scope, row: Mapping[str, Any]) -> Scope:
@@ -410,7 +288,7 @@ def _order_value(a: Any, b: Any) -> int:
     return (ra > rb) - (ra < rb)
 
 
-def evaluate_query(query: Query, rows: Sequence[Mapping[str, Any]], pane: Pane,
+def evaluate_query(query: Statement, rows: Sequence[Mapping[str, Any]], pane: Pane,
                    times: Sequence[int] | None = None) -> list[dict[str, Any]] | None:
     """The output rows of `query` over one pane's `rows` (objects of fields, in
     pane order, each row's time in `times`); None when HAVING keeps nothing
@@ -418,7 +296,7 @@ def evaluate_query(query: Query, rows: Sequence[Mapping[str, Any]], pane: Pane,
     docstring): the pane then posts the error."""
     aliases = {item.alias: item.expression for item in query.select if item.alias is not None}
     by_row = {id(row): t for row, t in zip(rows, times or ())}
-    if query.aggregates:
+    if query.groups:
         if query.keys:
             groups: dict[tuple, list] = {}
             for row in rows:

@@ -59,7 +59,7 @@ new data, its removed events the old data. For each post, in order:
 * A post that yields no rows on the selected sides posts nothing; the rows of
   several posts in one unit of work are one listener call (the driver's).
 
-A CCL aggregation window (`output` "store": `SELECT keys, aggregates FROM s
+A CCL aggregation window (its rules post a `store`: `SELECT keys, aggregates FROM s
 KEEP ... GROUP BY keys [HAVING h]`) is a window of one row per group, keyed
 by the GROUP BY values (PRIMARY KEY DEDUCED: "these columns form the key for
 the target"). Its source window posts each input record's inserted rows, then
@@ -83,8 +83,10 @@ passing is deleted; without GROUP BY there is no key to deduce, so the model
 refuses it.
 
 Rows are objects keyed by the select list's names (`Statement.field_names`);
-`*` gives the event's properties. Values follow the expression windows' rules
-(`oracle.windows.expr`: Java's, as Esper applies them).
+`*` gives the event's properties. Values follow the table the rules name
+(`Rules.values`; Esper's and CCL's `java`, `oracle.windows.values`).
+Decided: CCL's arithmetic is not in the seeds; its statements here hold only
+GROUP BY keys and aggregates of properties, where Java's rules and CCL's agree.
 """
 
 from __future__ import annotations
@@ -93,10 +95,10 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from oracle.model import Aggregate, DerivedValues, Event, expression_nodes
-from oracle.statement import Statement
+from oracle.model import Aggregate, DerivedValues, Event, Statement, expression_nodes
 from oracle.windows.base import EventError, Post, WindowBase
-from oracle.windows.expr import Scope, _is_number, _need_number, evaluate
+from oracle.windows.expr import Scope, evaluate
+from oracle.windows.values import VALUES, is_number, need_number
 
 
 class StatementWindow(WindowBase):
@@ -113,6 +115,8 @@ class StatementWindow(WindowBase):
         self.stored: dict[tuple, dict[str, Any]] = {}  # an aggregation window's rows, by group key
         self.names = spec.field_names
         self.shape = _shape(spec)
+        self.values = VALUES[spec.rules.values]
+        self.stores = spec.rules.posted == "store"
 
     @property
     def variables(self) -> Mapping[str, Any]:
@@ -149,7 +153,7 @@ class StatementWindow(WindowBase):
             old = [e for e in post.remove if self._passes_where(e)]
             if self.spec.where is not None and not new and not old:
                 continue  # Esper's WHERE view passes nothing on when it keeps no event
-            if self.spec.output == "store":
+            if self.stores:
                 values = _store(self, new, old)
                 if values.insert or values.update or values.remove:
                     out.append(Post(values=values))
@@ -200,7 +204,7 @@ class StatementWindow(WindowBase):
         return row
 
     def _value(self, node: Any, event: Event | None, state: Mapping[Any, Any]) -> Any:
-        return evaluate(node, Scope(event, {}, None, None, self._variables, (), state))
+        return evaluate(node, Scope(event, {}, None, None, self._variables, (), state, self.values))
 
     def _true(self, node: Any, event: Event | None, state: Mapping[Any, Any]) -> bool:
         value = self._value(node, event, state)
@@ -214,7 +218,7 @@ def _hashable(value: Any) -> Any:
         return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
     if isinstance(value, list):
         return tuple(_hashable(v) for v in value)
-    return _Number(type(value) is float, value) if _is_number(value) else value
+    return _Number(type(value) is float, value) if is_number(value) else value
 
 
 class _Number(tuple):
@@ -309,12 +313,12 @@ class _Sum:
         self.function, self.n, self.total = function, 0, 0
 
     def enter(self, value: Any) -> None:
-        _need_number(self.function, value)
+        need_number(self.function, value)
         self.n += 1
         self.total += value
 
     def leave(self, value: Any) -> None:
-        _need_number(self.function, value)
+        need_number(self.function, value)
         if self.n <= 1:
             self.n, self.total = 0, 0
         else:
@@ -347,7 +351,7 @@ class _MinMax:
         values = [_unhashable(key) for key in self.counted]
         if not values:
             return None
-        if not (all(_is_number(v) for v in values) or all(type(v) is str for v in values)):
+        if not (all(is_number(v) for v in values) or all(type(v) is str for v in values)):
             raise EventError(f"{self.function} over values that cannot be ordered: {values!r}")
         return min(values) if self.function == "min" else max(values)
 

@@ -1,5 +1,14 @@
-"""A stream query over a window: what `select v`, `select rstream v` and an
-aggregate post for each activation (apama-ccl.md §1.2).
+"""Apama's stream queries (a `Statement` with Apama's rules, posted per
+activation): what `select v`, `select rstream v` and an aggregate post for
+each activation (apama-ccl.md §1.2).
+
+| Apama | the statement | an update posts |
+|---|---|---|
+| `select v` | `*`, `istream` | `insert`: the items the lot put in the window |
+| `select rstream v` | `*`, `rstream` | `remove`: the items the lot took out |
+| `select sum(v.p)` (`avg`, `min`, `max`) | `sum(p)` | `values.insert`: one row `{"sum": ...}` |
+| `select count()` | `count(*)` | `values.insert`: one row `{"count": n}` |
+
 
 * The window's activation is one unit of work; its posts are one lot in and
   one lot out (`oracle.windows.lots`). ADD: a simple projection outputs the
@@ -29,19 +38,24 @@ from __future__ import annotations
 
 import math
 
-from oracle.model import DerivedValues, Event
-from oracle.stream_query import StreamQuery
+from oracle.model import DerivedValues, Event, Statement
 from oracle.windows.base import EventError, Post, WindowBase
 
 
 class StreamQueryWindow(WindowBase):
-    """`StreamQuery`: its window's posts, projected."""
+    """A `Statement` posted per activation (Apama's rules): its window's
+    posts, projected. The one select item is `*` (the item: the lot's
+    inserted items, or with `rstream` its removed ones) or an aggregate of
+    what the window shows (`Rules.aggregated` "contents")."""
 
-    def __init__(self, spec: StreamQuery, now: int):
+    def __init__(self, spec: Statement, now: int):
         from oracle.windows import make_window  # the table of window classes holds this module's class
 
         self.spec = spec
         self.window = make_window(spec.window, now)
+        node = spec.select[0].expression
+        self.output = spec.selector if node is None else node.function  # istream, rstream, or the aggregate
+        self.argument = node.argument.name if node is not None and node.argument is not None else None
 
     def on_event(self, event: Event, now: int) -> list[Post]:
         return self._project(self.window.on_event(event, now))
@@ -56,7 +70,7 @@ class StreamQueryWindow(WindowBase):
         return self.window.contents()
 
     def _project(self, posts: list[Post]) -> list[Post]:
-        output = self.spec.output
+        output = self.output
         if output == "istream":
             inserted = tuple(e for post in posts for e in post.insert)
             return [Post(inserted)] if inserted else []
@@ -69,21 +83,21 @@ class StreamQueryWindow(WindowBase):
 
     def _aggregate(self):
         items = self.window.contents()
-        if self.spec.output == "count":
+        if self.output == "count":
             return len(items)
         values = [self._number(event) for event in items]
-        if self.spec.output == "sum":
+        if self.output == "sum":
             return math.fsum(values)
         if not values:
             return math.nan
-        if self.spec.output == "avg":
+        if self.output == "avg":
             return math.fsum(values) / len(values)
-        return float(min(values) if self.spec.output == "min" else max(values))
+        return float(min(values) if self.output == "min" else max(values))
 
     def _number(self, event: Event) -> float:
-        name = self.spec.argument
+        name = self.argument
         value = event.get(name)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             what = "is missing" if value is None else f"is {value!r}, not a number"
-            raise EventError(f"event {event.id!r}: property {name!r} {what}; {self.spec.output}() reads numbers")
+            raise EventError(f"event {event.id!r}: property {name!r} {what}; {self.output}() reads numbers")
         return float(value)

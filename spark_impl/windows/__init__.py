@@ -97,9 +97,7 @@ from oracle.model import (
     WindowSpec,
     spec_kind,
 )
-from oracle.statement import Statement
-from oracle.stream_query import StreamQuery
-from oracle.model import CountPanes, Hopping, Query, Session, Sliding, Tumbling
+from oracle.model import CountPanes, Hopping, Session, Sliding, Statement, Tumbling
 
 
 @frozen
@@ -168,17 +166,18 @@ FAMILIES: dict[type, str] = {
     BatchedTime: "lots",
     BatchedLength: "lots",
     LengthUnique: "lots",
-    StreamQuery: "stream_query",
-    # Esper statements over a window
-    Statement: "statement",
     # eKuiper's pane windows and the queries over them
     Tumbling: "panes",
     Hopping: "panes",
     Sliding: "panes",
     Session: "panes",
     CountPanes: "panes",
-    Query: "panes",
 }
+
+#: a statement's family, by when its rules post (`Rules.posted`): Esper's rows
+#: and CCL's aggregation windows, eKuiper's panes, Apama's activations
+STATEMENT_FAMILIES: dict[str, str] = {"update": "statement", "store": "statement", "pane": "panes",
+                                      "activation": "stream_query"}
 
 
 @frozen
@@ -193,7 +192,7 @@ def family(spec: WindowSpec) -> Family:
     FAMILIES must exist: a missing one is an error, not an unsupported window);
     a spec without a family, or one its module's `CHECKS` refuses, is
     `UnsupportedWindow`."""
-    name = FAMILIES.get(type(spec))
+    name = STATEMENT_FAMILIES[spec.rules.posted] if isinstance(spec, Statement) else FAMILIES.get(type(spec))
     if name is None:
         raise UnsupportedWindow(f"the Spark implementation does not implement the {spec_kind(spec)} window")
     module = importlib.import_module(f"{__name__}.{name}")

@@ -74,7 +74,7 @@ from oracle.model import (
     Name,
     Negate,
     Not,
-    Query,
+    Statement,
 )
 
 
@@ -376,7 +376,7 @@ def _rank(v: Any) -> tuple:
     return (4, repr(v))
 
 
-def evaluate_pane(query: Query, rows: Sequence[Mapping[str, Any]], pane: tuple[int, int],
+def evaluate_pane(query: Statement, rows: Sequence[Mapping[str, Any]], pane: tuple[int, int],
                   times: Sequence[int] | None = None) -> list[dict] | None | Failure:
     """The query's output rows over one pane's rows (in pane order, each row's
     time in `times`), None when HAVING keeps nothing (the pane is not posted),
@@ -384,7 +384,7 @@ def evaluate_pane(query: Query, rows: Sequence[Mapping[str, Any]], pane: tuple[i
     A unit is (row, group, the row's time, the group rows' times)."""
     aliases = {i.alias: i.expression for i in query.select if i.alias is not None}
     times = list(times) if times is not None else [None] * len(rows)
-    if query.aggregates:
+    if query.groups:
         if query.keys:
             groups: dict[tuple, tuple[list, list]] = {}
             for row, t in zip(rows, times):
@@ -606,7 +606,7 @@ def grouping_key(n: int) -> str:
     return f"`#g{n}`"
 
 
-def compile_select(query: Query, types: Mapping[str, str]) -> dict | None:
+def compile_select(query: Statement, types: Mapping[str, str]) -> dict | None:
     """The Spark plan of a query over pane rows, or None (the Python path):
     {"group": bool, "fields": [(name, sql) | (None, "*")], "order": [(sql, descending)],
     "keys": [sql]}; in a grouped plan the n-th key's column is `grouping_key(n)`.
@@ -614,7 +614,7 @@ def compile_select(query: Query, types: Mapping[str, str]) -> dict | None:
     text column."""
     if query.having is not None:
         return None
-    group = query.aggregates
+    group = query.groups
     aliases = {i.alias: i.expression for i in query.select if i.alias is not None}
     compiler = SqlCompiler(types, group=group)
     # a select item that is a GROUP BY key is that key's grouping column (no first-row lookup)

@@ -49,7 +49,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from oracle.errors import UnsupportedWindow
-from oracle.model import CountPanes, Hopping, Query, Session, Sliding, Tumbling
+from oracle.model import CountPanes, Hopping, Session, Sliding, Statement, Tumbling
 from spark_impl.errors import InvalidFrame
 from spark_impl.frames import JSON_TEXT
 from spark_impl.windows import Context
@@ -68,7 +68,7 @@ _KERNEL_SCHEMA = T.StructType([
 
 
 def _split(spec) -> tuple:
-    return (spec.window, spec) if isinstance(spec, Query) else (spec, None)
+    return (spec.window, spec) if isinstance(spec, Statement) else (spec, None)
 
 
 def pushed_where(window, query) -> bool:
@@ -455,4 +455,4 @@ def _contract(posted: DataFrame, properties=()) -> DataFrame:
 
 
 POSTS = {Tumbling: pane_posts, Hopping: pane_posts, Sliding: pane_posts, Session: pane_posts,
-         CountPanes: pane_posts, Query: pane_posts}
+         CountPanes: pane_posts, Statement: pane_posts}

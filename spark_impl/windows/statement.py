@@ -1,4 +1,4 @@
-"""Esper statements (`oracle.statement.Statement`: `select ... from
+"""Esper statements (`oracle.model.Statement`, Esper's rules: `select ... from
 E[(filter)]<window> [where] [group by] [having]`) as relational operations
 over the window's own posts (Esper's reference, "Processing Model": the five
 shapes of aggregation and grouping; "EPL Reference: Clauses").
@@ -82,7 +82,7 @@ from pyspark.sql import types as T
 
 from oracle.errors import UnsupportedWindow
 from oracle.model import Aggregate, Binary, GroupWin, Literal, Name, Negate, Not, expression_nodes, nested_specs
-from oracle.statement import Statement
+from oracle.model import Statement
 from spark_impl.frames import JSON_TEXT
 from spark_impl.windows import Context, family
 from spark_impl.windows.base import quoted
@@ -271,7 +271,7 @@ class _Plan:
             for inner in expression_nodes(node) if node is not None else ():
                 if isinstance(inner, Aggregate) and inner not in found:
                     found.append(inner)
-        if spec.output == "store" and _SIZE not in found:
+        if spec.rules.posted == "store" and _SIZE not in found:
             found.append(_SIZE)  # an aggregation window needs each group's size: is the group empty?
         self.aggregates = tuple(found)
         # a GROUP BY property is its own column (the window's partitioning by it then holds); another key a new one
@@ -482,7 +482,7 @@ class _Plan:
     def output(self) -> DataFrame:
         spec = self.spec
         rows = self.rows()
-        if spec.output == "store":
+        if spec.rules.posted == "store":
             return self._store(rows)
         grouped_rows, for_all = spec.shape == "row_per_group", spec.shape == "row_for_all"
         if spec.aggregates:

@@ -1,4 +1,4 @@
-"""Apama's stream queries (`oracle.stream_query.StreamQuery`; apama-ccl.md §1.2):
+"""Apama's stream queries (`oracle.model.Statement`, Apama's rules; apama-ccl.md §1.2):
 `select v`, `select rstream v` and the aggregates `sum`, `count`, `avg`, `min`,
 `max` over a window's lots, as relational operations over the window's own
 posts.
@@ -37,8 +37,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from oracle.errors import UnsupportedWindow
-from oracle.model import GroupWin, Keyed, spec_kind
-from oracle.stream_query import StreamQuery
+from oracle.model import GroupWin, Keyed, Statement, spec_kind
 from spark_impl.errors import InvalidFrame
 from spark_impl.windows import Context, family
 from spark_impl.windows.base import events, quoted
@@ -48,7 +47,7 @@ CONTRACT = ("trace_id", "seq", "phase", "time", "slot_due", "slot", "side", "pos
 _NUMERIC = (T.LongType, T.IntegerType, T.ShortType, T.ByteType, T.DoubleType, T.FloatType, T.DecimalType)
 
 
-def _window(spec: StreamQuery, ctx: Context):
+def _window(spec: Statement, ctx: Context):
     """The query's window and its context (a `GroupWin`: its keys as more partition columns)."""
     window = spec.window
     if isinstance(window, GroupWin):
@@ -59,7 +58,7 @@ def _window(spec: StreamQuery, ctx: Context):
     return window, ctx
 
 
-def check(spec: StreamQuery) -> None:
+def check(spec: Statement) -> None:
     """`UnsupportedWindow` for a query whose window Spark does not build, or
     one whose posts are not lots of items (a keyed window's update codes)."""
     window = spec.window.window if isinstance(spec.window, GroupWin) else spec.window
@@ -69,30 +68,39 @@ def check(spec: StreamQuery) -> None:
     family(window)
 
 
-def stream_query(items: DataFrame, spec: StreamQuery, ctx: Context) -> DataFrame:
+def selected(spec: Statement) -> tuple[str, str | None]:
+    """What an Apama query selects: `istream` or `rstream` (its one item is
+    `*`), else its aggregate's function; and the property the aggregate reads."""
+    node = spec.select[0].expression
+    if node is None:
+        return spec.selector, None
+    return node.function, (node.argument.name if node.argument is not None else None)
+
+
+def stream_query(items: DataFrame, spec: Statement, ctx: Context) -> DataFrame:
     check(spec)
     window, inner = _window(spec, ctx)
     rows = family(window).posts(items, window, inner)
-    if spec.output == "istream":
+    output, argument = selected(spec)
+    if output == "istream":
         return rows.where("side = 'insert'")
-    if spec.output == "rstream":
+    if output == "rstream":
         return rows.where("side = 'remove'")
-    return aggregate(items, rows.selectExpr(*CONTRACT).where("side IN ('insert', 'remove')"), spec)
+    return aggregate(items, rows.selectExpr(*CONTRACT).where("side IN ('insert', 'remove')"), output, argument)
 
 
-def _argument(items: DataFrame, spec: StreamQuery) -> str:
+def _argument(items: DataFrame, output: str, name: str) -> str:
     """SQL: the argument of a shown item as a double (failing the job on a null)."""
-    name = spec.argument
     kind = items.schema[name].dataType
     if not isinstance(kind, _NUMERIC):
-        raise InvalidFrame(f"stream_query: {spec.output}() reads property {name!r}, but its column is "
+        raise InvalidFrame(f"stream_query: {output}() reads property {name!r}, but its column is "
                            f"{kind.simpleString()}, not a number")
     message = (f"concat('event ', coalesce(id, 'null'), ': property {name} is missing; "
-               f"{spec.output}() reads numbers')")
+               f"{output}() reads numbers')")
     return f"CASE WHEN {quoted(name)} IS NULL THEN CAST(raise_error({message}) AS DOUBLE) ELSE CAST({quoted(name)} AS DOUBLE) END"
 
 
-def aggregate(items: DataFrame, rows: DataFrame, spec: StreamQuery) -> DataFrame:
+def aggregate(items: DataFrame, rows: DataFrame, output: str, argument: str | None) -> DataFrame:
     """One `values` row per posting unit (module docstring)."""
     numbered = rows.selectExpr(
         "trace_id", "seq", "phase", "time", "side", "id",
@@ -104,13 +112,13 @@ def aggregate(items: DataFrame, rows: DataFrame, spec: StreamQuery) -> DataFrame
         F.expr("max(`#last`)").alias("#last"),
     ).where("`#in` IS NOT NULL")
     value = "CAST(NULL AS DOUBLE)"
-    if spec.argument is not None:
-        spans = spans.join(events(items).select("trace_id", "id", spec.argument), ["trace_id", "id"], "left")
-        value = _argument(items, spec)
+    if argument is not None:
+        spans = spans.join(events(items).select("trace_id", "id", argument), ["trace_id", "id"], "left")
+        value = _argument(items, output, argument)
     end = "coalesce(`#out`, `#last` + 1) - 1"
     shown = spans.selectExpr(
         "trace_id", f"explode(CASE WHEN {end} >= `#in` THEN sequence(`#in`, {end}) END) AS `#u`", "id",
-        *([quoted(spec.argument)] if spec.argument is not None else []),
+        *([quoted(argument)] if argument is not None else []),
     ).selectExpr(
         "trace_id", "`#u`", "CAST(NULL AS BIGINT) AS seq", "CAST(NULL AS INT) AS phase",
         "CAST(NULL AS BIGINT) AS time", "1 AS `#item`", f"{value} AS `#v`")
@@ -127,12 +135,12 @@ def aggregate(items: DataFrame, rows: DataFrame, spec: StreamQuery) -> DataFrame
         "avg": _num(f"CASE WHEN `#n` = 0 THEN {nan} ELSE `#sum` / `#n` END"),
         "min": _num(f"CASE WHEN `#n` = 0 THEN {nan} ELSE `#min` END"),
         "max": _num(f"CASE WHEN `#n` = 0 THEN {nan} ELSE `#max` END"),
-    }[spec.output]
+    }[output]
     return per_unit.selectExpr(
         "trace_id", "seq", "phase", "time", "time AS slot_due", "CAST(0 AS BIGINT) AS slot", "'insert' AS side",
         "CAST(0 AS BIGINT) AS pos", "CAST(NULL AS STRING) AS id",
-        f"concat('{{\"{spec.output}\":', {result}, '}}') AS `values`")
+        f"concat('{{\"{output}\":', {result}, '}}') AS `values`")
 
 
-POSTS = {StreamQuery: stream_query}
-CHECKS = {StreamQuery: check}
+POSTS = {Statement: stream_query}
+CHECKS = {Statement: check}

@@ -30,7 +30,7 @@ from oracle.model import (
     LengthUnique,
     Trace,
 )
-from oracle.stream_query import StreamQuery
+from oracle.dialects.apama import stream_query
 from spark_impl import apply_window, frames, run_cases, unsupported
 from spark_impl.errors import InvalidFrame, JobFailed
 
@@ -93,27 +93,27 @@ EMPTIED = Trace([ev("E1", 500, p=2.0), ev("E2", 700, p=4.5), Advance(2500)])
 NAN = math.nan
 
 QUERIES = {
-    "retain 2 select min(v.p)": (StreamQuery(Length(2), "min", "p"), NUMBERS,
+    "retain 2 select min(v.p)": (stream_query(Length(2), "min", "p"), NUMBERS,
                                  [(0, 0, 5.0), (1, 0, 3.0), (2, 0, 3.0), (3, 0, 4.0)]),
-    "retain 2 select max(v.p)": (StreamQuery(Length(2), "max", "p"), NUMBERS,
+    "retain 2 select max(v.p)": (stream_query(Length(2), "max", "p"), NUMBERS,
                                  [(0, 0, 5.0), (1, 0, 5.0), (2, 0, 9.0), (3, 0, 9.0)]),
-    "retain all select count()": (StreamQuery(KeepAll(), "count"), NUMBERS,
+    "retain all select count()": (stream_query(KeepAll(), "count"), NUMBERS,
                                   [(0, 0, 1), (1, 0, 2), (2, 0, 3), (3, 0, 4)]),
-    "within 1.0 every 1.0 select avg(v.p)": (StreamQuery(BatchedTime(1000, 1000), "avg", "p"), EMPTIED,
+    "within 1.0 every 1.0 select avg(v.p)": (stream_query(BatchedTime(1000, 1000), "avg", "p"), EMPTIED,
                                              [(2, 1000, 3.25), (2, 2000, NAN)]),
-    "within 1.0 every 1.0 select sum(v.p)": (StreamQuery(BatchedTime(1000, 1000), "sum", "p"), EMPTIED,
+    "within 1.0 every 1.0 select sum(v.p)": (stream_query(BatchedTime(1000, 1000), "sum", "p"), EMPTIED,
                                              [(2, 1000, 6.5), (2, 2000, 0.0)]),
-    "within 1.0 every 1.0 select count()": (StreamQuery(BatchedTime(1000, 1000), "count"), EMPTIED,
+    "within 1.0 every 1.0 select count()": (stream_query(BatchedTime(1000, 1000), "count"), EMPTIED,
                                             [(2, 1000, 2), (2, 2000, 0)]),
-    "within 1.0 every 1.0 select min(v.p)": (StreamQuery(BatchedTime(1000, 1000), "min", "p"), EMPTIED,
+    "within 1.0 every 1.0 select min(v.p)": (stream_query(BatchedTime(1000, 1000), "min", "p"), EMPTIED,
                                              [(2, 1000, 2.0), (2, 2000, NAN)]),
 }
 # projections: the window's lot on one side only; a unit whose side is empty posts nothing
 PROJECTIONS = {
-    "partition by k ... select v": (StreamQuery(GroupWin(("k",), LengthUnique(2, ("u",), 1000)), "istream"), GROUPED,
+    "partition by k ... select v": (stream_query(GroupWin(("k",), LengthUnique(2, ("u",), 1000)), "istream"), GROUPED,
                                     [u(0, 0, ["E1"]), u(1, 5, ["E2"]), u(2, 10, ["E3"]), u(3, 20, ["E4"]),
                                      u(4, 30, ["E5"])]),
-    "partition by k ... select rstream v": (StreamQuery(GroupWin(("k",), LengthUnique(2, ("u",), 1000)), "rstream"),
+    "partition by k ... select rstream v": (stream_query(GroupWin(("k",), LengthUnique(2, ("u",), 1000)), "rstream"),
                                             GROUPED, [u(3, 20, [], ["E1"]), u(4, 30, [], ["E2"]),
                                                       u(5, 5000, [], ["E5", "E3", "E4"])]),
 }
@@ -166,12 +166,12 @@ def test_aggregates_post_one_row_per_lot(outcomes, name):
 def test_a_shown_item_without_the_argument_fails_the_job_naming_it(spark):
     trace = Trace([ev("E1", p=1.0), ev("E2"), ev("E3", p=2.0), ev("E4", p=3.0)])
     # E2 (no p) shows from its arrival: the job fails naming it
-    (got,) = run_cases([(StreamQuery(Length(2), "sum", "p"), trace)])
+    (got,) = run_cases([(stream_query(Length(2), "sum", "p"), trace)])
     assert isinstance(got, JobFailed) and "E2: property p is missing" in str(got)
     # an item that never shows is never aggregated: retain 1 every 2 keeps the newest of each pair
     e1, e2, e3, e4 = trace.items
     reordered = Trace([e3, e4, e2, e1])  # batches (E3, E4) and (E2, E1): E2 is displaced by its own batch
-    (fine,) = run_cases([(StreamQuery(BatchedLength(1, 2), "sum", "p"), reordered)])
+    (fine,) = run_cases([(stream_query(BatchedLength(1, 2), "sum", "p"), reordered)])
     assert not isinstance(fine, Exception), fine
     assert [valued(x)[2] for x in fine] == [3.0, 1.0]
 
@@ -179,13 +179,13 @@ def test_a_shown_item_without_the_argument_fails_the_job_naming_it(spark):
 def test_a_non_numeric_argument_column_is_refused(spark):
     frame = frames.to_dataframe(spark, [("t", Trace([ev("E1", p="high")]))])
     with pytest.raises(InvalidFrame, match="'p'.*string, not a number"):
-        apply_window(frame, StreamQuery(Length(2), "max", "p"))
+        apply_window(frame, stream_query(Length(2), "max", "p"))
 
 
 def test_a_query_over_a_keyed_window_is_unsupported():
     from spark_impl.pipeline import family_of
 
-    spec = StreamQuery(Keyed(("k",), Length(2)), "istream")
+    spec = stream_query(Keyed(("k",), Length(2)), "istream")
     assert "keyed" in unsupported(spec)
     with pytest.raises(UnsupportedWindow, match="keyed"):
         family_of(spec)

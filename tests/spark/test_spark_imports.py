@@ -12,7 +12,7 @@ import pytest
 
 import spark_impl
 
-ALLOWED = ("oracle.model", "oracle.stream_query", "oracle.statement", "oracle.errors", "oracle.dialects",
+ALLOWED = ("oracle.model", "oracle.errors", "oracle.dialects",
            "oracle.cases")  # specs, errors, parsers, cases
 PACKAGE = Path(spark_impl.__file__).parent
 
