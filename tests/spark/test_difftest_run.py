@@ -12,14 +12,18 @@ from difftest.runner import ImplUnderTest, Runner, check_batch, load_impl, targe
 from difftest.strategies import KIND_EXAMPLES, implemented_kinds, writer
 from oracle import parse
 from oracle.cases import load_case
-from oracle.model import Arrive, Event, Trace, nested_specs
+from oracle.model import RULES, Arrive, Event, Trace, nested_specs
 from spark_impl.windows import FAMILIES as SPARK_FAMILIES
+from spark_impl.windows import STATEMENT_FAMILIES
 from test_completeness import PENDING  # tests/ is on sys.path (rootdir conftest, prepend import mode)
 
-# family module -> the kinds it runs (spark_impl.windows.FAMILIES, by module)
+# family module -> the kinds it runs (spark_impl.windows.FAMILIES, by module; a
+# statement's family by its rules' posting, its kinds named by its rules)
 FAMILIES: dict[str, list[str]] = {}
 for _cls, _module in SPARK_FAMILIES.items():
     FAMILIES.setdefault(_module, []).append(_cls.KIND)
+for _rules in RULES:
+    FAMILIES.setdefault(STATEMENT_FAMILIES[_rules.posted], []).append(_rules.kind.split("/")[0])
 
 
 def _family_kind(kind: str) -> str:
