@@ -102,8 +102,7 @@ _POST_PLACE = ("`#pd` AS slot_due", "`#ps` AS slot", f"shiftleft(`#pm`, {MEMBER_
 #: a group's row: the place of the group's first row in the post, inserts first. A post's rows share
 #: (slot_due, slot) where it has both sides (an arrival, a batch's release), and the posts of one unit are
 #: ordered by them (`#pd`, `#ps`) and by pos's member bits (`#pm`): so no ranking of the groups is needed
-_GROUP_PLACE = ("`#fk`.slot_due AS slot_due", "`#fk`.slot AS slot",
-                "shiftleft(CAST(`#fk`.sr AS BIGINT), 61) + `#fk`.pos AS pos")
+_GROUP_PLACE = ("`#fd` AS slot_due", "`#fs` AS slot", "`#fp` AS pos")
 _SET_FUNCTIONS = ("min", "max")
 
 
@@ -300,6 +299,9 @@ class _Plan:
         carried = [p for p in wanted if p in posted.columns]  # a family may carry the posted event's properties
         several = isinstance(self.spec.window, GroupWin)
         member = several_posts(window)
+        # the post key's columns that vary (the others are the constant 0 here): compared flat, not as a struct
+        self.post = ["seq", "phase", "time", *(["`#pd`"] if several or member else []),
+                     *(["`#ps`"] if several else []), *(["`#pm`"] if member else [])]
         timer = "phase = 0"
         posted = posted.selectExpr(
             *CONTRACT, *(quoted(p) for p in carried),
@@ -337,10 +339,12 @@ class _Plan:
         return ", ".join(["trace_id", *self.keys])
 
     def state(self, rows: DataFrame, group_rows: bool) -> DataFrame:
-        """Each row with every aggregate's value after its post (`#a<i>`) and,
-        where each (post, group) gives one row (`group_rows`), on the group's
-        last row of the post (`#row`), the value before the post (`#b<i>`)
-        and the place of the group's first row (`#fk`): the aggregators' rules
+        """Each row with every aggregator's state after its post (`#an<i>`, a
+        count; `#at<i>`, a sum's total) and, where each (post, group) gives
+        one row (`group_rows`), on the group's last row of the post (`#row`),
+        the state before the post (`#bn<i>`, `#bt<i>`) and the place of the
+        group's first row (`#fd`, `#fs`, `#fp`); all flat columns (a struct
+        through a window function costs a third more): the aggregators' rules
         (module docstring) as running values over the group's rows in order,
         all in one ordering of the group's rows (window functions sharing
         one sort).
@@ -358,8 +362,7 @@ class _Plan:
         running = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
         java = JavaSql(self.kinds)
         sign = "CASE side WHEN 'insert' THEN 1 WHEN 'remove' THEN -1 ELSE 0 END"
-        post = f"named_struct('s', seq, 'p', phase, 't', time, 'd', `#pd`, 'l', `#ps`, 'm', `#pm`)"
-        staged = [f"{sign} AS `#sign`", f"{post} AS `#post`"]
+        staged = [f"{sign} AS `#sign`"]
         for i, node in enumerate(self.aggregates):
             arg, kind = java.value(node.argument) if node.argument is not None else ("1", "long")
             JavaSql._need(node.function == "count" or kind in ((*_NUMBERS, "null") if node.function in ("sum", "avg")
@@ -379,7 +382,8 @@ class _Plan:
         rows = rows.selectExpr(
             "*", *(f"sum(CASE WHEN `#gate{i}` THEN `#sign` ELSE 0 END) {running} AS `#p{i}`" for i in counted),
             *(f"sum(CASE WHEN `#gate{i}` THEN `#sign` * `#v{i}` ELSE 0 END) {running} AS `#c{i}`" for i in summed),
-            f"lead(`#post`) OVER ({in_order}) AS `#next`", f"lag(`#post`) OVER ({in_order}) AS `#prev`")
+            *(f"lead({c}) OVER ({in_order}) AS `#nx{j}`" for j, c in enumerate(self.post)),
+            *(f"lag({c}) OVER ({in_order}) AS `#pv{j}`" for j, c in enumerate(self.post)))
         before = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
         if self.unentered:  # a leave of what never entered may meet a count of 0: clamp (`_clamped`)
             rows = rows.selectExpr(
@@ -394,20 +398,25 @@ class _Plan:
             rows = rows.selectExpr("*", *(
                 f"last_value(CASE WHEN `#gate{i}` AND `#sign` = -1 AND `#nb{i}` <= 1 THEN `#c{i}` END, true) {running} "
                 f"AS `#cr{i}`" for i in summed))
-        values = {i: (f"named_struct('n', `#n{i}`, 't', `#c{i}` - coalesce(`#cr{i}`, 0))" if i in summed
-                      else f"`#n{i}`") for i in counted}
-        rows = rows.selectExpr("*", *(f"{v} AS `#e{i}`" for i, v in values.items()),
-                               "NOT (`#next` <=> `#post`) AS `#row`", "NOT (`#prev` <=> `#post`) AS `#first`")
+        # each aggregator's state after the row, flat: its count (`n`) and, for a sum, its total (`t`)
+        values = {f"n{i}": f"`#n{i}`" for i in counted}
+        values.update({f"t{i}": f"`#c{i}` - coalesce(`#cr{i}`, 0)" for i in summed})
+        same = " AND ".join(f"`#{{}}{j}` <=> {c}" for j, c in enumerate(self.post))
+        rows = rows.selectExpr("*", *(f"{v} AS `#e{name}`" for name, v in values.items()),
+                               f"NOT ({same.format(*['nx'] * len(self.post))}) AS `#row`",
+                               f"NOT ({same.format(*['pv'] * len(self.post))}) AS `#first`")
         if group_rows:  # on the post's last row of the group: the state after is the row's own
-            place = "named_struct('sr', `#sr`, 'slot_due', slot_due, 'slot', slot, 'pos', pos)"
+            # the place of the group's first row in the post (event rows all carry their place: CONTRACT)
+            place = {"d": "slot_due", "s": "slot", "p": "shiftleft(CAST(`#sr` AS BIGINT), 61) + pos"}
             rows = rows.selectExpr(
-                "*", *(f"`#e{i}` AS `#a{i}`" for i in values),
-                *(f"last_value(CASE WHEN `#row` THEN `#e{i}` END, true) {before} AS `#b{i}`" for i in values),
-                f"last_value(CASE WHEN `#first` THEN {place} END, true) {running} AS `#fk`")
+                "*", *(f"`#e{name}` AS `#a{name}`" for name in values),
+                *(f"last_value(CASE WHEN `#row` THEN `#e{name}` END, true) {before} AS `#b{name}`" for name in values),
+                *(f"last_value(CASE WHEN `#first` THEN {sql} END, true) {running} AS `#f{c}`" for c, sql in place.items()))
         else:
             whole_post = (f"PARTITION BY {group}, {_POST_ORDER} ORDER BY {_ROW_ORDER} "
                           "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING")
-            rows = rows.selectExpr("*", *(f"last_value(`#e{i}`) OVER ({whole_post}) AS `#a{i}`" for i in values))
+            rows = rows.selectExpr("*", *(f"last_value(`#e{name}`) OVER ({whole_post}) AS `#a{name}`"
+                                          for name in values))
         sets = [i for i, node in enumerate(self.aggregates) if node.function in _SET_FUNCTIONS]
         return self._sets(rows, sets) if sets else rows
 
@@ -449,11 +458,10 @@ class _Plan:
             if node.function in _SET_FUNCTIONS:
                 out[node] = (f"`#{'x' if side == 'a' else 'y'}{i}`", java.value(node.argument)[1])
                 continue
-            state = f"`#{side}{i}`"
             if node.function == "count":
-                out[node] = (f"coalesce({state}, 0)", "long")
+                out[node] = (f"coalesce(`#{side}n{i}`, 0)", "long")
                 continue
-            n, total = f"coalesce({state}.n, 0)", f"{state}.t"
+            n, total = f"coalesce(`#{side}n{i}`, 0)", f"`#{side}t{i}`"
             kind = java.value(node.argument)[1]
             if node.function == "sum":
                 out[node] = (f"CASE WHEN {n} = 0 THEN NULL ELSE coalesce({total}, 0) END",
@@ -461,6 +469,15 @@ class _Plan:
             else:
                 out[node] = (f"CASE WHEN {n} = 0 THEN NULL ELSE CAST(coalesce({total}, 0) AS DOUBLE) / {n} END", "double")
         return out
+
+    def _valued(self, rows: DataFrame, side: str) -> tuple[DataFrame, dict]:
+        """`rows` with each aggregate's value (`values(side)`) as a column of its
+        own, and the aggregates' (column, kind): the rows' expressions then read
+        a column, each value computed once."""
+        found = self.values(side)
+        named = {node: (f"`#o{side}{i}`", kind) for i, (node, (_, kind)) in enumerate(found.items())}
+        rows = rows.selectExpr("*", *(f"{sql} AS {named[node][0]}" for node, (sql, _) in found.items()))
+        return rows, named
 
     # -- rows
 
@@ -487,16 +504,21 @@ class _Plan:
         grouped_rows, for_all = spec.shape == "row_per_group", spec.shape == "row_for_all"
         if spec.aggregates:
             rows = self.state(rows, group_rows=grouped_rows or for_all)
+        if grouped_rows or for_all:  # one row per (post, group): the rest are done
+            rows = rows.where("`#row`")
         out = []  # (new or old, condition on the row, JSON)
         if not spec.aggregates:
             java = JavaSql(self.kinds)
             out = [("new", "side = 'insert'", java), ("old", "side = 'remove'", java)]
         elif grouped_rows or for_all:
-            after = JavaSql(self.kinds, self.values("a"), event=not for_all)
-            before = JavaSql(self.kinds, self.values("b"), event=not for_all)
-            out = [("new", "`#row`", after), ("old", "`#row`", before)]
+            rows, after = self._valued(rows, "a")
+            rows, before = self._valued(rows, "b")
+            after = JavaSql(self.kinds, after, event=not for_all)
+            before = JavaSql(self.kinds, before, event=not for_all)
+            out = [("new", "true", after), ("old", "true", before)]
         else:
-            java = JavaSql(self.kinds, self.values("a"))
+            rows, after = self._valued(rows, "a")
+            java = JavaSql(self.kinds, after)
             out = [("new", "side = 'insert'", java), ("old", "side = 'remove'", java)]
         wanted = {"istream": ("new",), "irstream": ("new", "old"), "rstream": ("old",)}[spec.selector]
         candidates = []  # each row's output rows: new and old where selected and kept, one plan (no union)
