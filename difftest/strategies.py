@@ -134,7 +134,7 @@ from oracle.model import (
     spec_values,
 )
 from oracle.dialects.apama import stream_query
-from oracle.model import APAMA_AGGREGATES, CCL, KUIPER, SHAPES, Statement
+from oracle.model import APAMA_AGGREGATES, CCL, DERIVED_WINDOWS, KUIPER, SHAPES, Statement
 from oracle.windows import make_window
 
 T = TypeVar("T")
@@ -361,7 +361,31 @@ STREAM_QUERY_SPECS: dict[str, st.SearchStrategy] = {
 # the integer `ts` and the string `symbol`, GROUP BY `symbol`, the stream
 # filter, WHERE and HAVING now and then, each stream selector.
 
-_STATEMENT_WINDOWS = st.one_of(*UNGROUPED_SPECS.values(), st.builds(GroupWin, key_names, st.one_of(*UNGROUPED_SPECS.values())))
+_STATEMENT_WINDOWS = st.one_of(*UNGROUPED_SPECS.values(), st.builds(GroupWin, key_names, st.one_of(*UNGROUPED_SPECS.values())),
+                               st.one_of(*DERIVED_SPECS.values()).map(lambda w: attrs.evolve(w, extra=(*w.extra, "symbol"))),
+                               *GROUPED_DERIVED_SPECS.values())
+
+
+def _row_names(window) -> dict[str, str]:
+    """Over a derived-value window the statement reads its rows: `price` and
+    `ts` become two of its fields, `symbol` its GROUP BY key (an additional
+    property, or the grouped statistics' first key)."""
+    inner = window.window if isinstance(window, GroupWin) else window
+    if not isinstance(inner, DERIVED_WINDOWS):
+        return {}
+    symbol = window.keys[0] if isinstance(window, GroupWin) else "symbol"
+    return {"price": inner.FIELDS[0], "ts": inner.FIELDS[-1], "symbol": symbol}
+
+
+def _renamed(node, names: dict[str, str]):
+    """`node` with each `Name` read through `names`."""
+    if node is None or not names:
+        return node
+    if isinstance(node, Name):
+        return Name(names.get(node.name, node.name))
+    changed = {a.name: _renamed(getattr(node, a.name), names) for a in attrs.fields(type(node))
+               if a.name in ("operand", "left", "right", "argument")}
+    return attrs.evolve(node, **changed)
 _STATEMENT_AGGREGATES = (
     Aggregate("count"), Aggregate("sum", Name("price")), Aggregate("avg", Name("price")),
     Aggregate("min", Name("price")), Aggregate("max", Name("price")), Aggregate("count", Name("symbol"), distinct=True),
@@ -405,8 +429,11 @@ def _statement(draw, shape: str) -> Statement:
             st.none(), st.none(), st.builds(_binary(">"), st.just(Aggregate("count")), _counts),
             st.builds(_binary(">"), st.just(Aggregate("sum", Name("price"))), _amounts)))
     selector = draw(st.sampled_from(("irstream", "irstream", "istream", "rstream")))
+    names = _row_names(window)
+    items = [SelectItem(_renamed(i.expression, names), i.alias) for i in items]
     return Statement(tuple(items), window, selector, "E", draw(_statement_conditions),
-                     draw(_statement_conditions), keys, having)
+                     _renamed(draw(_statement_conditions), names), tuple(_renamed(k, names) for k in keys),
+                     _renamed(having, names))
 
 
 _CCL_POLICIES = st.one_of(*_POLICY_SPECS.values(),
@@ -789,8 +816,10 @@ def _key_value(choose: Choices, values: tuple, events_so_far: int):
 
 def trace_names(spec: WindowSpec) -> tuple[str, ...]:
     """The names a trace for `spec` needs: its key properties and the names its
-    expressions read (a name in `VARIABLES` becomes a declared variable)."""
-    return tuple(dict.fromkeys(spec_keys(spec) + spec_expression_names(spec)))
+    expressions read (a name in `VARIABLES` becomes a declared variable), but
+    the fields of a derived-value window's rows (what a statement over it reads)."""
+    fields = {f for inner in nested_specs(spec) if isinstance(inner, DERIVED_WINDOWS) for f in inner.FIELDS}
+    return tuple(n for n in dict.fromkeys(spec_keys(spec) + spec_expression_names(spec)) if n not in fields)
 
 
 def trace_numbers(spec: WindowSpec) -> tuple[str, ...]:

@@ -1195,9 +1195,6 @@ def _statement(text: str) -> Statement:
                               "reads one event")
         if key in keys[:n]:
             raise InvalidSpec(f"the GROUP BY key {param.text!r} at column {param.column} is named twice")
-    if isinstance(window, DERIVED_WINDOWS):
-        raise UnsupportedWindow(f"a statement over a derived-value window ({window.KIND}) is not built yet: "
-                                "its rows are the window's own values (issue 26)")
     condition = {}
     for name in ("filter", "where", "having"):
         param = parts.get(name)

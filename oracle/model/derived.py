@@ -51,6 +51,7 @@ class Derived(Spec):
     FIELDS: ClassVar[tuple[str, ...]]
     CHECKED_FIELDS: ClassVar[tuple[str, ...]]
     VALUES: ClassVar[tuple[str, ...]]
+    REMOVES_UNENTERED: ClassVar[bool] = True  # the first post's old row, the values of nothing, was never new
 
     def values(self) -> tuple[str, ...]:
         """The statistic's properties, in parameter order."""

@@ -3,7 +3,10 @@ its listener (Esper's reference, "Processing Model" and "EPL Reference:
 Clauses"; its `ResultSetProcessor*` classes decide what the docs leave open).
 
 The window's posts are its view updates: each post's inserted events are the
-new data, its removed events the old data. For each post, in order:
+new data, its removed events the old data; a derived-value window's rows
+(`#uni(price)`: one row of the values after, one of those before) are its
+new and old data, their fields the properties a statement reads (`*`: all
+of them; a row has no id). For each post, in order:
 
 * The stream filter (`E(c)`) comes first: an event that fails it never
   reaches the window, so it causes no update at all.
@@ -25,7 +28,7 @@ new data, its removed events the old data. For each post, in order:
     total (`sum`: an int over ints) or the total over the count (`avg`);
   - `min(x)`, `max(x)`: a count per value; a leave of a value not counted is
     ignored (`SortedRefCountedSet`); the least (greatest) value counted, null
-    over none;
+    over none, numbers in `Double.compareTo`'s order (NaN above all);
   - `distinct`: a count per value gates the aggregator: an enter reaches it
     when its value was not counted, a leave when its value is counted once or
     not at all (`RefCountedSet.remove` answers true for both), so
@@ -149,8 +152,9 @@ class StatementWindow(WindowBase):
     def _statement(self, posts: list[Post]) -> list[Post]:
         out = []
         for post in posts:
-            new = [e for e in post.insert if self._passes_where(e)]
-            old = [e for e in post.remove if self._passes_where(e)]
+            inserted, removed = _read(post)
+            new = [e for e in inserted if self._passes_where(e)]
+            old = [e for e in removed if self._passes_where(e)]
             if self.spec.where is not None and not new and not old:
                 continue  # Esper's WHERE view passes nothing on when it keeps no event
             if self.stores:
@@ -211,6 +215,35 @@ class StatementWindow(WindowBase):
         if value is not None and not isinstance(value, bool):
             raise EventError(f"the condition gave {value!r}, not true or false")
         return value is True
+
+
+class _ValueRow:
+    """A derived-value window's row as a statement reads it: its fields are
+    the properties (it has no id), `*` gives them all."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, fields: Mapping[str, Any]):
+        self.fields = fields
+
+    def get(self, name: str) -> Any:
+        return self.fields.get(name)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.fields)
+
+
+def _read(post: Post) -> tuple[list, list]:
+    """A post's new and old data: its events, or a derived-value window's rows."""
+    if post.values is None:
+        return list(post.insert), list(post.remove)
+    return [_ValueRow(r) for r in post.values.insert], [_ValueRow(r) for r in post.values.remove]
+
+
+def _java_order(value: Any) -> tuple:
+    """A number's place in Java's `Double.compareTo` order (Esper's sorted
+    value counts): NaN above every other number."""
+    return (1, 0.0) if value != value else (0, value)
 
 
 def _hashable(value: Any) -> Any:
@@ -353,7 +386,8 @@ class _MinMax:
             return None
         if not (all(is_number(v) for v in values) or all(type(v) is str for v in values)):
             raise EventError(f"{self.function} over values that cannot be ordered: {values!r}")
-        return min(values) if self.function == "min" else max(values)
+        order = _java_order if is_number(values[0]) else None
+        return min(values, key=order) if self.function == "min" else max(values, key=order)
 
 
 class _Distinct:

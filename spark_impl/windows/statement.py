@@ -15,6 +15,11 @@ module's terms:
   under `#groupwin` each sub-window's timer fires its own post (`slot_due`,
   `slot`), in an intersection or union of several timed members each member's
   timer (`pos >> MEMBER_SHIFT`). The post key orders the posts of a trace.
+* Over a derived-value window the rows are its rows, not events: each post's
+  new row (`insert`) and old row (`remove`), their fields parsed from the
+  window's `values` JSON into columns (the fields' kinds, the additional
+  properties' and keys' the events' columns), `*` the JSON itself; its
+  posts carry their place as is (`slot_due`, `slot`, `pos`).
 * WHERE drops the event rows it is not true for; a post left with no row
   (where there is a WHERE) is no post. An empty post (FORCE_UPDATE) is a
   post of no event.
@@ -81,18 +86,28 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from oracle.errors import UnsupportedWindow
-from oracle.model import Aggregate, Binary, GroupWin, Literal, Name, Negate, Not, expression_nodes, nested_specs
+from oracle.model import (
+    DERIVED_WINDOWS,
+    Aggregate,
+    Binary,
+    GroupWin,
+    Literal,
+    Name,
+    Negate,
+    Not,
+    expression_nodes,
+    nested_specs,
+)
 from oracle.model import Statement
 from spark_impl.frames import JSON_TEXT
 from spark_impl.windows import Context, family
 from spark_impl.windows.base import quoted
+from spark_impl.windows.derived import _fields as derived_fields
 from spark_impl.windows.derived import _num, several_posts
 from spark_impl.windows.pane_query import sql_literal
 from spark_impl.windows.intersect import MEMBER_SHIFT
 
 CONTRACT = ("trace_id", "seq", "phase", "time", "slot_due", "slot", "side", "pos", "id")
-_POST = ("seq", "phase", "time", "`#pd`", "`#ps`", "`#pm`")
-_POST_ORDER = ", ".join(_POST)
 #: a row's place in its post: inserts first, then the window's order
 _ROW_ORDER = "`#sr`, slot_due, slot, pos"
 _NUMBERS = ("long", "double")
@@ -193,6 +208,10 @@ class JavaSql:
         sql_op = {"=": "=", "!=": "<>"}.get(op, op)
         if numbers and ka != kb:
             a, b = _double(a, ka), _double(b, kb)
+        if "double" in (ka, kb):  # Java: a comparison with NaN is false (`!=` true); Spark orders NaN last
+            nan = " OR ".join(f"isnan({x})" for x, k in ((a, ka), (b, kb)) if k == "double" or ka != kb)
+            return (f"(CASE WHEN {a} IS NULL OR {b} IS NULL THEN NULL WHEN {nan} THEN {str(op == '!=').upper()} "
+                    f"ELSE {a} {sql_op} {b} END)"), "boolean"
         return f"({a} {sql_op} {b})", "boolean"
 
     def truth(self, node: Any) -> str:
@@ -258,8 +277,15 @@ class _Plan:
 
     def __init__(self, items: DataFrame, spec: Statement, ctx: Context):
         self.spec, self.ctx = spec, ctx
-        self.kinds = {f.name: ("other" if f.metadata.get(JSON_TEXT) else _kind_of(f.dataType))
-                      for f in items.schema.fields if f.name in ctx.properties}
+        # what the stream filter reads: the events; what the rest reads: the window's rows (events, or a
+        # derived-value window's rows, their fields parsed from its `values`)
+        self.event_kinds = {f.name: ("other" if f.metadata.get(JSON_TEXT) else _kind_of(f.dataType))
+                            for f in items.schema.fields if f.name in ctx.properties}
+        window = _window(spec, ctx)[0]
+        self.derived = window if isinstance(window, DERIVED_WINDOWS) else None
+        self.row_schema = _row_schema(self.derived, spec.window, items, ctx) if self.derived is not None else None
+        self.kinds = self.event_kinds if self.row_schema is None else {
+            f.name: ("other" if f.metadata.get(JSON_TEXT) else _kind_of(f.dataType)) for f in self.row_schema.fields}
         self.types = {f.name: f.dataType.simpleString() for f in items.schema.fields}
         # whether the window may post as removed what it never inserted (`Spec.REMOVES_UNENTERED`)
         self.unentered = any(type(inner).REMOVES_UNENTERED for inner in nested_specs(spec.window))
@@ -283,7 +309,7 @@ class _Plan:
         """The stream filter: an event it is not true for is an advance to its arrival clock."""
         if self.spec.filter is None:
             return items
-        holds = JavaSql(self.kinds).truth(self.spec.filter)
+        holds = JavaSql(self.event_kinds).truth(self.spec.filter)
         passes = f"kind <> 'event' OR {holds}"
         columns = [f"CASE WHEN {passes} THEN kind ELSE 'advance' END AS kind",
                    f"CASE WHEN {passes} THEN id END AS id"]
@@ -295,6 +321,13 @@ class _Plan:
         properties (WHERE applied), and one row per empty post."""
         window, inner = _window(self.spec, self.ctx)
         posted = family(window).posts(self.items, window, inner)
+        if self.derived is not None:  # a derived-value window's rows: its fields as columns, its JSON for `*`
+            fields = [f.name for f in self.row_schema.fields]
+            posted = posted.select(*(c for c in CONTRACT if c != "id"), F.col("values").alias("#rj"),
+                                   F.from_json("values", self.row_schema, {"allowNonNumericNumbers": "true"}).alias("#f"))
+            posted = posted.select(*(c for c in posted.columns if c != "#f"),
+                                   *(F.col("#f")[name].alias(name) for name in fields),
+                                   *([] if "id" in fields else [F.lit(None).cast("string").alias("id")]))
         wanted = sorted(self._properties())
         carried = [p for p in wanted if p in posted.columns]  # a family may carry the posted event's properties
         several = isinstance(self.spec.window, GroupWin)
@@ -303,11 +336,16 @@ class _Plan:
         self.post = ["seq", "phase", "time", *(["`#pd`"] if several or member else []),
                      *(["`#ps`"] if several else []), *(["`#pm`"] if member else [])]
         timer = "phase = 0"
+        if self.derived is not None:  # its rows carry their post's place as is (`spark_impl.windows.derived`)
+            place = ["slot_due AS `#pd`", "slot AS `#ps`", "pos AS `#pm`", "`#rj`"]
+            self.post = ["seq", "phase", "time", "`#pd`", "`#ps`", "`#pm`"]
+        else:
+            place = [f"CASE WHEN {timer} AND {str(several or member).lower()} THEN slot_due ELSE 0 END AS `#pd`",
+                     f"CASE WHEN {timer} AND {str(several).lower()} THEN slot ELSE 0 END AS `#ps`",
+                     f"CASE WHEN {timer} AND {str(member).lower()} THEN shiftright(pos, {MEMBER_SHIFT}) ELSE 0 END "
+                     "AS `#pm`"]
         posted = posted.selectExpr(
-            *CONTRACT, *(quoted(p) for p in carried),
-            f"CASE WHEN {timer} AND {str(several or member).lower()} THEN slot_due ELSE 0 END AS `#pd`",
-            f"CASE WHEN {timer} AND {str(several).lower()} THEN slot ELSE 0 END AS `#ps`",
-            f"CASE WHEN {timer} AND {str(member).lower()} THEN shiftright(pos, {MEMBER_SHIFT}) ELSE 0 END AS `#pm`",
+            *CONTRACT, *(quoted(p) for p in carried if p != "id"), *place,
             "CASE side WHEN 'insert' THEN 0 WHEN 'remove' THEN 1 ELSE 2 END AS `#sr`")
         missing = [p for p in wanted if p not in carried]
         rows = posted
@@ -322,9 +360,14 @@ class _Plan:
         computed = [f"{keys.value(k)[0]} AS {c}" for k, c in zip(self.spec.keys, self.keys) if c.startswith("`#k")]
         return rows.selectExpr("*", *computed) if computed else rows
 
+    @property
+    def post_order(self) -> str:
+        """The post key's varying columns, in order (`rows` sets them)."""
+        return ", ".join(self.post)
+
     def _properties(self) -> set[str]:
         names = {n.name for node in self._expressions() for n in expression_nodes(node) if isinstance(n, Name)}
-        if any(item.expression is None for item in self.spec.select):
+        if any(item.expression is None for item in self.spec.select) and self.derived is None:
             names |= set(self.ctx.properties)
         return {n for n in names if n in self.kinds}
 
@@ -357,20 +400,23 @@ class _Plan:
         one value at a time from the reset; the difference of two running sums
         is the same number up to rounding, within the comparison's 1e-9.)"""
         group = self._group()
-        order = f"{_POST_ORDER}, {_ROW_ORDER}"
+        order = f"{self.post_order}, {_ROW_ORDER}"
         in_order = f"PARTITION BY {group} ORDER BY {order}"
         running = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
         java = JavaSql(self.kinds)
         sign = "CASE side WHEN 'insert' THEN 1 WHEN 'remove' THEN -1 ELSE 0 END"
         staged = [f"{sign} AS `#sign`"]
+        kinds = {}
         for i, node in enumerate(self.aggregates):
             arg, kind = java.value(node.argument) if node.argument is not None else ("1", "long")
+            kinds[i] = kind
             JavaSql._need(node.function == "count" or kind in ((*_NUMBERS, "null") if node.function in ("sum", "avg")
                                                              else (*_NUMBERS, "string", "null")), node.function, node)
             staged += [f"{arg} AS `#v{i}`", f"side IN ('insert', 'remove') AND {arg} IS NOT NULL AS `#in{i}`"]
         rows = rows.selectExpr("*", *staged)
         counted = [i for i, node in enumerate(self.aggregates) if node.function not in _SET_FUNCTIONS]
         summed = [i for i in counted if self.aggregates[i].function in ("sum", "avg")]
+        doubles = [i for i in summed if kinds[i] == "double"]  # may meet NaN and infinities: counted apart
         for i in counted:
             if self.aggregates[i].distinct:  # the value's count gates the aggregator
                 rows = _clamped(rows, f"`#in{i}`", f"{group}, `#v{i}`", order, f"#r{i}")
@@ -381,7 +427,10 @@ class _Plan:
         # one pass: the running sums; the next: the lowest so far (the clamps); then the resets' totals
         rows = rows.selectExpr(
             "*", *(f"sum(CASE WHEN `#gate{i}` THEN `#sign` ELSE 0 END) {running} AS `#p{i}`" for i in counted),
-            *(f"sum(CASE WHEN `#gate{i}` THEN `#sign` * `#v{i}` ELSE 0 END) {running} AS `#c{i}`" for i in summed),
+            *(f"sum(CASE WHEN `#gate{i}` {_FINITE.format(i=i) if i in doubles else ''} THEN `#sign` * `#v{i}` ELSE 0 END) "
+              f"{running} AS `#c{i}`" for i in summed),
+            *(f"sum(CASE WHEN `#gate{i}` AND {test.format(i=i)} THEN 1 ELSE 0 END) {running} AS `#q{q}{i}`"
+              for i in doubles for q, test in _NON_FINITE.items()),
             *(f"lead({c}) OVER ({in_order}) AS `#nx{j}`" for j, c in enumerate(self.post)),
             *(f"lag({c}) OVER ({in_order}) AS `#pv{j}`" for j, c in enumerate(self.post)))
         before = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
@@ -394,13 +443,14 @@ class _Plan:
             rows = rows.selectExpr(
                 "*", *(f"`#p{i}` AS `#n{i}`" for i in counted),
                 *(f"`#p{i}` - CASE WHEN `#gate{i}` THEN `#sign` ELSE 0 END AS `#nb{i}`" for i in counted))
-        if summed:
+        if summed:  # each running sum at the last reset row
+            reset = "`#gate{i}` AND `#sign` = -1 AND `#nb{i}` <= 1"
             rows = rows.selectExpr("*", *(
-                f"last_value(CASE WHEN `#gate{i}` AND `#sign` = -1 AND `#nb{i}` <= 1 THEN `#c{i}` END, true) {running} "
-                f"AS `#cr{i}`" for i in summed))
+                f"last_value(CASE WHEN {reset.format(i=i)} THEN `{c}{i}` END, true) {running} AS `{c}r{i}`"
+                for i in summed for c in ("#c", *(f"#q{q}" for q in _NON_FINITE if i in doubles))))
         # each aggregator's state after the row, flat: its count (`n`) and, for a sum, its total (`t`)
         values = {f"n{i}": f"`#n{i}`" for i in counted}
-        values.update({f"t{i}": f"`#c{i}` - coalesce(`#cr{i}`, 0)" for i in summed})
+        values.update({f"t{i}": _total(i, i in doubles) for i in summed})
         same = " AND ".join(f"`#{{}}{j}` <=> {c}" for j, c in enumerate(self.post))
         rows = rows.selectExpr("*", *(f"{v} AS `#e{name}`" for name, v in values.items()),
                                f"NOT ({same.format(*['nx'] * len(self.post))}) AS `#row`",
@@ -413,7 +463,7 @@ class _Plan:
                 *(f"last_value(CASE WHEN `#row` THEN `#e{name}` END, true) {before} AS `#b{name}`" for name in values),
                 *(f"last_value(CASE WHEN `#first` THEN {sql} END, true) {running} AS `#f{c}`" for c, sql in place.items()))
         else:
-            whole_post = (f"PARTITION BY {group}, {_POST_ORDER} ORDER BY {_ROW_ORDER} "
+            whole_post = (f"PARTITION BY {group}, {self.post_order} ORDER BY {_ROW_ORDER} "
                           "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING")
             rows = rows.selectExpr("*", *(f"last_value(`#e{name}`) OVER ({whole_post}) AS `#a{name}`"
                                           for name in values))
@@ -428,8 +478,8 @@ class _Plan:
         its group's previous post's (`#y<i>`)."""
         group = self._group()
         keys = [k.strip("`") for k in self.keys]
-        order = f"{_POST_ORDER}, {_ROW_ORDER}"
-        rows = rows.selectExpr("*", f"dense_rank() OVER (PARTITION BY {group} ORDER BY {_POST_ORDER}) AS `#k`")
+        order = f"{self.post_order}, {_ROW_ORDER}"
+        rows = rows.selectExpr("*", f"dense_rank() OVER (PARTITION BY {group} ORDER BY {self.post_order}) AS `#k`")
         last = rows.groupBy("trace_id", *keys).agg(F.expr("max(`#k`) AS `#last`"))
         tables = []
         for i in sets:
@@ -484,7 +534,9 @@ class _Plan:
     def row_json(self, java: JavaSql) -> str:
         pieces = []
         for item, name in zip(self.spec.select, self.spec.field_names):
-            if item.expression is None:
+            if item.expression is None and self.derived is not None:  # the row's fields, as the window wrote them
+                pieces.append("CASE WHEN `#rj` <> '{}' THEN substring(`#rj`, 2, length(`#rj`) - 2) END")
+            elif item.expression is None:
                 pieces.append(_field("id", "id", "string"))
                 for prop in self.ctx.properties:
                     if prop in self.kinds:
@@ -551,7 +603,7 @@ class _Plan:
         after = JavaSql(self.kinds, self.values("a"))
         size = self.values("a")[_SIZE][0]
         held = f"{size} > 0" if spec.having is None else f"{size} > 0 AND {after.truth(spec.having)}"
-        in_order = f"PARTITION BY {self._group()} ORDER BY {_POST_ORDER}, {_ROW_ORDER}"
+        in_order = f"PARTITION BY {self._group()} ORDER BY {self.post_order}, {_ROW_ORDER}"
         rows = rows.selectExpr("*", f"{held} AS `#in`", f"{self.row_json(after)} AS `#json`")
         before = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
         rows = rows.selectExpr("*", f"coalesce(last_value(CASE WHEN `#row` THEN `#in` END, true) {before}, false) AS `#was`",
@@ -566,6 +618,53 @@ class _Plan:
 
     def _type(self, prop: str) -> str:
         return self.types[prop]
+
+
+#: a double sum's values apart from the finite ones: counted since the last reset (`_total`)
+_NON_FINITE = {"n": "isnan(`#v{i}`)", "p": "`#sign` * `#v{i}` = double('Infinity')",
+               "m": "`#sign` * `#v{i}` = double('-Infinity')"}
+_FINITE = "AND NOT isnan(`#v{i}`) AND abs(`#v{i}`) <> double('Infinity')"
+
+
+def _total(i: int, double: bool) -> str:
+    """SQL: a sum's total since the last reset: its running sum less the
+    sum at the reset. A double's NaN and infinities are counted apart (a
+    difference of running sums cannot take out a NaN): Java's sum is NaN once
+    a NaN met it or both infinities did, else the infinity it met, else
+    the finite values' sum."""
+    finite = f"`#c{i}` - coalesce(`#cr{i}`, 0)"
+    if not double:
+        return finite
+    since = {q: f"(`#q{q}{i}` - coalesce(`#q{q}r{i}`, 0) > 0)" for q in _NON_FINITE}
+    return (f"CASE WHEN {since['n']} OR ({since['p']} AND {since['m']}) THEN double('NaN') "
+            f"WHEN {since['p']} THEN double('Infinity') WHEN {since['m']} THEN double('-Infinity') ELSE {finite} END")
+
+
+def _row_schema(derived, window, items: DataFrame, ctx: Context) -> T.StructType:
+    """The rows of a derived-value window as a statement reads them: its
+    fields (`FIELDS`: counts long, statistics double), its additional
+    properties and, under `#groupwin`, the keys, with the events' column
+    types (an additional property named like a field replaces it)."""
+    types = {f.name: f for f in items.schema.fields}
+
+    def column(name: str) -> T.StructField:
+        if name == "id":
+            return T.StructField("id", T.StringType())
+        found = types.get(name)
+        return T.StructField(name, found.dataType if found is not None else T.StringType(),
+                             metadata=found.metadata if found is not None else {})
+
+    fields = {name: T.StructField(name, T.LongType() if kind == "long" else T.DoubleType())
+              for name, (kind, _) in derived_fields(derived).items()}
+    named = [*derived.extra, *(("id", *ctx.properties) if derived.all_properties else ())]
+    named += list(window.keys) if isinstance(window, GroupWin) else []
+    for name in named:
+        if name in derived.FIELDS and name not in derived.CHECKED_FIELDS:
+            raise UnsupportedWindow(f"statement: the additional property {name!r} replaces a field of "
+                                    f"{derived.KIND}'s rows from the first event on; a statement over it is not "
+                                    "built on Spark")
+        fields.setdefault(name, column(name))
+    return T.StructType(list(fields.values()))
 
 
 def _join_null_safe(left: DataFrame, right: DataFrame, on: tuple[str, ...], how: str) -> DataFrame:
