@@ -66,7 +66,8 @@ ROWS = [
     ("esper", "select current_count from E#length(3)", InvalidSpec, "current_count at column 8 is a built-in"),
     ("esper", "select sum(price) from E#length(3) having", WindowSyntaxError, "at column 42"),
     ("esper", "select sum(price) frm E#length(3)", WindowSyntaxError, "unexpected 'frm'"),
-    ("esper", "select * from E#length(3)#uni(price)", UnsupportedWindow, "derived-value window (uni)"),
+    ("esper", "select average from E#length(3)#uni(price) where sum(average) > 1", InvalidSpec,
+     "WHERE (column 50) is evaluated for one event"),
     ("esper", "select price, * from E#length(3)", WindowSyntaxError, "unexpected '*'"),  # `*` comes first
     # CCL aggregation windows: each refusal names its place
     ("ccl", "SELECT sum(price) AS s FROM E KEEP 3 ROWS", InvalidSpec, "an aggregation needs GROUP BY (column 1)"),
