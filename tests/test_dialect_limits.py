@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from oracle import parse
-from oracle.errors import InvalidSpec, UnsupportedWindow, WindowSyntaxError
+from oracle.errors import InvalidSpec, WindowSyntaxError
 
 HUGE = "9" * 5000
 TERMS = " + ".join(["1"] * 600)
