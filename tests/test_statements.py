@@ -161,3 +161,19 @@ def test_select_irstream_star_over_a_derived_window_posts_its_rows(data):
     posted = [(u.after, [dict(r) for r in u.values.insert], [dict(r) for r in u.values.remove])
               for u in run(statement, trace)]
     assert repr(posted) == repr(expected)  # NaN fields compare by their text
+
+
+def test_a_statement_pickles_with_its_engines_rules():
+    """Spark ships specs to its workers by pickling: the rules come back as the
+    engine's one `Rules`, so a statement equals its copy."""
+    import pickle
+
+    from oracle import parse
+    from oracle.model import RULES
+
+    for text, dialect in (("SELECT count(*) AS c FROM demo GROUP BY TUMBLINGWINDOW(ss, 10)", "kuiper"),
+                          ("from v in values retain 3 select sum(v.price)", "apama"),
+                          ("select irstream sum(price) as total from E#length(3)", "esper")):
+        spec = parse(text, dialect)
+        copy = pickle.loads(pickle.dumps(spec))
+        assert copy == spec and copy.rules is spec.rules and copy.rules in RULES

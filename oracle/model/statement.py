@@ -154,6 +154,10 @@ class Rules:
     where_into: tuple[type, ...] = ()
     check: Callable[[Any], None] = lambda statement: None
 
+    def __reduce__(self):
+        """Pickled by name (to Spark's workers): the engine's one `Rules`, not a copy."""
+        return (rules_named, (self.engine,))
+
     @aggregated.validator
     def _check_aggregated(self, attribute, value):
         _one_of(attribute, value, AGGREGATED)
@@ -433,6 +437,11 @@ APAMA = Rules("apama", "stream_query", aggregated="contents", posted="activation
               check=_check_apama)
 #: every engine's rules
 RULES: tuple[Rules, ...] = (ESPER, CCL, KUIPER, APAMA)
+
+
+def rules_named(engine: str) -> Rules:
+    """The rules of `engine` (`Rules.engine`)."""
+    return next(rules for rules in RULES if rules.engine == engine)
 
 
 # ----------------------------------------------------------------------------- Esper's default names
