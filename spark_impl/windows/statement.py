@@ -573,16 +573,19 @@ class _Plan:
             java = JavaSql(self.kinds, after)
             out = [("new", "side = 'insert'", java), ("old", "side = 'remove'", java)]
         wanted = {"istream": ("new",), "irstream": ("new", "old"), "rstream": ("old",)}[spec.selector]
-        candidates = []  # each row's output rows: new and old where selected and kept, one plan (no union)
+        # each row's output rows, new and old where selected and kept, in one plan (no union): each kept row's
+        # JSON (never null) in a column of its own, then one row per column, the unkept (null) dropped
+        texts, sides = [], []
         for which, condition, java in out:
             if which not in wanted:
                 continue
             keep = condition if spec.having is None else f"{condition} AND {java.truth(spec.having)}"
-            side = "'remove'" if which == "old" and spec.selector == "irstream" else "'insert'"
-            candidates.append(f"CASE WHEN {keep} THEN named_struct('side', {side}, 'json', {self.row_json(java)}) END")
-        posted = rows.selectExpr(
-            "*", f"explode(filter(array({', '.join(candidates)}), o -> o IS NOT NULL)) AS `#o`"
-        ).selectExpr("*", "`#o`.side AS `#side`", "`#o`.json AS `#json`")
+            sides.append("'remove'" if which == "old" and spec.selector == "irstream" else "'insert'")
+            texts.append(f"CASE WHEN {keep} THEN {self.row_json(java)} END AS `#j{len(texts)}`")
+        rows = rows.selectExpr("*", *texts)
+        pairs = ", ".join(f"named_struct('side', {side}, 'json', `#j{n}`)" for n, side in enumerate(sides))
+        posted = rows.selectExpr("*", f"explode(array({pairs})) AS `#o`").where("`#o`.json IS NOT NULL").selectExpr(
+            "*", "`#o`.side AS `#side`", "`#o`.json AS `#json`")
         nulls = [f"CAST(NULL AS {self._type(p)}) AS {quoted(p)}" for p in self.ctx.properties]
         if grouped_rows or for_all:
             return posted.selectExpr(
