@@ -13,6 +13,10 @@ Settings of the local session, and why:
 * Arrow on: `createDataFrame` from pandas and `toPandas` go through Arrow.
 * `spark.driver.memory=4g`: the default 1 GB heap runs out on a time window over
   one trace of 10 M events (measured); in local mode the driver is the executor.
+* The status store keeps the last 20 SQL executions, 50 jobs and stages and
+  2,000 tasks (defaults 1,000 and 100,000): with the UI off nothing reads
+  them, and a long session of large union plans (a corpus replay) kept
+  enough of them to exhaust the 4 GB heap (CI, once).
 * `spark.buffer.pageSize=2m`: every sort of a task takes at least one page, 64
   MB by default here; a differential batch runs dozens of small window plans
   in one partition each, whose sorts then exhaust execution memory.
@@ -36,6 +40,10 @@ LOCAL_CONF = {
     "spark.sql.shuffle.partitions": "4",
     "spark.default.parallelism": "4",
     "spark.ui.enabled": "false",
+    "spark.sql.ui.retainedExecutions": "20",
+    "spark.ui.retainedJobs": "50",
+    "spark.ui.retainedStages": "50",
+    "spark.ui.retainedTasks": "2000",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
