@@ -85,7 +85,7 @@ from oracle.model import (
     WindowSpec,
     reserved_name_error,
 )
-from oracle.model import APAMA, ITEM_VALUE, Aggregate, Name, SelectItem, Statement
+from oracle.model import APAMA, ITEM_VALUE, Aggregate, Name, SelectItem, Statement, selection
 
 GRAMMAR = r"""
 start: query | window
@@ -336,20 +336,6 @@ def stream_query(window: WindowSpec, output: str, argument: str | None = None) -
     return Statement((SelectItem(node),), window, source=STREAM, rules=APAMA)
 
 
-def query_output(spec: Statement) -> str:
-    """What an Apama query selects: `istream` (`select v`), `rstream`
-    (`select rstream v`) or its aggregate's function (`sum`, `count`, ...)."""
-    node = spec.select[0].expression
-    return spec.selector if node is None else node.function
-
-
-def query_argument(spec: Statement) -> str | None:
-    """The property an Apama query's aggregate reads (`ITEM_VALUE` for the item
-    itself), None for a projection or `count()`."""
-    node = spec.select[0].expression
-    return node.argument.name if node is not None and node.argument is not None else None
-
-
 def parse(text: str) -> WindowSpec | Statement:
     """The spec of an Apama window definition (`partition by v.symbol retain 2`)
     or stream query (`from v in values within 1.5 every 1.0 select sum(v)`)."""
@@ -444,7 +430,7 @@ def render(spec: WindowSpec | Statement) -> str:
         if spec.rules is not APAMA:
             raise UnsupportedWindow(f"the apama dialect writes Apama's queries, not {spec.rules.engine}'s statements")
         window = _render_window(spec.window)
-        output, argument = query_output(spec), query_argument(spec)
+        output, argument = selection(spec)
         if output == "istream":
             select = ALIAS
         elif output == "rstream":
@@ -467,7 +453,7 @@ def name(spec: WindowSpec | Statement) -> str:
     `within-every-retain-unique`, `partition-retain-unique`, `query-sum`."""
     render(spec)  # UnsupportedWindow for what Apama cannot write
     if isinstance(spec, Statement):
-        return f"query-{query_output(spec)}-" + name(spec.window)
+        return f"query-{selection(spec)[0]}-" + name(spec.window)
     if isinstance(spec, GroupWin):
         return "partition-" + name(spec.window)
     if isinstance(spec, BatchedTime):

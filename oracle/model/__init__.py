@@ -250,4 +250,5 @@ from oracle.model.statement import (
     Rules,
     SelectItem,
     Statement,
+    selection,
 )

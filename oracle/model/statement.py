@@ -420,6 +420,16 @@ def _check_apama(statement: Statement) -> None:
 APAMA_AGGREGATES = ("sum", "count", "avg", "min", "max")
 
 
+def selection(statement: Statement) -> tuple[str, str | None]:
+    """What a statement of one select item selects (an Apama query): `istream`
+    or `rstream` (the item, `*`), else its aggregate's function; and the
+    property that aggregate reads (None for `count()` and a projection)."""
+    node = statement.select[0].expression
+    if node is None:
+        return statement.selector, None
+    return node.function, (node.argument.name if node.argument is not None else None)
+
+
 def _no_aggregate(node: Any, why: str) -> None:
     if node is not None and any(isinstance(inner, GROUP_NODES) for inner in expression_nodes(node)):
         raise InvalidSpec(f"statement: {why}")

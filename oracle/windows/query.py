@@ -19,7 +19,7 @@ the window before this), then
 4. The select list is evaluated for each group (row): a plain column of a
    group reads its first row; `*` copies every field of the row (the group's
    first row). A field whose value is null is left out of the output row
-   (ProjectOp sets only non-nil values). `row_number()` is the output row's
+   (ProjectOp sets only non-nil values). `rowis_number()` is the output row's
    1-based number after ORDER BY.
 
 Output field names (eKuiper's): the alias; a column's name; a function call's
@@ -116,10 +116,6 @@ class Scope:
         self.times = times or {}
         self.time = time
         self._resolving: set[str] = set()
-
-
-def _number(value: Any) -> bool:
-    return is_number(value)
 
 
 def _aggregate(function: str, values: list[Any], rows: int) -> Any:
@@ -264,7 +260,7 @@ def _group_key(value: Any) -> tuple:
     """A hashable key under which equal values group (a boolean is not a number)."""
     if isinstance(value, bool):
         return ("bool", value)
-    if _number(value):
+    if is_number(value):
         return ("number", value)
     if isinstance(value, (list, dict)):
         return ("other", repr(value))
@@ -279,7 +275,7 @@ def _order_value(a: Any, b: Any) -> int:
             return 0, 0
         if isinstance(v, bool):
             return 1, int(v)
-        if _number(v):
+        if is_number(v):
             return 2, v
         if isinstance(v, str):
             return 3, v

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 
-from oracle.model import DerivedValues, Event, Statement
+from oracle.model import DerivedValues, Event, Statement, selection
 from oracle.windows.base import EventError, Post, WindowBase
 
 
@@ -53,9 +53,7 @@ class StreamQueryWindow(WindowBase):
 
         self.spec = spec
         self.window = make_window(spec.window, now)
-        node = spec.select[0].expression
-        self.output = spec.selector if node is None else node.function  # istream, rstream, or the aggregate
-        self.argument = node.argument.name if node is not None and node.argument is not None else None
+        self.output, self.argument = selection(spec)  # istream, rstream, or the aggregate; its property
 
     def on_event(self, event: Event, now: int) -> list[Post]:
         return self._project(self.window.on_event(event, now))

@@ -26,12 +26,17 @@ they compile the statement; here at run time, naming the values) or
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Mapping
 from typing import Any, Callable
 
 from oracle.windows.base import EventError
 
 ARITHMETIC = ("+", "-", "*", "/", "%")
+
+
+#: `+ - *`, alike in every table: an int of two ints, else a float
+_RING = {"+": operator.add, "-": operator.sub, "*": operator.mul}
 
 
 def is_number(value: Any) -> bool:
@@ -79,12 +84,8 @@ class JavaValues(Values):
             return None
         need_number(op, left)
         need_number(op, right)
-        if op == "+":
-            return left + right
-        if op == "-":
-            return left - right
-        if op == "*":
-            return left * right
+        if op in _RING:
+            return _RING[op](left, right)
         if op == "/":
             left, right = float(left), float(right)
             if right == 0.0:
@@ -154,12 +155,8 @@ class GoValues(Values):
             return None
         if not (is_number(left) and is_number(right)):
             raise invalid_operation(left, op, right)
-        if op == "+":
-            return left + right
-        if op == "-":
-            return left - right
-        if op == "*":
-            return left * right
+        if op in _RING:
+            return _RING[op](left, right)
         if right == 0:
             raise QueryError("divided by zero")
         if isinstance(left, int) and isinstance(right, int):

@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from oracle.errors import UnsupportedWindow
-from oracle.model import GroupWin, Keyed, Statement, spec_kind
+from oracle.model import GroupWin, Keyed, Statement, selection, spec_kind
 from spark_impl.errors import InvalidFrame
 from spark_impl.windows import Context, family
 from spark_impl.windows.base import events, quoted
@@ -68,20 +68,11 @@ def check(spec: Statement) -> None:
     family(window)
 
 
-def selected(spec: Statement) -> tuple[str, str | None]:
-    """What an Apama query selects: `istream` or `rstream` (its one item is
-    `*`), else its aggregate's function; and the property the aggregate reads."""
-    node = spec.select[0].expression
-    if node is None:
-        return spec.selector, None
-    return node.function, (node.argument.name if node.argument is not None else None)
-
-
 def stream_query(items: DataFrame, spec: Statement, ctx: Context) -> DataFrame:
     check(spec)
     window, inner = _window(spec, ctx)
     rows = family(window).posts(items, window, inner)
-    output, argument = selected(spec)
+    output, argument = selection(spec)
     if output == "istream":
         return rows.where("side = 'insert'")
     if output == "rstream":
