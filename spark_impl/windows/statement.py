@@ -384,25 +384,20 @@ class _Plan:
     def state(self, rows: DataFrame, group_rows: bool) -> DataFrame:
         """Each row with every aggregator's state after its post (`#an<i>`, a
         count; `#at<i>`, a sum's total) and, where each (post, group) gives
-        one row (`group_rows`), on the group's last row of the post (`#row`),
-        the state before the post (`#bn<i>`, `#bt<i>`) and the place of the
-        group's first row (`#fd`, `#fs`, `#fp`); all flat columns (a struct
-        through a window function costs a third more): the aggregators' rules
-        (module docstring) as running values over the group's rows in order,
-        all in one ordering of the group's rows (window functions sharing
-        one sort).
+        one row (`group_rows`), only the group's one row of the post (`#row`),
+        with the state before the post (`#bn<i>`, `#bt<i>`) and the place of
+        the group's first row in it (`#fd`, `#fs`, `#fp`); all flat columns (a
+        struct through a window function costs a third more): the aggregators'
+        rules (module docstring) as running values over the group's rows in
+        order, window functions sharing one sort.
 
-        A count is the running sum, clamped at 0 where the window may post as
-        removed what it never inserted (`Spec.REMOVES_UNENTERED`: elsewhere a
-        count never goes below 0 and the clamp is skipped). A total is reset to 0
-        by a leave at a count of 1 or less: the running sum of the signed
-        values less its value at the last reset row. (Esper adds and subtracts
-        one value at a time from the reset; the difference of two running sums
-        is the same number up to rounding, within the comparison's 1e-9.)"""
-        group = self._group()
-        order = f"{self.post_order}, {_ROW_ORDER}"
-        in_order = f"PARTITION BY {group} ORDER BY {order}"
-        running = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+        A total is reset to 0 by a leave at a count of 1 or less: the running
+        sum of the signed values less its value at the last reset. (Esper adds
+        and subtracts one value at a time from the reset; the difference of two
+        running sums is the same number up to rounding, within the comparison's
+        1e-9.) Where every leave is of an entered event, a post's rows are read
+        together (`_by_post`); where a leave may meet a count of 0
+        (`Spec.REMOVES_UNENTERED`), one by one (`_by_row`)."""
         java = JavaSql(self.kinds)
         sign = "CASE side WHEN 'insert' THEN 1 WHEN 'remove' THEN -1 ELSE 0 END"
         staged = [f"{sign} AS `#sign`"]
@@ -419,11 +414,75 @@ class _Plan:
         doubles = [i for i in summed if kinds[i] == "double"]  # may meet NaN and infinities: counted apart
         for i in counted:
             if self.aggregates[i].distinct:  # the value's count gates the aggregator
-                rows = _clamped(rows, f"`#in{i}`", f"{group}, `#v{i}`", order, f"#r{i}")
+                rows = _clamped(rows, f"`#in{i}`", f"{self._group()}, `#v{i}`", f"{self.post_order}, {_ROW_ORDER}",
+                                f"#r{i}")
                 rows = rows.selectExpr("*", f"`#in{i}` AND CASE WHEN `#sign` = 1 THEN `#r{i}_before` = 0 "
                                             f"ELSE `#r{i}_before` <= 1 END AS `#gate{i}`")
             else:
                 rows = rows.selectExpr("*", f"`#in{i}` AS `#gate{i}`")
+        sets = [i for i, node in enumerate(self.aggregates) if node.function in _SET_FUNCTIONS]
+        if sets:  # on every row, before a post's rows become one
+            rows = self._sets(rows, sets)
+        by = self._by_row if self.unentered else self._by_post
+        return by(rows, group_rows, counted, summed, doubles)
+
+    def _by_post(self, rows: DataFrame, group_rows: bool, counted: list, summed: list, doubles: list) -> DataFrame:
+        """The state of a post's rows read together: Esper's aggregators enter
+        the post's new events, then leave its old ones; every leave is of an
+        entered event, so a count never goes below 0 and reaches 0 only at a
+        post's end, where the group is empty. One ordering by post, its rows
+        peers (`RANGE`): the running sums through the post are the state after
+        it, the post's own (`CURRENT ROW AND CURRENT ROW`) taken from them the
+        state before; the last row of the post in that order (`row_number` =
+        the rows through the post) is the group's one row, the least place of
+        the post's rows the group's first row's. A total is reset where the
+        count after a post is 0: its running sum less the sum at the last
+        such post (a second pass, over the one rows where `group_rows`)."""
+        group = self._group()
+        window = f"PARTITION BY {group} ORDER BY {self.post_order}"
+        through = f"OVER ({window} RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+        own = f"OVER ({window} RANGE BETWEEN CURRENT ROW AND CURRENT ROW)"
+        sums = {f"#p{i}": f"CASE WHEN `#gate{i}` THEN `#sign` ELSE 0 END" for i in counted}
+        sums.update({f"#c{i}": f"CASE WHEN `#gate{i}` {_FINITE.format(i=i) if i in doubles else ''} "
+                               f"THEN `#sign` * `#v{i}` ELSE 0 END" for i in summed})
+        sums.update({f"#q{q}{i}": f"CASE WHEN `#gate{i}` AND {test.format(i=i)} THEN 1 ELSE 0 END"
+                     for i in doubles for q, test in _NON_FINITE.items()})
+        columns = [f"sum({step}) {through} AS `{name}`" for name, step in sums.items()]
+        if group_rows:
+            columns += ["row_number() OVER ({window}) AS `#rn`".format(window=window), f"count(*) {through} AS `#rs`",
+                        f"min(named_struct('r', `#sr`, 'd', slot_due, 's', slot, 'p', pos)) {own} AS `#place`"]
+        rows = rows.selectExpr("*", *columns)
+        reset = {f"{c}{i}": f"`#p{i}` = 0" for i in summed for c in ("#c", *(f"#q{q}" for q in _NON_FINITE if i in doubles))}
+        after = {f"n{i}": f"`#p{i}`" for i in counted}
+        after.update({f"t{i}": _total(i, i in doubles) for i in summed})
+        if not group_rows:
+            if reset:  # the sums at the last post that left the group empty
+                rows = rows.selectExpr("*", *(f"last_value(CASE WHEN {empty} THEN `{name}` END, true) {through} "
+                                              f"AS `{name}r`" for name, empty in reset.items()))
+            return rows.selectExpr("*", *(f"{v} AS `#a{name}`" for name, v in after.items()))
+        rows = rows.where("`#rn` = `#rs`").selectExpr(
+            "*", "true AS `#row`", "`#place`.d AS `#fd`", "`#place`.s AS `#fs`",
+            f"shiftleft(CAST(`#place`.r AS BIGINT), 61) + `#place`.p AS `#fp`")
+        # one row per post now: the previous row is the previous post, its sums the state before this one
+        running = f"OVER (PARTITION BY {group} ORDER BY {self.post_order} ROWS BETWEEN UNBOUNDED PRECEDING AND "
+        rows = rows.selectExpr("*", *(f"lag(`{name}`) OVER (PARTITION BY {group} ORDER BY {self.post_order}) AS `{name}l`"
+                                      for name in sums), *(
+            f"last_value(CASE WHEN {empty} THEN `{name}` END, true) {running}{end}) AS `{name}{suffix}`"
+            for name, empty in reset.items() for end, suffix in (("CURRENT ROW", "r"), ("1 PRECEDING", "rb"))))
+        before = {f"n{i}": f"coalesce(`#p{i}l`, 0)" for i in counted}
+        before.update({f"t{i}": _total(i, i in doubles, before=True) for i in summed})
+        return rows.selectExpr("*", *(f"{v} AS `#a{name}`" for name, v in after.items()),
+                               *(f"{v} AS `#b{name}`" for name, v in before.items()))
+
+    def _by_row(self, rows: DataFrame, group_rows: bool, counted: list, summed: list, doubles: list) -> DataFrame:
+        """The state row by row, in the order Esper's aggregators meet them: a
+        count is the running sum clamped at 0 (a leave at 0 leaves 0: the
+        running sum less its lowest value below 0 so far); a total is reset by
+        a leave at a count of 1 or less, the running sum at that row."""
+        group = self._group()
+        order = f"{self.post_order}, {_ROW_ORDER}"
+        in_order = f"PARTITION BY {group} ORDER BY {order}"
+        running = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
         # one pass: the running sums; the next: the lowest so far (the clamps); then the resets' totals
         rows = rows.selectExpr(
             "*", *(f"sum(CASE WHEN `#gate{i}` THEN `#sign` ELSE 0 END) {running} AS `#p{i}`" for i in counted),
@@ -434,19 +493,14 @@ class _Plan:
             *(f"lead({c}) OVER ({in_order}) AS `#nx{j}`" for j, c in enumerate(self.post)),
             *(f"lag({c}) OVER ({in_order}) AS `#pv{j}`" for j, c in enumerate(self.post)))
         before = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
-        if self.unentered:  # a leave of what never entered may meet a count of 0: clamp (`_clamped`)
-            rows = rows.selectExpr(
-                "*", *(f"`#p{i}` - least(0, min(`#p{i}`) {running}) AS `#n{i}`" for i in counted),
-                *(f"`#p{i}` - CASE WHEN `#gate{i}` THEN `#sign` ELSE 0 END - least(0, coalesce(min(`#p{i}`) {before}, 0)) "
-                  f"AS `#nb{i}`" for i in counted))
-        else:  # every leave is of an entered event: a count never goes below 0
-            rows = rows.selectExpr(
-                "*", *(f"`#p{i}` AS `#n{i}`" for i in counted),
-                *(f"`#p{i}` - CASE WHEN `#gate{i}` THEN `#sign` ELSE 0 END AS `#nb{i}`" for i in counted))
+        rows = rows.selectExpr(
+            "*", *(f"`#p{i}` - least(0, min(`#p{i}`) {running}) AS `#n{i}`" for i in counted),
+            *(f"`#p{i}` - CASE WHEN `#gate{i}` THEN `#sign` ELSE 0 END - least(0, coalesce(min(`#p{i}`) {before}, 0)) "
+              f"AS `#nb{i}`" for i in counted))
         if summed:  # each running sum at the last reset row
             reset = "`#gate{i}` AND `#sign` = -1 AND `#nb{i}` <= 1"
             rows = rows.selectExpr("*", *(
-                f"last_value(CASE WHEN {reset.format(i=i)} THEN `{c}{i}` END, true) {running} AS `{c}r{i}`"
+                f"last_value(CASE WHEN {reset.format(i=i)} THEN `{c}{i}` END, true) {running} AS `{c}{i}r`"
                 for i in summed for c in ("#c", *(f"#q{q}" for q in _NON_FINITE if i in doubles))))
         # each aggregator's state after the row, flat: its count (`n`) and, for a sum, its total (`t`)
         values = {f"n{i}": f"`#n{i}`" for i in counted}
@@ -462,13 +516,10 @@ class _Plan:
                 "*", *(f"`#e{name}` AS `#a{name}`" for name in values),
                 *(f"last_value(CASE WHEN `#row` THEN `#e{name}` END, true) {before} AS `#b{name}`" for name in values),
                 *(f"last_value(CASE WHEN `#first` THEN {sql} END, true) {running} AS `#f{c}`" for c, sql in place.items()))
-        else:
-            whole_post = (f"PARTITION BY {group}, {self.post_order} ORDER BY {_ROW_ORDER} "
-                          "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING")
-            rows = rows.selectExpr("*", *(f"last_value(`#e{name}`) OVER ({whole_post}) AS `#a{name}`"
-                                          for name in values))
-        sets = [i for i, node in enumerate(self.aggregates) if node.function in _SET_FUNCTIONS]
-        return self._sets(rows, sets) if sets else rows
+            return rows.where("`#row`")
+        whole_post = (f"PARTITION BY {group}, {self.post_order} ORDER BY {_ROW_ORDER} "
+                      "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING")
+        return rows.selectExpr("*", *(f"last_value(`#e{name}`) OVER ({whole_post}) AS `#a{name}`" for name in values))
 
     def _sets(self, rows: DataFrame, sets: list[int]) -> DataFrame:
         """`min`, `max`: each value counted (a leave of a value not counted
@@ -532,6 +583,22 @@ class _Plan:
     # -- rows
 
     def row_json(self, java: JavaSql) -> str:
+        """SQL: the row's JSON object. Of computed values only, Spark's `to_json`
+        writes it (nulls kept) where every double is finite; Java's NaN and
+        infinities are bare words in the rows, which `to_json` would quote."""
+        if all(item.expression is not None for item in self.spec.select):
+            fields = [(name, *java.value(item.expression)) for item, name in zip(self.spec.select, self.spec.field_names)]
+            struct = ", ".join(f"{_string(name)}, {'CAST(NULL AS STRING)' if kind == 'null' else sql}"
+                               for name, sql, kind in fields)
+            written = f"to_json(named_struct({struct}), map('ignoreNullFields', 'false'))"
+            finite = [f"isnan({sql}) OR abs({sql}) = double('Infinity')" for _, sql, kind in fields if kind == "double"]
+            if not finite:
+                return written
+            return f"CASE WHEN coalesce({' OR '.join(finite)}, false) THEN {self._joined(java)} ELSE {written} END"
+        return self._joined(java)
+
+    def _joined(self, java: JavaSql) -> str:
+        """SQL: the row's JSON object, its fields joined as text."""
         pieces = []
         for item, name in zip(self.spec.select, self.spec.field_names):
             if item.expression is None and self.derived is not None:  # the row's fields, as the window wrote them
@@ -629,16 +696,21 @@ _NON_FINITE = {"n": "isnan(`#v{i}`)", "p": "`#sign` * `#v{i}` = double('Infinity
 _FINITE = "AND NOT isnan(`#v{i}`) AND abs(`#v{i}`) <> double('Infinity')"
 
 
-def _total(i: int, double: bool) -> str:
+def _total(i: int, double: bool, before: bool = False) -> str:
     """SQL: a sum's total since the last reset: its running sum less the
-    sum at the reset. A double's NaN and infinities are counted apart (a
-    difference of running sums cannot take out a NaN): Java's sum is NaN once
-    a NaN met it or both infinities did, else the infinity it met, else
-    the finite values' sum."""
-    finite = f"`#c{i}` - coalesce(`#cr{i}`, 0)"
+    sum at the reset; `before` a post (`_Plan._by_post`), the running sum
+    at the previous post, less the sum at the reset before it. A
+    double's NaN and infinities are counted apart (a difference of running
+    sums cannot take out a NaN): Java's sum is NaN once a NaN met it or both
+    infinities did, else the infinity it met, else the finite values' sum."""
+    def since(name: str) -> str:
+        if before:
+            return f"(coalesce(`{name}{i}l`, 0) - coalesce(`{name}{i}rb`, 0))"
+        return f"(`{name}{i}` - coalesce(`{name}{i}r`, 0))"
+    finite = since("#c")
     if not double:
         return finite
-    since = {q: f"(`#q{q}{i}` - coalesce(`#q{q}r{i}`, 0) > 0)" for q in _NON_FINITE}
+    since = {q: f"({since(f'#q{q}')} > 0)" for q in _NON_FINITE}
     return (f"CASE WHEN {since['n']} OR ({since['p']} AND {since['m']}) THEN double('NaN') "
             f"WHEN {since['p']} THEN double('Infinity') WHEN {since['m']} THEN double('-Infinity') ELSE {finite} END")
 
