@@ -445,8 +445,8 @@ class _Plan:
         sums = {f"#p{i}": f"CASE WHEN `#gate{i}` THEN `#sign` ELSE 0 END" for i in counted}
         sums.update({f"#c{i}": f"CASE WHEN `#gate{i}` {_FINITE.format(i=i) if i in doubles else ''} "
                                f"THEN `#sign` * `#v{i}` ELSE 0 END" for i in summed})
-        sums.update({f"#q{q}{i}": f"CASE WHEN `#gate{i}` AND {test.format(i=i)} THEN 1 ELSE 0 END"
-                     for i in doubles for q, test in _NON_FINITE.items()})
+        sums.update({f"#q{q}{i}": f"CASE WHEN `#gate{i}` THEN {step.format(i=i)} ELSE 0 END"
+                     for i in doubles for q, step in _NON_FINITE.items()})
         columns = [f"sum({step}) {through} AS `{name}`" for name, step in sums.items()]
         if group_rows:
             columns += ["row_number() OVER ({window}) AS `#rn`".format(window=window), f"count(*) {through} AS `#rs`",
@@ -488,8 +488,8 @@ class _Plan:
             "*", *(f"sum(CASE WHEN `#gate{i}` THEN `#sign` ELSE 0 END) {running} AS `#p{i}`" for i in counted),
             *(f"sum(CASE WHEN `#gate{i}` {_FINITE.format(i=i) if i in doubles else ''} THEN `#sign` * `#v{i}` ELSE 0 END) "
               f"{running} AS `#c{i}`" for i in summed),
-            *(f"sum(CASE WHEN `#gate{i}` AND {test.format(i=i)} THEN 1 ELSE 0 END) {running} AS `#q{q}{i}`"
-              for i in doubles for q, test in _NON_FINITE.items()),
+            *(f"sum(CASE WHEN `#gate{i}` THEN {step.format(i=i)} ELSE 0 END) {running} AS `#q{q}{i}`"
+              for i in doubles for q, step in _NON_FINITE.items()),
             *(f"lead({c}) OVER ({in_order}) AS `#nx{j}`" for j, c in enumerate(self.post)),
             *(f"lag({c}) OVER ({in_order}) AS `#pv{j}`" for j, c in enumerate(self.post)))
         before = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
@@ -690,9 +690,14 @@ class _Plan:
         return self.types[prop]
 
 
-#: a double sum's values apart from the finite ones: counted since the last reset (`_total`)
-_NON_FINITE = {"n": "isnan(`#v{i}`)", "p": "`#sign` * `#v{i}` = double('Infinity')",
-               "m": "`#sign` * `#v{i}` = double('-Infinity')"}
+#: a double sum's values apart from the finite ones, counted since the last reset (`_total`): its NaN (`n`);
+#: its infinities (`i`) as they move the sum, an entering +Inf or leaving -Inf counted in the high 32 bits, an
+#: entering -Inf or leaving +Inf in the low 32 (two counts in one running sum; below 2^31 each, and counts only
+#: grow, so a difference of two such sums is the two differences)
+_NON_FINITE = {"n": "CASE WHEN isnan(`#v{i}`) THEN 1 ELSE 0 END",
+               "i": "CASE `#sign` * `#v{i}` WHEN double('Infinity') THEN 4294967296 WHEN double('-Infinity') THEN 1 "
+                    "ELSE 0 END"}
+_LOW_32 = 4294967295
 _FINITE = "AND NOT isnan(`#v{i}`) AND abs(`#v{i}`) <> double('Infinity')"
 
 
@@ -710,9 +715,10 @@ def _total(i: int, double: bool, before: bool = False) -> str:
     finite = since("#c")
     if not double:
         return finite
-    since = {q: f"({since(f'#q{q}')} > 0)" for q in _NON_FINITE}
-    return (f"CASE WHEN {since['n']} OR ({since['p']} AND {since['m']}) THEN double('NaN') "
-            f"WHEN {since['p']} THEN double('Infinity') WHEN {since['m']} THEN double('-Infinity') ELSE {finite} END")
+    nan, infinities = since("#qn"), since("#qi")
+    plus, minus = f"(shiftright({infinities}, 32) > 0)", f"(({infinities} & {_LOW_32}) > 0)"
+    return (f"CASE WHEN {nan} > 0 OR ({plus} AND {minus}) THEN double('NaN') "
+            f"WHEN {plus} THEN double('Infinity') WHEN {minus} THEN double('-Infinity') ELSE {finite} END")
 
 
 def _row_schema(derived, window, items: DataFrame, ctx: Context) -> T.StructType:
