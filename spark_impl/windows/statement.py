@@ -42,6 +42,12 @@ module's terms:
     over those posts, and each (group, post) takes the least and greatest.
   The state after a post is the value on the group's last row of the post;
   the state before, the value on the group's last row of its previous post.
+  Where every leave is of an entered event (most windows), the count never
+  dips within a post and reaches 0 only at its end, so a post's rows are
+  read together: ordered by post alone, its rows peers (`RANGE`), the
+  running sums through the post are the state after it on each of its rows,
+  one row per (group, post) is kept, and the previous kept row's sums are
+  the state before (`_Plan._by_post`).
 * The rows, by the statement's shape (`Statement.shape`):
   - no aggregate: a row per event row, new rows from inserts, old from removes;
   - aggregates, no GROUP BY, every property inside an aggregate: per post one
