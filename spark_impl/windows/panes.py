@@ -551,7 +551,7 @@ def count_posts(items: DataFrame, window: CountPanes, query, ctx: Context) -> Da
         keep = ["trace_id", "seq", "time", "id", *(quoted(c) for c in columns)]
         steps = _count_steps(window, ["trace_id"], keep)
         members = _run(f"WITH {', '.join(f'{n} AS ({sql})' for n, sql in steps.items())}\n"
-                       f"{_select([*keep, _K, 'after', 'due'], 'members')}", events)
+                       f"{_select([*keep, _K, 'after', _DUE], 'members')}", events)
         run = _count_pane(query, after_where, tuple(zip(columns, names)), json_names)
         posted = _query_rows_only(_contract(members.groupBy("trace_id", F.col(_K)).applyInArrow(run, _KERNEL_SCHEMA)),
                                   ctx)
@@ -568,7 +568,7 @@ def _count_steps(window: CountPanes, trace: list[str], keep: list[str]) -> dict[
     """The panes of COUNTWINDOW(n, m) as arithmetic on row indices, over the
     clean events (`#admit`: the row enters). The steps: `admitted` (r, a
     row's 0-based index among its trace's admitted rows in arrival order),
-    `fires` (a pane `#k` = r per firing row: `after` its seq, `due` its time)
+    `fires` (a pane `#k` = r per firing row: `after` its seq, `#due` its time)
     and `members` (a row beside each fired pane it is in).
 
     Derivation. The count restarts at every m-th row: the triggers are the
@@ -590,7 +590,7 @@ def _count_steps(window: CountPanes, trace: list[str], keep: list[str]) -> dict[
                      f"{lowest} <= {highest}")
     return {
         "admitted": _select([*keep, index], _CLEAN, "`#admit`"),
-        "fires": _select([*trace, f"`#r` AS {_K}", "seq AS after", "time AS due"], "admitted",
+        "fires": _select([*trace, f"`#r` AS {_K}", "seq AS after", f"time AS {_DUE}"], "admitted",
                          f"(`#r` + 1) % {m} = 0 AND `#r` >= {n - 1}"),
         "members": _select(["*"], f"({spread}) JOIN fires", using=[*trace, _K]),
     }
@@ -613,14 +613,12 @@ class _CountPlan(_PaneSQL):
     def _steps(self) -> dict[str, str]:
         keep = self._keep()
         steps = _count_steps(self.window, self.trace, keep)
-        steps["placed"] = _select([*keep, _K, "due AS wstart", "due AS wend", "after", f"due AS {_DUE}"], "members",
+        steps["placed"] = _select([*keep, _K, f"{_DUE} AS wstart", f"{_DUE} AS wend", "after", _DUE], "members",
                                   self.where)
-        pane = [*self.trace, _K, "after"]
-        if self.where is None:
-            steps["ticks"] = _select([*pane, "due", "due AS wstart", "due AS wend", "true AS filled"], "fires")
-        else:
-            steps["ticks"] = _select([*pane, f"{_DUE} AS due", f"{_DUE} AS wstart", f"{_DUE} AS wend",
-                                      "true AS filled"], "placed", group=[*pane, _DUE])
+        pane = [*self.trace, _K, "after", _DUE]
+        ticks = [*pane[:-1], f"{_DUE} AS due", f"{_DUE} AS wstart", f"{_DUE} AS wend", "true AS filled"]
+        steps["ticks"] = (_select(ticks, "fires") if self.where is None
+                          else _select(ticks, "placed", group=pane))
         return steps
 
     def _joined(self) -> str:
@@ -665,7 +663,7 @@ def _count_pane(query, after_where, columns: tuple, json_names: frozenset[str]):
         order = sorted(range(table.num_rows), key=lambda i: cols["seq"][i])
         timed = [(cols["time"][i], event_row(cols["id"][i], ((p, cols[c][i]) for c, p in columns), json_names))
                  for i in order]
-        trace, after, due = (table.column(c)[0].as_py() for c in ("trace_id", "after", "due"))
+        trace, after, due = (table.column(c)[0].as_py() for c in ("trace_id", "after", "#due"))
         out = {c: [] for c in KERNEL_COLUMNS}
         for side, pos, id_, values, error, pane in pane_output(timed, (due, due), query, after_where):
             for c, v in zip(KERNEL_COLUMNS, (trace, after, 1, due, 0, side, pos, id_, values, error,

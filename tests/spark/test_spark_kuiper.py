@@ -192,6 +192,15 @@ def test_count_windows_post_what_the_oracle_posts_in_sql_or_per_pane(spark, text
     assert ("InArrow" in plan) == python
 
 
+@pytest.mark.parametrize("name", ["due", "k", "r", "filled"])
+def test_a_property_named_like_a_column_of_the_count_plan_posts_as_any_other(spark, name):
+    """The count plan's own columns beside the properties are `#...` (`#r`,
+    `#k`, `#due`), so a property named due or k rides along and groups."""
+    spec = kuiper(f"SELECT `{name}`, count(*) AS c FROM demo WHERE `{name}` > 1 GROUP BY COUNTWINDOW(3, 2), `{name}`")
+    trace = Trace([ev(f"E{n}", 100 * n, **{name: n % 3}) for n in range(1, 8)])
+    assert run_cases([(spec, trace)], spark) == [run(spec, trace)]
+
+
 def test_a_count_window_over_an_event_table_of_one_trace(spark):
     """One trace leaves the trace out of the index's window and every key
     (`Context.one_trace`); a trace column keeps it: the same output."""
