@@ -1,5 +1,5 @@
-"""The sequential pane kernel: eKuiper's sliding, session and count windows,
-and the tumbling and hopping traces whose ticks re-align (a jump, or a
+"""The sequential pane kernel: eKuiper's sliding and session windows, and
+the tumbling and hopping traces whose ticks re-align (a jump, or a
 creation time that hits the alignment quirk 50 ms or more late), replayed
 per trace in a grouped Arrow task (`panes.py` plans it; the rules are stated
 there and in kuiper.md §5).
@@ -14,9 +14,10 @@ Why a kernel and not window functions:
   earlier values: a fold over the rows; without a condition, the rows a
   pane holds were pruned by earlier non-triggering rows (gcInputs);
 * session: a session ends at its timeout or at an aligned check, and the
-  next one's start and checks depend on where the last one ended;
-* count: the count restarts at every m-th row, and a pane keeps the last
-  n - 1 rows.
+  next one's start and checks depend on where the last one ended.
+
+(Count windows are not sequential: `panes.py` derives their panes from each
+row's index. A closed pane's output rows, `pane_output`, are shared.)
 
 A trace is one task; traces spread over the cluster. Output: one row per
 pane row (side `insert`), per query output row (`values`), per empty pane
@@ -32,7 +33,7 @@ import json
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from oracle.model import DAY, HOUR, MILLISECOND, MINUTE, SECOND, CountPanes, Hopping, Session, Sliding, Tumbling
+from oracle.model import DAY, HOUR, MILLISECOND, MINUTE, SECOND, Hopping, Session, Sliding, Tumbling
 from spark_impl.windows.pane_query import Failure, RowEval, evaluate_pane, row_holds, row_passes, to_json, verdict
 
 #: a processing-time tick this many ms late or more is skipped and the ticks re-aligned
@@ -399,27 +400,57 @@ class SessionMachine(Machine):
             end, cut = self._next(mark)
 
 
-class CountMachine(Machine):
-    def __init__(self, spec, query, start, pushed_where):
-        super().__init__(spec, query, start, pushed_where)
-        self.count = 0
-
-    def take(self, t, row, now):
-        self.rows.append((t, row))
-        self.count += 1
-        if self.count % self.spec.every:
-            return
-        self.count = 0
-        n = self.spec.size
-        if len(self.rows) < n:
-            return
-        pane = self.rows[-n:]
-        self.rows = self.rows[len(self.rows) - n + 1:]
-        self.pane(pane, now, now)
-
-
 MACHINES = {Tumbling: TumblingMachine, Hopping: TumblingMachine, Sliding: SlidingMachine,
-            Session: SessionMachine, CountPanes: CountMachine}
+            Session: SessionMachine}
+
+
+def event_row(id_, properties, json_names: frozenset[str]) -> dict:
+    """An event as the evaluators read it: its id and its non-null
+    properties ((name, value) pairs; a JSON text column's value decoded)."""
+    row = {"id": id_}
+    for n, v in properties:
+        if v is not None:
+            row[n] = json.loads(v) if n in json_names else v
+    return row
+
+
+def pane_output(timed: list, pane: tuple[int, int], query, after_where) -> list[tuple]:
+    """A closed pane's output rows, each (side, pos, id, values, error,
+    bounds), from its (time, row) pairs in pane order: the rows (`insert`,
+    pos 0, 1, ...), the query's rows as JSON (`values`), an empty pane's one
+    row (side null; a query's empty output "[]"). A WHERE after the window
+    keeps the rows it holds for (an aggregate in it reads every row of the
+    pane; no window bounds are in reach, as in eKuiper's filter valuer); the
+    first error of the WHERE or the query is the pane's one `error` row; none
+    when the WHERE leaves no row or HAVING keeps nothing (not posted)."""
+    def failed(message):
+        return [("error", 0, None, None, message, None)]
+
+    if after_where is not None:
+        whole, whole_times = [r for _, r in timed], [t for t, _ in timed]
+        tests = [verdict(RowEval(r, group=whole, time=t, group_times=whole_times).of(after_where), "Where")
+                 for t, r in timed]
+        failure = next((f for f in tests if isinstance(f, Failure)), None)
+        if failure is not None:
+            return failed(failure.message)
+        timed = [tr for tr, keep in zip(timed, tests) if keep]
+        if not timed:
+            return []
+    rows = [r for _, r in timed]
+    values = None
+    if query is not None:
+        values = evaluate_pane(query, rows, pane, [t for t, _ in timed])
+        if isinstance(values, Failure):
+            return failed(values.message)
+        if values is None:
+            return []
+    out = [("insert", n, r["id"], None, None, pane) for n, r in enumerate(rows)]
+    if values:
+        out += [("insert", n, None, text, None, pane) for n, text in enumerate(to_json(values))]
+    if not rows and not values:
+        out.append((None, None, None, None if values is None else "[]", None, pane))
+    return out
+
 
 KERNEL_COLUMNS = ("trace_id", "seq", "phase", "time", "ordinal", "side", "pos", "id", "values", "error", "wstart", "wend")
 
@@ -439,12 +470,7 @@ def kernel(spec, query, pushed_where: bool, names: tuple[str, ...], json_names: 
         state = {"clock": start}
 
         def row_of(i):
-            row = {"id": cols["id"][i]}
-            for n in names:
-                v = cols[n][i]
-                if v is not None:
-                    row[n] = json.loads(v) if n in json_names else v
-            return row
+            return event_row(cols["id"][i], ((n, cols[n][i]) for n in names), json_names)
 
         trace = table.column("trace_id")[0].as_py() if table.num_rows else None
 
@@ -461,39 +487,10 @@ def kernel(spec, query, pushed_where: bool, names: tuple[str, ...], json_names: 
                     ordinal += 1
                     continue
                 timed, wstart, wend = post
-                if after_where is not None:
-                    # each row's test; an aggregate in it reads every row of the pane, and
-                    # no window bounds are in reach (eKuiper's filter valuer: row and aggregates)
-                    whole, whole_times = [r for _, r in timed], [t for t, _ in timed]
-                    tests = [verdict(RowEval(r, group=whole, time=t, group_times=whole_times).of(after_where), "Where")
-                             for t, r in timed]
-                    failed = next((f for f in tests if isinstance(f, Failure)), None)
-                    if failed is not None:
-                        put(seq, phase, time, ordinal, "error", 0, None, None, failed.message, None)
-                        ordinal += 1
-                        continue
-                    timed = [tr for tr, keep in zip(timed, tests) if keep]
-                    if not timed:
-                        continue
-                rows = [r for _, r in timed]
-                pane = (wstart, wend)
-                values = None
-                if query is not None:
-                    values = evaluate_pane(query, rows, pane, [t for t, _ in timed])
-                    if isinstance(values, Failure):
-                        put(seq, phase, time, ordinal, "error", 0, None, None, values.message, None)
-                        ordinal += 1
-                        continue
-                    if values is None:
-                        continue
-                for n, r in enumerate(rows):
-                    put(seq, phase, time, ordinal, "insert", n, r["id"], None, None, pane)
-                if values:
-                    for n, text in enumerate(to_json(values)):
-                        put(seq, phase, time, ordinal, "insert", n, None, text, None, pane)
-                if not rows and not values:
-                    put(seq, phase, time, ordinal, None, None, None, None if values is None else "[]", None, pane)
-                ordinal += 1
+                posted = pane_output(timed, (wstart, wend), query, after_where)
+                for side, pos, id_, values, error, pane in posted:
+                    put(seq, phase, time, ordinal, side, pos, id_, values, error, pane)
+                ordinal += bool(posted)
             machine.out.clear()
 
         def walk(seq, target):
@@ -519,7 +516,7 @@ def kernel(spec, query, pushed_where: bool, names: tuple[str, ...], json_names: 
                 if due is not None and due <= time:
                     machine.fire(time)
                     flush(seq, 0, time)
-        return pa.table(out, schema=_ARROW_SCHEMA)
+        return pa.table(out, schema=ARROW_SCHEMA)
 
     return run
 
@@ -533,6 +530,6 @@ def _arrow_schema():
 
 
 try:
-    _ARROW_SCHEMA = _arrow_schema()
+    ARROW_SCHEMA = _arrow_schema()
 except ImportError:  # pragma: no cover - pyarrow comes with pyspark[sql]
-    _ARROW_SCHEMA = None
+    ARROW_SCHEMA = None

@@ -592,11 +592,11 @@ class SqlCompiler:
         return f"coalesce({a}, false)" if kind == "boolean" else "false"
 
 
-def sql_condition(node: Any, types: Mapping[str, str]) -> str | None:
+def sql_condition(node: Any, types: Mapping[str, str], pane: tuple[str, str] = ("wstart", "wend")) -> str | None:
     """A row condition as SQL (true exactly where it holds), or None when the
-    compiler does not take it."""
+    compiler does not take it; `pane` names the pane's bounds (`SqlCompiler`)."""
     try:
-        return SqlCompiler(types).truth(node)
+        return SqlCompiler(types, pane=pane).truth(node)
     except NotCompiled:
         return None
 

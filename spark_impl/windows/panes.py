@@ -35,11 +35,17 @@ How Spark runs them:
   finds the panes that hold a row; a row's panes are arithmetic on its time
   (tumbling: one; hopping: the ends in `(t, t + size]`); a query is a Spark
   aggregation by (trace, pane, keys) (`pane_query.compile_select`).
-* Everything else (sliding, session, count windows; every event-time
-  window; tumbling and hopping traces with a jump or created at or past
-  their aligned end; a condition or query that does not compile to SQL)
-  replays per trace in a grouped Arrow kernel (`pane_kernel.py`, whose
-  docstring says why each is sequential).
+* Count windows, from row indices (`count_posts`, `_count_steps`): a row's
+  0-based index r among its trace's admitted rows says which panes hold it
+  (those that fire at the rows r .. r + n - 1 that are triggers), so the
+  panes are a window function (the index), an explode and a join; a query is
+  the same aggregation as above (`_CountPlan`), or, where a condition or the
+  query does not compile to SQL, one grouped Arrow task per pane.
+* Everything else (sliding, session; every event-time window; tumbling and
+  hopping traces with a jump or created at or past their aligned end; a
+  condition or query that does not compile to SQL) replays per trace in a
+  grouped Arrow kernel (`pane_kernel.py`, whose docstring says why each is
+  sequential).
 """
 
 from __future__ import annotations
@@ -54,8 +60,8 @@ from spark_impl.errors import InvalidFrame
 from spark_impl.frames import JSON_TEXT
 from spark_impl.windows import Context
 from spark_impl.windows.base import quoted
-from spark_impl.windows.pane_kernel import aligned_end, kernel
-from spark_impl.windows.pane_query import compile_select, grouping_key, sql_condition, sql_literal
+from spark_impl.windows.pane_kernel import ARROW_SCHEMA, KERNEL_COLUMNS, aligned_end, event_row, kernel, pane_output
+from spark_impl.windows.pane_query import Failure, compile_select, grouping_key, row_passes, sql_condition, sql_literal
 
 _KERNEL_SCHEMA = T.StructType([
     T.StructField("trace_id", T.StringType()), T.StructField("seq", T.LongType()),
@@ -88,6 +94,8 @@ def pane_posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
         raise UnsupportedWindow("an eKuiper pane window under #groupwin: GROUP BY keys group a pane instead")
     _check(items)
     window, query = _split(spec)
+    if isinstance(window, CountPanes):
+        return count_posts(items, window, query, ctx)
     if isinstance(window, (Tumbling, Hopping)) and not window.event_time:
         plan = _SetPlan.of(items, window, query, ctx)
         if plan is not None:
@@ -134,7 +142,133 @@ def _types(items: DataFrame, names) -> dict[str, str]:
     return out
 
 
-class _SetPlan:
+class _PaneSQL:
+    """A set-oriented plan's posts as one SQL statement over the clean items
+    (`statement`). A plan's own steps (`_steps`) end in `ticks`, one row per
+    fired pane (its index `#k` in the trace; `after`, the seq of the item
+    whose unit of work posts it; `due`, the clock then; `wstart`, `wend`;
+    `filled`, whether it holds a row), and `placed`, one row per (row, fired
+    pane) with its `#k` and bounds; `_joined` gives a placed row its pane's
+    `after` and `#due`. The posts follow: the panes' rows, a query's rows (an
+    aggregation by (trace, pane, keys), `pane_query.compile_select`), the
+    empty panes. With one trace (`Context.one_trace`) the trace is no key: it
+    is put back as a literal.
+
+    `PHASE`: the posts' phase; `EMPTY_PANES`: whether a fired pane may hold
+    no row (it posts an empty pane); `TICKS_HINT`: the hint of a join with
+    the ticks."""
+
+    PHASE, EMPTY_PANES, TICKS_HINT = 0, True, "/*+ BROADCAST(ticks) */ "
+
+    def __init__(self, query, select: dict | None, types: dict, ctx: Context):
+        self.query, self.select = query, select
+        self.pane_rows, self.types, self.properties = ctx.pane_rows, types, ctx.properties
+        #: the trace's key columns, and the trace_id column of an output row
+        self.trace = [] if ctx.one_trace is not None else ["trace_id"]
+        self.trace_id = "trace_id" if ctx.one_trace is None else f"{sql_literal(ctx.one_trace)[0]} AS trace_id"
+
+    def statement(self) -> str:
+        """The plan as one SQL statement over the clean items (`_CLEAN`): its
+        named steps, then the rows in the kernel's columns."""
+        steps = self._steps()
+        steps.update(self._output())
+        body = ",\n".join(f"{name} AS ({sql})" for name, sql in steps.items())
+        return f"WITH {body}\n" + _select(
+            ["trace_id", "seq", "phase", "time", "time AS slot_due", "CAST(0 AS BIGINT) AS slot", "side", "pos", "id",
+             "`values`", "error", "ordinal", "wstart", "wend", *(quoted(p) for p in self.properties)], "posted")
+
+    def _steps(self) -> dict[str, str]:
+        """The named steps up to `ticks` and `placed`."""
+        raise NotImplementedError
+
+    def _joined(self) -> str:
+        """SQL of the step `joined`: the placed rows with their pane's `after` and `#due`."""
+        raise NotImplementedError
+
+    def _keep(self) -> list[str]:
+        return [*self.trace, "seq", "time", "id", *(quoted(p) for p in self.properties)]
+
+    def _output(self) -> dict[str, str]:
+        """The steps after `placed`, the last `posted`: event rows, the
+        query's rows, and the empty panes' rows, in the kernel's columns."""
+        props = [quoted(p) for p in self.properties]
+        nulls = [f"CAST(NULL AS {self._sql_type(p)}) AS {quoted(p)}" for p in self.properties]
+        def key(due: str = "due") -> list[str]:
+            return [self.trace_id, "after AS seq", f"CAST({self.PHASE} AS INT) AS phase", f"{due} AS time",
+                    "CAST(0 AS INT) AS ordinal"]
+
+        rest = ["CAST(NULL AS STRING) AS error", "wstart", "wend"]
+        empty = "(SELECT * FROM ticks WHERE NOT filled)"
+        steps = {}
+        # the rows beside their fired panes, only where they are read
+        if self.select is None or self.pane_rows or not self.select["group"]:
+            steps["joined"] = self._joined()
+        branches = []
+        if self.select is None or self.pane_rows:
+            branches.append(_select([*key(_DUE), "'insert' AS side", "seq AS pos", "id",
+                                     "CAST(NULL AS STRING) AS `values`", *rest, *props], "joined"))
+        if self.select is None:
+            if self.EMPTY_PANES:
+                branches.append(_select([*key(), "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
+                                         "CAST(NULL AS STRING) AS id", "CAST(NULL AS STRING) AS `values`", *rest,
+                                         *nulls], empty))
+        else:
+            steps.update(self._values())
+            branches.append(_select([*key(), "'insert' AS side", "CAST(pos AS BIGINT) AS pos",
+                                     "CAST(NULL AS STRING) AS id", "`values`", *rest, *nulls], "valued"))
+            # without keys every fired pane is a group
+            if self.EMPTY_PANES and (self.select["keys"] or not self.select["group"]):
+                branches.append(_select([*key(), "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
+                                         "CAST(NULL AS STRING) AS id", "'[]' AS `values`", *rest, *nulls], empty))
+        steps["posted"] = "\nUNION ALL ".join(branches)
+        return steps
+
+    def _sql_type(self, prop: str) -> str:
+        return dict(_SQL_TYPES).get(self.types.get(prop), "STRING")
+
+    def _values(self) -> dict[str, str]:
+        """The steps of the query's output rows, the last `valued` (with
+        `values`, `pos` and the pane's columns). A grouping query aggregates
+        the rows by (trace, k, keys) and joins the fired ticks to the groups;
+        without keys every fired pane is one group, an empty one too (where
+        there are: `EMPTY_PANES`): each fired pane adds a marker row (no seq:
+        `count(*)` is `count(seq)`, and `min_by(col, seq)`, `min(seq)` skip it)."""
+        plan, trace = self.select, [*self.trace]
+        star = ["'id', min_by(id, seq)" if plan["group"] else "'id', id"] + [
+            (f"'{p}', min_by({quoted(p)}, seq)" if plan["group"] else f"'{p}', {quoted(p)}") for p in self.properties]
+        parts = []
+        for name, sql in plan["fields"]:
+            parts += star if name is None else [f"'{name}', {sql}"]
+        record = f"to_json(named_struct({', '.join(parts)}))"
+        orders = [f"{sql} AS o{n}" for n, (sql, _) in enumerate(plan["order"])]
+        if plan["group"]:
+            grouping = [*trace, _K, "seq", "id", "wstart", "wend", *(quoted(p) for p in self.properties)]
+            source = _select(grouping, "placed")
+            if not plan["keys"] and self.EMPTY_PANES:
+                source += "\nUNION ALL " + _select(
+                    [*trace, _K, "CAST(NULL AS BIGINT) AS seq", "CAST(NULL AS STRING) AS id", "wstart", "wend",
+                     *(f"CAST(NULL AS {self._sql_type(p)}) AS {quoted(p)}" for p in self.properties)], "ticks")
+            keys = [grouping_key(n) for n in range(len(plan["keys"]))]
+            keyed = _select(["*", *(f"{k} AS {grouping_key(n)}" for n, k in enumerate(plan["keys"]))], f"({source})")
+            # grouped by (trace, pane index, keys) only; the fired ticks' columns joined to the groups
+            grouped = _select([*trace, _K, *keys, f"{record} AS `values`", "min(seq) AS first_seq",
+                               *orders], f"({keyed})", group=[*trace, _K, *keys])
+            pane = ", ".join([*trace, _K, "after", "due", "wstart", "wend"])
+            rows = _select([f"{self.TICKS_HINT}*"], f"({grouped}) JOIN (SELECT {pane} FROM ticks) ticks",
+                           using=[*trace, _K])
+        else:
+            rows = _select([*trace, _K, "after", f"{_DUE} AS due", f"{record} AS `values`",
+                            "seq AS first_seq", *orders, "wstart", "wend"], "joined")
+        if plan["order"]:
+            order_by = ", ".join([f"o{n} {'DESC NULLS LAST' if d else 'ASC NULLS FIRST'}"
+                                  for n, (_, d) in enumerate(plan["order"])] + ["first_seq"])
+            pos = f"row_number() OVER (PARTITION BY {', '.join([*trace, _K])} ORDER BY {order_by}) AS pos"
+        else:
+            pos = "coalesce(first_seq, 0) AS pos"
+        return {"valued": _select(["*", pos], f"({rows})")}
+
+
+class _SetPlan(_PaneSQL):
     """Processing-time tumbling and hopping panes as set operations, for the
     traces whose ticks keep their first alignment: no jump, and a creation
     time c before its aligned end E0 (a creation at or past it hits the
@@ -155,22 +289,17 @@ class _SetPlan:
     rows' latest time, whence the fired ticks and the panes that hold a row
     (a few rows per trace). A row finds its panes by arithmetic (tumbling:
     its slot; hopping: the ends in `(t, t + size]`); a query is one
-    aggregation by (trace, pane, keys) joined to the fired ticks. With one
-    trace (`Context.one_trace`) the trace is no key: it is put back as a
-    literal.
+    aggregation by (trace, pane, keys) joined to the fired ticks.
 
     The plan is one SQL statement (`statement`) over the clean items, so
     Spark analyses it once; built step by step as DataFrames it took twice
     as long to plan (each step is analysed on its own)."""
 
     def __init__(self, window, query, admit: str, select: dict | None, types: dict, ctx: Context):
-        self.window, self.query, self.admit, self.select = window, query, admit, select
-        self.pane_rows, self.types, self.properties = ctx.pane_rows, types, ctx.properties
+        super().__init__(query, select, types, ctx)
+        self.window, self.admit = window, admit
         self.hopping = isinstance(window, Hopping)
         self.interval = window.hop if self.hopping else window.size
-        #: the trace's key columns, and the trace_id column of an output row
-        self.trace = [] if ctx.one_trace is not None else ["trace_id"]
-        self.trace_id = "trace_id" if ctx.one_trace is None else f"{sql_literal(ctx.one_trace)[0]} AS trace_id"
         #: SQL of a row's creation time and first end: its columns, or literals when every trace shares them
         self.c, self.e0 = "`#c`", "`#e0`"
 
@@ -237,9 +366,7 @@ class _SetPlan:
         clean, dirty = self.split(items, jumps)
         out = None
         if clean is not None:
-            # one statement, analysed once (a DataFrame step is analysed on its own: 5 to 40 ms each)
-            statement = self.statement().replace("{", "{{").replace("}", "}}").replace(_CLEAN, "{clean}")
-            out = clean.sparkSession.sql(statement, clean=clean)
+            out = _run(self.statement(), clean)
         if dirty is None:
             return out
         # the kernel's rows lack the properties: joined back from their own traces' events
@@ -274,15 +401,13 @@ class _SetPlan:
         """The columns c and e0 a row carries (none when they are literals)."""
         return [] if self.c != "`#c`" else ["`#c`", "`#e0`"]
 
-    def statement(self) -> str:
-        """The plan as one SQL statement over the clean items (`_CLEAN`): its
-        named steps, then the rows in the kernel's columns."""
-        steps = {"ticks": self._ticks(), "placed": self._placed()}
-        steps.update(self._output())
-        body = ",\n".join(f"{name} AS ({sql})" for name, sql in steps.items())
-        return f"WITH {body}\n" + _select(
-            ["trace_id", "seq", "phase", "time", "time AS slot_due", "CAST(0 AS BIGINT) AS slot", "side", "pos", "id",
-             "`values`", "error", "ordinal", "wstart", "wend", *(quoted(p) for p in self.properties)], "posted")
+    def _steps(self) -> dict[str, str]:
+        return {"ticks": self._ticks(), "placed": self._placed()}
+
+    def _joined(self) -> str:
+        return _select([f"{self.TICKS_HINT}*"], "placed JOIN (SELECT "
+                       f"{', '.join([*self.trace, _K, 'after', f'due AS {_DUE}'])} FROM ticks) ticks",
+                       using=[*self.trace, _K])
 
     def _ticks(self) -> str:
         """The fired ticks, one row per (trace, k): `after` (the seq of the
@@ -314,9 +439,6 @@ class _SetPlan:
         return _select([*trace, _K, "after", f"{bounds['wend']} AS due", f"{bounds['wstart']} AS wstart",
                         f"{bounds['wend']} AS wend", "filled"], f"({panes})", "after IS NOT NULL")
 
-    def _keep(self) -> list[str]:
-        return [*self.trace, "seq", "time", "id", *(quoted(p) for p in self.properties)]
-
     def _placed(self) -> str:
         """The admitted rows with the index k of each pane they belong to (a
         pane that never fires is dropped by the join with the ticks) and its
@@ -332,90 +454,18 @@ class _SetPlan:
                          _CLEAN, admitted)
         return _select(placed, f"({spread})", f"{_K} <= {last} AND ({_K} > 0 OR time >= {bounds['lft']})")
 
-    def _output(self) -> dict[str, str]:
-        """The steps after `placed`, the last `posted`: event rows, the
-        query's rows, and the empty panes' rows, in the kernel's columns."""
-        props = [quoted(p) for p in self.properties]
-        nulls = [f"CAST(NULL AS {self._sql_type(p)}) AS {quoted(p)}" for p in self.properties]
-        def key(due: str = "due") -> list[str]:
-            return [self.trace_id, "after AS seq", "CAST(0 AS INT) AS phase", f"{due} AS time",
-                    "CAST(0 AS INT) AS ordinal"]
-
-        rest = ["CAST(NULL AS STRING) AS error", "wstart", "wend"]
-        empty = "(SELECT * FROM ticks WHERE NOT filled)"
-        steps = {}
-        # the rows beside their fired panes, only where they are read
-        if self.select is None or self.pane_rows or not self.select["group"]:
-            steps["joined"] = _select(["/*+ BROADCAST(ticks) */ *"], "placed JOIN (SELECT "
-                                      f"{', '.join([*self.trace, _K, 'after', f'due AS {_DUE}'])} "
-                                      "FROM ticks) ticks", using=[*self.trace, _K])
-        branches = []
-        if self.select is None or self.pane_rows:
-            branches.append(_select([*key(_DUE), "'insert' AS side", "seq AS pos", "id",
-                                     "CAST(NULL AS STRING) AS `values`", *rest, *props], "joined"))
-        if self.select is None:
-            branches.append(_select([*key(), "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
-                                     "CAST(NULL AS STRING) AS id", "CAST(NULL AS STRING) AS `values`", *rest, *nulls],
-                                    empty))
-        else:
-            steps.update(self._values())
-            branches.append(_select([*key(), "'insert' AS side", "CAST(pos AS BIGINT) AS pos",
-                                     "CAST(NULL AS STRING) AS id", "`values`", *rest, *nulls], "valued"))
-            if self.select["keys"] or not self.select["group"]:  # without keys every fired pane is a group
-                branches.append(_select([*key(), "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
-                                         "CAST(NULL AS STRING) AS id", "'[]' AS `values`", *rest, *nulls], empty))
-        steps["posted"] = "\nUNION ALL ".join(branches)
-        return steps
-
-    def _sql_type(self, prop: str) -> str:
-        return dict(_SQL_TYPES).get(self.types.get(prop), "STRING")
-
-    def _values(self) -> dict[str, str]:
-        """The steps of the query's output rows, the last `valued` (with
-        `values`, `pos` and the pane's columns). A grouping query aggregates
-        the rows by (trace, k, keys) and joins the fired ticks to the groups;
-        without keys every fired pane is one group, an empty one too: each
-        fired pane adds a marker row (no seq: `count(*)` is `count(seq)`, and
-        `min_by(col, seq)`, `min(seq)` skip it)."""
-        plan, trace = self.select, [*self.trace]
-        star = ["'id', min_by(id, seq)" if plan["group"] else "'id', id"] + [
-            (f"'{p}', min_by({quoted(p)}, seq)" if plan["group"] else f"'{p}', {quoted(p)}") for p in self.properties]
-        parts = []
-        for name, sql in plan["fields"]:
-            parts += star if name is None else [f"'{name}', {sql}"]
-        record = f"to_json(named_struct({', '.join(parts)}))"
-        orders = [f"{sql} AS o{n}" for n, (sql, _) in enumerate(plan["order"])]
-        if plan["group"]:
-            grouping = [*trace, _K, "seq", "id", "wstart", "wend", *(quoted(p) for p in self.properties)]
-            source = _select(grouping, "placed")
-            if not plan["keys"]:
-                source += "\nUNION ALL " + _select(
-                    [*trace, _K, "CAST(NULL AS BIGINT) AS seq", "CAST(NULL AS STRING) AS id", "wstart", "wend",
-                     *(f"CAST(NULL AS {self._sql_type(p)}) AS {quoted(p)}" for p in self.properties)], "ticks")
-            keys = [grouping_key(n) for n in range(len(plan["keys"]))]
-            keyed = _select(["*", *(f"{k} AS {grouping_key(n)}" for n, k in enumerate(plan["keys"]))], f"({source})")
-            # grouped by (trace, pane index, keys) only; the fired ticks' columns joined to the groups
-            grouped = _select([*trace, _K, *keys, f"{record} AS `values`", "min(seq) AS first_seq",
-                               *orders], f"({keyed})", group=[*trace, _K, *keys])
-            pane = ", ".join([*trace, _K, "after", "due", "wstart", "wend"])
-            rows = _select(["/*+ BROADCAST(ticks) */ *"], f"({grouped}) JOIN (SELECT {pane} FROM ticks) ticks",
-                           using=[*trace, _K])
-        else:
-            rows = _select([*trace, _K, "after", f"{_DUE} AS due", f"{record} AS `values`",
-                            "seq AS first_seq", *orders, "wstart", "wend"], "joined")
-        if plan["order"]:
-            order_by = ", ".join([f"o{n} {'DESC NULLS LAST' if d else 'ASC NULLS FIRST'}"
-                                  for n, (_, d) in enumerate(plan["order"])] + ["first_seq"])
-            pos = f"row_number() OVER (PARTITION BY {', '.join([*trace, _K])} ORDER BY {order_by}) AS pos"
-        else:
-            pos = "coalesce(first_seq, 0) AS pos"
-        return {"valued": _select(["*", pos], f"({rows})")}
-
 
 #: the pane index and, beside the properties, its due time (a property is never named `#...`: `_SetPlan.of`)
 _K, _DUE = "`#k`", "`#due`"
 #: the clean items' place in `_SetPlan.statement` (a DataFrame bound by `spark.sql`)
 _CLEAN = "\x00clean\x00"
+
+
+def _run(statement: str, clean: DataFrame) -> DataFrame:
+    """A plan's statement over the clean items: one statement, analysed once
+    (a DataFrame step is analysed on its own: 5 to 40 ms each)."""
+    bound = statement.replace("{", "{{").replace("}", "}}").replace(_CLEAN, "{clean}")
+    return clean.sparkSession.sql(bound, clean=clean)
 
 
 def _select(columns: list[str], source: str, where: str | None = None, *, group: list[str] | None = None,
@@ -452,6 +502,176 @@ def _contract(posted: DataFrame, properties=()) -> DataFrame:
     props = [quoted(p) for p in properties if p in posted.columns]
     return posted.selectExpr("trace_id", "seq", "phase", "time", "time AS slot_due", "CAST(0 AS BIGINT) AS slot",
                              "side", "pos", "id", "`values`", "error", "ordinal", "wstart", "wend", *props)
+
+
+# --------------------------------------------------------------------------- COUNTWINDOW: panes from row indices
+
+
+def count_posts(items: DataFrame, window: CountPanes, query, ctx: Context) -> DataFrame:
+    """COUNTWINDOW(n, m) (kuiper.md §5) without a count: its panes derived
+    from each admitted row's index (`_count_steps`).
+
+    The events are admitted first (the FILTER; a pushed WHERE too): in SQL
+    where the conditions compile, else by Spark's own evaluator row by row
+    (`_admission`; a condition that errs posts its error at the row, and the
+    row stays out). The panes then post as a `_CountPlan` statement where the
+    WHERE after the window and the query compile, else each pane is one
+    group of a grouped Arrow task (`_count_pane`) that posts it as the kernel
+    posts a closed pane (`pane_kernel.pane_output`). A property named `#...`
+    (as the plans' own columns are) keeps the panes out of SQL; out of SQL
+    every property is read under a column name of its own, `#p<n>`."""
+    names = tuple(ctx.properties)
+    json_names = frozenset(f.name for f in items.schema.fields if f.name in names and f.metadata.get(JSON_TEXT))
+    types = _types(items, names)
+    pushed = pushed_where(window, query)
+    conditions = [c for c in (window.filter, query.where if pushed else None) if c is not None]
+    after_where = query.where if query is not None and not pushed else None
+    where = None if after_where is None else _row_condition(after_where, types)
+    select = None if query is None else compile_select(query, types)
+    in_sql = (not any(p.startswith("#") for p in names) and (after_where is None or where is not None)
+              and (query is None or select is not None))
+    columns = names if in_sql else tuple(f"#p{n}" for n in range(len(names)))
+    admit = [_row_condition(c, types) for c in conditions]
+    admitted_in_sql = all(a is not None for a in admit)
+    events = items.where("kind = 'event'").selectExpr(
+        "trace_id", "seq", "time", "id", *(f"{quoted(p)} AS {quoted(c)}" for p, c in zip(names, columns)),
+        *([f"{' AND '.join(admit) or 'true'} AS `#admit`"] if admitted_in_sql else []))
+    errors = None
+    if not admitted_in_sql:
+        schema = T.StructType([*events.schema.fields, T.StructField("#admit", T.BooleanType()),
+                               T.StructField("#error", T.StringType())])
+        events = events.mapInArrow(_admission(conditions, tuple(zip(columns, names)), json_names), schema)
+        errors = _contract(events.where("`#error` IS NOT NULL").selectExpr(
+            "trace_id", "seq", "CAST(1 AS INT) AS phase", "time", "CAST(0 AS INT) AS ordinal", "'error' AS side",
+            "CAST(0 AS BIGINT) AS pos", "CAST(NULL AS STRING) AS id", "CAST(NULL AS STRING) AS `values`",
+            "`#error` AS error", "CAST(NULL AS BIGINT) AS wstart", "CAST(NULL AS BIGINT) AS wend"))
+    if in_sql:
+        posted = _run(_CountPlan(window, query, select, where, types, ctx).statement(), events)
+    else:
+        keep = ["trace_id", "seq", "time", "id", *(quoted(c) for c in columns)]
+        steps = _count_steps(window, ["trace_id"], keep)
+        members = _run(f"WITH {', '.join(f'{n} AS ({sql})' for n, sql in steps.items())}\n"
+                       f"{_select([*keep, _K, 'after', _DUE], 'members')}", events)
+        run = _count_pane(query, after_where, tuple(zip(columns, names)), json_names)
+        posted = _query_rows_only(_contract(members.groupBy("trace_id", F.col(_K)).applyInArrow(run, _KERNEL_SCHEMA)),
+                                  ctx)
+    return posted if errors is None else posted.unionByName(errors, allowMissingColumns=True)
+
+
+def _row_condition(condition, types: dict) -> str | None:
+    """A FILTER or a WHERE read row by row, as SQL (or None): no window
+    bounds are in its reach (`window_start()` is null there)."""
+    return sql_condition(condition, types, pane=("CAST(NULL AS BIGINT)", "CAST(NULL AS BIGINT)"))
+
+
+def _count_steps(window: CountPanes, trace: list[str], keep: list[str]) -> dict[str, str]:
+    """The panes of COUNTWINDOW(n, m) as arithmetic on row indices, over the
+    clean events (`#admit`: the row enters). The steps: `admitted` (r, a
+    row's 0-based index among its trace's admitted rows in arrival order),
+    `fires` (a pane `#k` = r per firing row: `after` its seq, `#due` its time)
+    and `members` (a row beside each fired pane it is in).
+
+    Derivation. The count restarts at every m-th row: the triggers are the
+    rows r with (r + 1) % m = 0. Until the first pane no row leaves, so a
+    trigger r holds r + 1 rows and fires iff r + 1 >= n. After a pane n - 1
+    rows stay and m >= 1 more arrive by the next trigger, n - 1 + m >= n: it
+    fires too, and so does every later one. So a pane fires exactly at the
+    rows r with (r + 1) % m = 0 and r >= n - 1, and holds the last n rows,
+    r - n + 1 .. r; row i is in the panes of those r in [i, i + n - 1]: from
+    the first trigger at or past max(i, n - 1), in steps of m (at most
+    ceil(n / m) of them), each one fired once its row has arrived (the join
+    with `fires`). Arithmetic on indices: no state runs along the trace."""
+    n, m = window.size, window.every
+    partition = f"PARTITION BY {', '.join(trace)} " if trace else ""
+    lowest = f"((greatest(`#r`, {n - 1}) + {m}) div {m}) * {m} - 1"  # the first trigger at or past max(r, n - 1)
+    highest = f"`#r` + {n - 1}"
+    index = f"CAST(row_number() OVER ({partition}ORDER BY seq) - 1 AS BIGINT) AS `#r`"
+    spread = _select([*keep, f"explode(sequence({lowest}, {highest}, CAST({m} AS BIGINT))) AS {_K}"], "admitted",
+                     f"{lowest} <= {highest}")
+    return {
+        "admitted": _select([*keep, index], _CLEAN, "`#admit`"),
+        "fires": _select([*trace, f"`#r` AS {_K}", "seq AS after", f"time AS {_DUE}"], "admitted",
+                         f"(`#r` + 1) % {m} = 0 AND `#r` >= {n - 1}"),
+        "members": _select(["*"], f"({spread}) JOIN fires", using=[*trace, _K]),
+    }
+
+
+class _CountPlan(_PaneSQL):
+    """COUNTWINDOW(n, m)'s posts as one SQL statement: the panes of
+    `_count_steps`, posted at their firing row's arrival (phase 1), start and
+    end its time. A pane holds n rows; a WHERE after the window (compiled,
+    so aggregate-free) drops rows, and a pane it leaves empty does not fire
+    (no pane is empty: `EMPTY_PANES` false). The fired panes are as many as
+    a trace's rows over m: no broadcast."""
+
+    PHASE, EMPTY_PANES, TICKS_HINT = 1, False, ""
+
+    def __init__(self, window: CountPanes, query, select: dict | None, where: str | None, types: dict, ctx: Context):
+        super().__init__(query, select, types, ctx)
+        self.window, self.where = window, where
+
+    def _steps(self) -> dict[str, str]:
+        keep = self._keep()
+        steps = _count_steps(self.window, self.trace, keep)
+        steps["placed"] = _select([*keep, _K, f"{_DUE} AS wstart", f"{_DUE} AS wend", "after", _DUE], "members",
+                                  self.where)
+        pane = [*self.trace, _K, "after", _DUE]
+        ticks = [*pane[:-1], f"{_DUE} AS due", f"{_DUE} AS wstart", f"{_DUE} AS wend", "true AS filled"]
+        steps["ticks"] = (_select(ticks, "fires") if self.where is None
+                          else _select(ticks, "placed", group=pane))
+        return steps
+
+    def _joined(self) -> str:
+        return _select(["*"], "placed")
+
+
+def _admission(conditions: list, columns: tuple, json_names: frozenset[str]):
+    """The Arrow map over events that admits each one (`#admit`) by Spark's
+    own evaluator, at its arrival time: every condition true; the first one
+    that errs is the row's `#error` (posted at the row; it stays out).
+    `columns`: (column, property) pairs."""
+    def run(batches):
+        import pyarrow as pa
+
+        for batch in batches:
+            cols = {c: batch.column(c).to_pylist() for c in ("time", "id", *(c for c, _ in columns))}
+            admit, errors = [], []
+            for i in range(batch.num_rows):
+                row = event_row(cols["id"][i], ((p, cols[c][i]) for c, p in columns), json_names)
+                passed = True
+                for condition in conditions:
+                    passed = row_passes(condition, row, cols["time"][i])
+                    if passed is not True:
+                        break
+                admit.append(passed is True)
+                errors.append(passed.message if isinstance(passed, Failure) else None)
+            text = batch.schema.field("id").type  # Spark's string type in Arrow
+            yield pa.RecordBatch.from_arrays([*batch.columns, pa.array(admit, pa.bool_()), pa.array(errors, text)],
+                                             names=[*batch.schema.names, "#admit", "#error"])
+
+    return run
+
+
+def _count_pane(query, after_where, columns: tuple, json_names: frozenset[str]):
+    """The grouped Arrow map over one fired count pane's rows (any order):
+    its posts at its firing row (`pane_kernel.pane_output`, rows in arrival
+    order). `columns`: (column, property) pairs."""
+    def run(table):
+        import pyarrow as pa
+
+        cols = {c: table.column(c).to_pylist() for c in ("seq", "time", "id", *(c for c, _ in columns))}
+        order = sorted(range(table.num_rows), key=lambda i: cols["seq"][i])
+        timed = [(cols["time"][i], event_row(cols["id"][i], ((p, cols[c][i]) for c, p in columns), json_names))
+                 for i in order]
+        trace, after, due = (table.column(c)[0].as_py() for c in ("trace_id", "after", "#due"))
+        out = {c: [] for c in KERNEL_COLUMNS}
+        for side, pos, id_, values, error, pane in pane_output(timed, (due, due), query, after_where):
+            for c, v in zip(KERNEL_COLUMNS, (trace, after, 1, due, 0, side, pos, id_, values, error,
+                                            pane and pane[0], pane and pane[1])):
+                out[c].append(v)
+        return pa.table(out, schema=ARROW_SCHEMA)
+
+    return run
 
 
 POSTS = {Tumbling: pane_posts, Hopping: pane_posts, Sliding: pane_posts, Session: pane_posts,

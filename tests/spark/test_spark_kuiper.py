@@ -153,6 +153,74 @@ def test_sliding_and_count_windows(spark):
     assert summary(counted) == [(1, 600, ["E1", "E2"], (600, 600), None, None)]
 
 
+# COUNTWINDOW(3, 2): the triggers are the rows r = 1, 3, 5, ... (0-based, counted after the FILTER); r = 1
+# holds 2 < 3 rows (no pane), every later one the last 3 rows: E2..E4 at E4, E4..E6 at E6
+COUNTED = Trace([ev("E1", 100, color="red", size=3), ev("E2", 200, color="blue", size=1),
+                 ev("E3", 300, color="red", size=5), ev("E4", 400, color="red", size=2),
+                 ev("E5", 500, color="blue", size=4), ev("E6", 600, color="red", size=6),
+                 ev("E7", 700, color="blue", size=7)])
+# a schemaless stream: size holds a string in E8 (a condition on it is Python's, and errs there)
+MIXED = Trace([*COUNTED.items, ev("E8", 800, color="blue", size="big"), ev("E9", 900, color="red", size=8)])
+
+
+def test_count_window_panes_follow_the_row_indices(spark):
+    [counted] = run_cases([(kuiper("COUNTWINDOW(3, 2)"), COUNTED)], spark)
+    assert summary(counted) == [(3, 400, ["E2", "E3", "E4"], (400, 400), None, None),
+                                (5, 600, ["E4", "E5", "E6"], (600, 600), None, None)]
+
+
+@pytest.mark.parametrize("text, python", [
+    ("COUNTWINDOW(3, 2)", False),
+    ("COUNTWINDOW(2) FILTER(WHERE size > 1)", False),
+    ("SELECT color, count(*) AS c, window_end() AS we FROM demo WHERE size > 1 GROUP BY COUNTWINDOW(3, 2), color",
+     False),
+    ("SELECT *, window_start() AS ws FROM demo WHERE color = 'red' GROUP BY COUNTWINDOW(3, 2) ORDER BY id DESC", False),
+    ("SELECT color, count(*) AS c FROM demo GROUP BY COUNTWINDOW(3, 2), color HAVING c > 1", True),
+    ("SELECT id FROM demo WHERE size >= avg(size) GROUP BY COUNTWINDOW(3, 2)", True),
+    ("SELECT count(*) AS c FROM demo GROUP BY COUNTWINDOW(2) FILTER(WHERE event_time() > 150)", True),
+])
+def test_count_windows_post_what_the_oracle_posts_in_sql_or_per_pane(spark, text, python):
+    """A count window's panes come from row indices, never a count. Where its
+    conditions and query compile, one SQL statement (no Python task); else
+    the rows are admitted or each pane posted by Spark's own evaluator. On a
+    schemaless stream a condition on the mixed column is Python's (and errs
+    at E8)."""
+    spec = kuiper(text)
+    assert run_cases([(spec, COUNTED), (spec, MIXED)], spark) == [run(spec, COUNTED), run(spec, MIXED)]
+    frame = frames.to_dataframe(spark, [("t", COUNTED)], frames.spec_properties(spec))
+    plan = apply_window(frame, spec)._jdf.queryExecution().executedPlan().toString()
+    assert ("InArrow" in plan) == python
+
+
+@pytest.mark.parametrize("name", ["due", "k", "r", "filled"])
+def test_a_property_named_like_a_column_of_the_count_plan_posts_as_any_other(spark, name):
+    """The count plan's own columns beside the properties are `#...` (`#r`,
+    `#k`, `#due`), so a property named due or k rides along and groups."""
+    spec = kuiper(f"SELECT `{name}`, count(*) AS c FROM demo WHERE `{name}` > 1 GROUP BY COUNTWINDOW(3, 2), `{name}`")
+    trace = Trace([ev(f"E{n}", 100 * n, **{name: n % 3}) for n in range(1, 8)])
+    assert run_cases([(spec, trace)], spark) == [run(spec, trace)]
+
+
+def test_a_count_window_over_an_event_table_of_one_trace(spark):
+    """One trace leaves the trace out of the index's window and every key
+    (`Context.one_trace`); a trace column keeps it: the same output."""
+    query = "SELECT color, count(*) AS c FROM demo GROUP BY COUNTWINDOW(2, 1), color"
+    events = spark.createDataFrame([(0, 100, "red"), (1, 200, "blue"), (2, 300, "red")],
+                                   "n long, t long, color string")
+
+    def posted(frame, **kw):
+        rows = apply_window_to_events(frame, query, order_col="n", time_col="t", dialect="kuiper",
+                                      pane_rows=False, **kw).collect()
+        return sorted((r.trace_id, r.after, r.time, r.pos.n, r["values"], r.window.start, r.window.end) for r in rows)
+
+    alone = posted(events)
+    assert [r[1:3] + r[4:] for r in alone] == [
+        (1, 200, '{"color":"red","c":1}', 200, 200), (1, 200, '{"color":"blue","c":1}', 200, 200),
+        (2, 300, '{"color":"blue","c":1}', 300, 300), (2, 300, '{"color":"red","c":1}', 300, 300)]
+    traced = posted(events.selectExpr("*", "'d1' AS device"), trace_col="device")
+    assert [r[1:] for r in traced] == [r[1:] for r in alone] and {r[0] for r in traced} == {"d1"}
+
+
 def test_a_column_named_window_is_refused(spark):
     frame = frames.to_dataframe(spark, [("t", EMPTY_PANES)]).withColumnRenamed("color", "window")
     with pytest.raises(InvalidFrame, match="window"):
