@@ -312,7 +312,7 @@ class _SetPlan(_PaneSQL):
             return None
         types = _types(items, ctx.properties)
         conditions = [c for c in (window.filter, query.where if query is not None else None) if c is not None]
-        admit = [sql_condition(c, types) for c in conditions]
+        admit = [_row_condition(c, types) for c in conditions]
         if any(a is None for a in admit):
             return None
         select = None
