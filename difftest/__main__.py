@@ -2,7 +2,7 @@
 
     difftest replay [--engine oracle|spark|both] [--report FILE.json] PATH...
     difftest replay ... [--impl MODULE:FUNCTION]
-    difftest bench [--engine oracle|spark] [--events N] [--keys K] [--window CLAUSE] [--repeat R]
+    difftest bench [--engine oracle|spark] [--events N] [--keys K] [--window CLAUSE] [--repeat R] [--trace-frame]
                    [--report FILE.json]
     difftest run [--dialect D] [--window CLAUSE] [--examples N] [--seed S] [--budget SECONDS]
                  [--impl MODULE:FUNCTION] [--report FILE.json]
@@ -127,6 +127,8 @@ def add_bench(subparsers) -> None:
                         "or an eKuiper SELECT (default: spark_impl.bench.WINDOWS)")
     p.add_argument("--repeat", type=positive_int, metavar="R",
                    help="timed runs, best counts (default: 3 for the oracle, 2 per size for spark)")
+    p.add_argument("--trace-frame", action="store_true",
+                   help="spark: also measure each window through apply_window on the events as a trace frame")
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the figures as JSON")
     p.set_defaults(handler=cmd_bench)
 
@@ -154,7 +156,7 @@ def positive_float(text: str) -> float:
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.engine == "spark":
         return load_spark("spark_impl.bench", "main")(args) or 0
-    for option, value in (("--keys", args.keys), ("--window", args.window)):
+    for option, value in (("--keys", args.keys), ("--window", args.window), ("--trace-frame", args.trace_frame or None)):
         if value is not None:
             raise UsageError(f"{option} applies to --engine spark only; the oracle's bench measures "
                              "#length(100) and #time(10 sec) on one key")

@@ -65,14 +65,16 @@ def _spec(window: str | WindowSpec, dialect: str) -> WindowSpec:
     return parse(window, dialect) if isinstance(window, str) else window
 
 
-def apply_window(trace_df, window: str | WindowSpec, dialect: str = "esper", *, jumps: bool = True,
+def apply_window(trace_df, window: str | WindowSpec, dialect: str = "esper", *, jumps: bool | None = None,
                  numbered: bool = False, pane_rows: bool = True, validate: bool = True):
     """The updates `window` (a clause in `dialect`'s syntax, or a spec) posts over
     every trace of `trace_df`, one row per posted event (module docstring).
 
-    `jumps=False` promises the input holds no `jump` item: windows whose jumps
-    need more work (a grouped `#time`, `#time_batch`) plan without that work,
-    and a jump row fails the job naming it. `numbered`: add `update_no` and
+    `jumps`: whether the input may hold a `jump` item; windows whose jumps
+    need more work (a grouped `#time`, `#time_batch`) plan without that work
+    where it holds none. None (the default): as the validation found (planned
+    for jumps without `validate`); `False` promises there is none (a jump row
+    then fails the job naming it). `numbered`: add `update_no` and
     `pos_no` (one more shuffle and sort). `pane_rows=False` (an eKuiper query):
     only the query's output rows (`values`) and empty panes, not the panes' rows.
 
@@ -84,9 +86,11 @@ def apply_window(trace_df, window: str | WindowSpec, dialect: str = "esper", *, 
     frame known to be valid (an invalid one then gives wrong output)."""
     spec = _spec(window, dialect)
     if validate:  # the columns first (no job), then their values, read as given (check_input's frame raises)
-        pipeline.check_input(trace_df, spec, jumps=jumps)
-        check_trace_frame(trace_df.selectExpr("trace_id", "CAST(seq AS BIGINT) AS seq", "kind",
-                                              "CAST(time AS BIGINT) AS time", "id"))
+        pipeline.check_input(trace_df, spec, jumps=jumps is not False)
+        found = check_trace_frame(trace_df.selectExpr("trace_id", "CAST(seq AS BIGINT) AS seq", "kind",
+                                                      "CAST(time AS BIGINT) AS time", "id"))
+        jumps = found if jumps is None else jumps
+    jumps = jumps is not False
     out = pipeline.apply(trace_df, spec, jumps=jumps, pane_rows=pane_rows)
     return pipeline.numbered(out) if numbered else out
 

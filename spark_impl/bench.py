@@ -9,6 +9,11 @@ size (in a temporary folder, untimed) and read back by every workload.
 * each window (an Esper clause, or `<dialect>: <clause>`, e.g. `apama: partition
   by v.k within 10.0 every 1.0 retain 5`): `spark_impl.apply_window_to_events(events,
   window, order_col="n", time_col="t", dialect=...)`, every column of the output;
+* with `--trace-frame`, each window also through `spark_impl.apply_window` with
+  its defaults, on the same events as a trace frame (`trace_id`, `seq`,
+  `kind`, `time`, `id` and the properties: a projection of the file), as a
+  user calls it on recorded traces: the frame's check (two jobs) finds no
+  jump, so the plan is made for input without jumps;
 * the table check alone (`spark_impl.event_table.check_events`), which every
   window above runs before planning (`validate=True`), so its share shows;
 * bare: what any keyed window costs in Spark at least, `lag(id, 10)` over the
@@ -69,6 +74,8 @@ STATEMENTS = {
 TARGET_STATEMENT = 1.5
 #: the suffix of a query's workload run with `validate=False`
 UNCHECKED = " (validate=False)"
+#: the suffix of a window's workload through `apply_window` on a trace frame (`--trace-frame`)
+TRACED = " (apply_window)"
 WINDOWS = ("#groupwin(k)#length(10)", "#time(10 sec)", "#groupwin(k)#time_batch(10 sec)", "#groupwin(k)#time(10 sec)",
            "#groupwin(k)#sort(5, price)", "#unique(k)#time(10 sec)", "#groupwin(k)#expr(current_count <= 10)",
            "#groupwin(k)#expr(oldest_timestamp > newest_timestamp - 10000)",
@@ -159,8 +166,13 @@ def spark_window(query: str) -> Callable:
     return run
 
 
-def workloads(windows: Sequence[str]) -> dict[str, Callable]:
-    from spark_impl import apply_window_to_events
+def as_trace_frame(events):
+    """The bench's events as one trace of a trace frame, as `apply_window` reads it."""
+    return events.selectExpr("'0' AS trace_id", "n AS seq", "'event' AS kind", "t AS time", "id", "k", "price")
+
+
+def workloads(windows: Sequence[str], trace_frame: bool = False) -> dict[str, Callable]:
+    from spark_impl import apply_window, apply_window_to_events
 
     def window_of(window: str, validate: bool = True) -> Callable:
         if is_query(window):
@@ -172,11 +184,20 @@ def workloads(windows: Sequence[str]) -> dict[str, Callable]:
         dialect, clause = dialect_and_clause(window)
         return lambda events: apply_window_to_events(events, clause, order_col="n", time_col="t", dialect=dialect)
 
+    def traced(window: str) -> Callable:
+        dialect, clause = dialect_and_clause(window)
+        frame = ((lambda events: as_trace_frame(events).withColumnRenamed("k", "color")) if is_query(window)
+                 else as_trace_frame)
+        return lambda events: apply_window(frame(events), clause, dialect=dialect,
+                                           **({"pane_rows": False} if is_query(window) else {}))
+
     runs = {}
     for w in windows:
         runs[w] = window_of(w)
         if is_query(w):
             runs[w + UNCHECKED] = window_of(w, validate=False)
+        if trace_frame:
+            runs[w + TRACED] = traced(w)
     baselines = {baseline_name(w): spark_window(w) for w in windows if is_query(w)}
     return {**runs, **baselines, CHECK: check, BARE: bare}
 
@@ -206,16 +227,17 @@ def run_once(spark, build: Callable, path: str) -> tuple[float, int, int]:
 
 
 def measure(spark, sizes: Sequence[int], keys: int, windows: Sequence[str], folder: Path,
-            repeat: int = 2) -> list[Timing]:
+            repeat: int = 2, trace_frame: bool = False) -> list[Timing]:
     """Every workload warmed on the smallest size, then per size `repeat`
     rounds of one run of each workload in turn: a workload compared with
     another never gains from running after it (the JVM warms its shared code,
     the parquet reader and the hash aggregate, over the whole bench)."""
     paths = {n: write_events(spark, n, keys, folder) for n in sizes}
-    builds = workloads(windows)
+    builds = workloads(windows, trace_frame) if trace_frame else workloads(windows)
     for build in builds.values():
         run_once(spark, build, paths[min(sizes)])
     timings = []
+    width = max(34, *(len(name) for name in builds))
     print(f"timed runs, seconds of each of {repeat} rounds (the best counts):", flush=True)
     for n in sizes:
         runs = {name: [] for name in builds}
@@ -225,13 +247,14 @@ def measure(spark, sizes: Sequence[int], keys: int, windows: Sequence[str], fold
         for name, done in runs.items():
             seconds, shuffles, broadcasts = min(done)
             timings.append(Timing(name, n, seconds, shuffles, broadcasts))
-            print(f"  {name:34s} {n:>11,d} events {' '.join(f'{r[0]:7.2f}' for r in done)} s", flush=True)
+            print(f"  {name:{width}s} {n:>11,d} events {' '.join(f'{r[0]:7.2f}' for r in done)} s", flush=True)
     return timings
 
 
 def summary(timings: list[Timing], windows: Sequence[str]) -> list[dict]:
     """Per window and size: rate, ratio to bare, scaling, exchanges."""
     by = {(t.workload, t.events): t for t in timings}
+    windows = [*windows, *(w + TRACED for w in windows if (w + TRACED, min(n for _, n in by)) in by)]
     sizes = sorted({t.events for t in timings})
     rows = []
     baselines = {w: baseline_name(w) for w in windows if is_query(w)}
@@ -259,7 +282,9 @@ def verdict(row: dict, largest: int) -> str:
     smaller sizes; a query's own verdict is its line against its baseline."""
     if row["events"] != largest or row["window"] in (BARE, CHECK) or row["window"] in KUIPER_QUERIES.values():
         return ""
-    if is_query(row["window"].removesuffix(UNCHECKED)) or row["window"] in STATEMENTS:
+    if row["window"].endswith(TRACED):
+        pass
+    elif is_query(row["window"].removesuffix(UNCHECKED)) or row["window"] in STATEMENTS:
         return "see below"
     misses = []
     if row["vs_bare"] > TARGET_BARE:
@@ -273,13 +298,14 @@ def table(rows: list[dict]) -> list[str]:
     """The figures, one row per workload and size, each window's verdict at the
     largest size; `t/t(min)` is the time over the time at the smallest size."""
     largest = max((r["events"] for r in rows), default=0)
+    width = max(34, *(len(r["window"]) for r in rows))
     lines = ["figures (best run per size):",
-             f"{'workload':34s} {'events':>11s} {'s':>8s} {'events/s':>11s} {'x bare':>7s} {'t/t(min)':>8s} "
+             f"{'workload':{width}s} {'events':>11s} {'s':>8s} {'events/s':>11s} {'x bare':>7s} {'t/t(min)':>8s} "
              f"{'exchanges':>12s}  verdict"]
     for r in rows:
         exchanges_ = f"{r['shuffles']} + {r['broadcasts']} bc"
         scaling = f"{r['scaling']:.2f}" if r.get("scaling") is not None else "-"
-        lines.append(f"{r['window']:34s} {r['events']:>11,d} {r['seconds']:>8.2f} {r['events_per_s']:>11,d} "
+        lines.append(f"{r['window']:{width}s} {r['events']:>11,d} {r['seconds']:>8.2f} {r['events_per_s']:>11,d} "
                      f"{r['vs_bare']:>7.2f} {scaling:>8} {exchanges_:>12s}  {verdict(r, largest)}".rstrip())
     for r in rows:
         if "vs_baseline" in r and r["window"] in STATEMENTS:
@@ -325,7 +351,8 @@ def main(args) -> int:
           flush=True)
     folder = Path(tempfile.mkdtemp(prefix="window-oracle-bench-"))
     try:
-        timings = measure(spark, sizes, keys, windows, folder, repeat=getattr(args, "repeat", None) or 2)
+        timings = measure(spark, sizes, keys, windows, folder, repeat=getattr(args, "repeat", None) or 2,
+                          trace_frame=bool(getattr(args, "trace_frame", False)))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     rows = summary(timings, windows)

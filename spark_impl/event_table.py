@@ -391,10 +391,12 @@ def _describe(problem, order_col: str, time_col: str, trace_col: str | None, unt
 # --------------------------------------------------------------------------- a trace frame
 
 
-def check_trace_frame(trace_df: DataFrame) -> None:
+def check_trace_frame(trace_df: DataFrame) -> bool:
     """Raise `InvalidFrame` for the first problem of a trace frame (the input of
     `apply_window`), naming the column, the trace and the value: what the
-    oracle refuses in a trace, in two Spark jobs.
+    oracle refuses in a trace, in two Spark jobs. Returns whether the frame
+    holds a `jump` item (found by the first job: a plan for input without
+    jumps is cheaper).
 
     * per trace (one aggregate): a kind that is null or not one of `KINDS`, an
       event without an id, an id twice, a clock further than 2^62 ms from 0,
@@ -415,15 +417,19 @@ def check_trace_frame(trace_df: DataFrame) -> None:
         F.expr("max(time) FILTER (WHERE kind = 'start')").alias("start_time"),
         F.expr("min_by(time, seq) FILTER (WHERE kind <> 'start')").alias("first_time"),
         F.expr("min(seq) FILTER (WHERE kind <> 'start')").alias("first_seq"),
+        F.expr("count(1) FILTER (WHERE kind = 'jump')").alias("jumps"),
     )
-    problems = per_trace.where(
-        "bad_kind_seq IS NOT NULL OR no_id_seq IS NOT NULL OR ids <> distinct_ids OR far_seq IS NOT NULL "
-        "OR starts > 1 OR start_time > first_time").orderBy("trace_id").limit(1).collect()
-    if not problems:
+    problem = ("bad_kind_seq IS NOT NULL OR no_id_seq IS NOT NULL OR ids <> distinct_ids OR far_seq IS NOT NULL "
+               "OR starts > 1 OR start_time > first_time")
+    # one job: the first trace with a problem, and whether any trace jumps
+    found = per_trace.agg(
+        F.expr(f"min_by(struct(*), trace_id) FILTER (WHERE {problem})").alias("first"),
+        F.expr("coalesce(sum(jumps), 0) > 0").alias("jumps")).first()
+    if found.first is None:
         items = trace_df.where("kind <> 'start'").select("trace_id", "seq", "time")
         check_events(items, order_col="seq", time_col="time", trace_col="trace_id", until=None)
-        return
-    p = problems[0]
+        return found.jumps
+    p = found.first
     where = f"in trace {p.trace_id!r}"
     if p.bad_kind_seq is not None:
         raise InvalidFrame(f"column 'kind' is {p.bad_kind!r} at seq={p.bad_kind_seq} {where}; "

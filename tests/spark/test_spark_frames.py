@@ -477,6 +477,31 @@ def test_apply_window_checks_a_users_trace_frame(spark, what, change, words):
 
 def test_a_good_trace_frame_passes_the_check(spark):
     frame = frames.to_dataframe(spark, GOOD_FRAME)
-    event_table.check_trace_frame(frame)
+    assert event_table.check_trace_frame(frame) is False  # and it holds no jump
     rows = apply_window(frame, "#length(2)").where("side = 'remove'").select("trace_id", "id").collect()
     assert sorted(tuple(r) for r in rows) == [("t1", "E1")]
+
+
+def test_apply_window_plans_for_jumps_only_where_the_frame_holds_one(spark):
+    """The default (`jumps=None`): the check finds whether a trace jumps; a
+    frame without a jump gets the plan made for input without jumps, one with
+    a jump the plan that fires timers at its target."""
+    import re
+
+    def plan(frame) -> str:
+        return re.sub(r"#\d+L?|plan_id=\d+", "", frame._jdf.queryExecution().analyzed().toString())
+
+    window = "#groupwin(k)#time(1 sec)"
+    with_jump = [("t1", Trace([ev("E1", k=1), ev("E2", time=400, k=2), Jump(5000)])),
+                 ("t2", Trace([ev("F1", time=100, k=1)]))]
+    frame = frames.to_dataframe(spark, with_jump)
+    assert event_table.check_trace_frame(frame) is True
+    without = frame.where("kind <> 'jump'")
+    assert plan(apply_window(without, window)) == plan(apply_window(without, window, jumps=False))
+    assert plan(apply_window(without, window)) != plan(apply_window(without, window, jumps=True))
+    assert plan(apply_window(frame, window)) == plan(apply_window(frame, window, jumps=True))
+    for rows in (frame, without):  # the same updates either way
+        assert (sorted(map(tuple, apply_window(rows, window).collect()))
+                == sorted(map(tuple, apply_window(rows, window, validate=False).collect())))
+    removed = apply_window(frame, window).where("side = 'remove'").select("id", "time").collect()
+    assert sorted(map(tuple, removed)) == [("E1", 5000), ("E2", 5000)]  # both leave at the jump's target
