@@ -436,55 +436,43 @@ class _Plan:
         """The state of a post's rows read together: Esper's aggregators enter
         the post's new events, then leave its old ones; every leave is of an
         entered event, so a count never goes below 0 and reaches 0 only at a
-        post's end, where the group is empty. So the state after a post is the
-        group's running sums through it, and the state before is the state
-        after the group's previous post. A total is reset where the count
-        after a post is 0: its running sum less the sum at the last such post.
-
-        Where each (post, group) gives one row (`group_rows`), the post's rows
-        become one first (a hash aggregate of their signed values by group and
-        post: the rows arrive partitioned by a group's columns, so it moves
-        nothing), the least place of its rows the group's first row's; then
-        one ordering of those rows by post, the running sums in one pass, the
-        previous post's (`lag`) and the resets' in a second. Otherwise every
-        row keeps its own: the post's rows are peers (`RANGE`), the running
-        sums through the post the state after it."""
+        post's end, where the group is empty. One ordering by post, its rows
+        peers (`RANGE`): the running sums through the post are the state after
+        it, the post's own (`CURRENT ROW AND CURRENT ROW`) taken from them the
+        state before; the last row of the post in that order (`row_number` =
+        the rows through the post) is the group's one row, the least place of
+        the post's rows the group's first row's. A total is reset where the
+        count after a post is 0: its running sum less the sum at the last
+        such post (a second pass, over the one rows where `group_rows`)."""
         group = self._group()
+        window = f"PARTITION BY {group} ORDER BY {self.post_order}"
+        through = f"OVER ({window} RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+        own = f"OVER ({window} RANGE BETWEEN CURRENT ROW AND CURRENT ROW)"
         sums = {f"#p{i}": f"CASE WHEN `#gate{i}` THEN `#sign` ELSE 0 END" for i in counted}
         sums.update({f"#c{i}": f"CASE WHEN `#gate{i}` {_FINITE.format(i=i) if i in doubles else ''} "
                                f"THEN `#sign` * `#v{i}` ELSE 0 END" for i in summed})
         sums.update({f"#q{q}{i}": f"CASE WHEN `#gate{i}` THEN {step.format(i=i)} ELSE 0 END"
                      for i in doubles for q, step in _NON_FINITE.items()})
+        columns = [f"sum({step}) {through} AS `{name}`" for name, step in sums.items()]
+        if group_rows:
+            columns += ["row_number() OVER ({window}) AS `#rn`".format(window=window), f"count(*) {through} AS `#rs`",
+                        f"min(named_struct('r', `#sr`, 'd', slot_due, 's', slot, 'p', pos)) {own} AS `#place`"]
+        rows = rows.selectExpr("*", *columns)
         reset = {f"{c}{i}": f"`#p{i}` = 0" for i in summed for c in ("#c", *(f"#q{q}" for q in _NON_FINITE if i in doubles))}
         after = {f"n{i}": f"`#p{i}`" for i in counted}
         after.update({f"t{i}": _total(i, i in doubles) for i in summed})
         if not group_rows:
-            window = f"PARTITION BY {group} ORDER BY {self.post_order}"
-            through = f"OVER ({window} RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
-            rows = rows.selectExpr("*", *(f"sum({step}) {through} AS `{name}`" for name, step in sums.items()))
             if reset:  # the sums at the last post that left the group empty
                 rows = rows.selectExpr("*", *(f"last_value(CASE WHEN {empty} THEN `{name}` END, true) {through} "
                                               f"AS `{name}r`" for name, empty in reset.items()))
             return rows.selectExpr("*", *(f"{v} AS `#a{name}`" for name, v in after.items()))
-        # one row per (group, post): its signed values summed, its first row's place, the rest as any of its rows
-        keys = [k.strip("`") for k in self.keys]
-        posts = list(dict.fromkeys([*(c.strip("`") for c in self.post), "#pd", "#ps", "#pm"]))  # the place's too
-        sets = [i for i, node in enumerate(self.aggregates) if node.function in _SET_FUNCTIONS]
-        carried = [c for c in (*(f"#{xy}{i}" for i in sets for xy in "xy"), *self._properties())
-                   if c in rows.columns and c not in keys and c not in posts]
-        rows = rows.groupBy("trace_id", *keys, *posts).agg(
-            *(F.expr(f"sum({step})").alias(f"#d{name}") for name, step in sums.items()),
-            F.expr("min(named_struct('r', `#sr`, 'd', slot_due, 's', slot, 'p', pos))").alias("#place"),
-            *(F.expr(f"first({quoted(c)})").alias(c) for c in carried))
-        rows = rows.selectExpr(
-            "*", "true AS `#row`", "`#place`.r AS `#sr`", "`#place`.d AS slot_due", "`#place`.s AS slot",
-            "`#place`.p AS pos", "`#place`.d AS `#fd`", "`#place`.s AS `#fs`",
+        rows = rows.where("`#rn` = `#rs`").selectExpr(
+            "*", "true AS `#row`", "`#place`.d AS `#fd`", "`#place`.s AS `#fs`",
             f"shiftleft(CAST(`#place`.r AS BIGINT), 61) + `#place`.p AS `#fp`")
-        in_order = f"PARTITION BY {group} ORDER BY {self.post_order}"
-        running = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND "
-        rows = rows.selectExpr("*", *(f"sum(`#d{name}`) {running}CURRENT ROW) AS `{name}`" for name in sums))
-        # the previous row is the previous post: its sums the state before this one
-        rows = rows.selectExpr("*", *(f"lag(`{name}`) OVER ({in_order}) AS `{name}l`" for name in sums), *(
+        # one row per post now: the previous row is the previous post, its sums the state before this one
+        running = f"OVER (PARTITION BY {group} ORDER BY {self.post_order} ROWS BETWEEN UNBOUNDED PRECEDING AND "
+        rows = rows.selectExpr("*", *(f"lag(`{name}`) OVER (PARTITION BY {group} ORDER BY {self.post_order}) AS `{name}l`"
+                                      for name in sums), *(
             f"last_value(CASE WHEN {empty} THEN `{name}` END, true) {running}{end}) AS `{name}{suffix}`"
             for name, empty in reset.items() for end, suffix in (("CURRENT ROW", "r"), ("1 PRECEDING", "rb"))))
         before = {f"n{i}": f"coalesce(`#p{i}l`, 0)" for i in counted}
