@@ -8,6 +8,8 @@
                  [--impl MODULE:FUNCTION] [--report FILE.json]
     difftest expect CASE.json [--write]
     difftest expect --window CLAUSE [--dialect D] [--time FIELD] [--until MS] EVENTS.jsonl|EVENTS.csv
+    difftest show CASE.json [--engine oracle|spark|both] [--out FILE.svg|FILE.png]
+    difftest explain CASE.json
 
 Each subcommand is a pair of functions: `add_<name>(subparsers)` declares its
 arguments and `cmd_<name>(args) -> exit code` runs it; `SUBCOMMANDS` lists the
@@ -335,9 +337,63 @@ def _csv_value(text: str) -> Any:
     return text
 
 
+# --------------------------------------------------------------------------- show, explain
+
+
+def add_show(subparsers) -> None:
+    p = subparsers.add_parser(
+        "show", help="a case as a timeline picture: expected above actual, the first difference marked",
+        description="Draw a case: the clock with the trace's advance and jump items, a lane per event (grouped by "
+                    "sub-window; a lane per key for a CCL keyed window; panes for eKuiper), a bar from the update "
+                    "that inserted each event to the one that removed it, rows that are not events as a table, "
+                    "the case's expected output above each engine's, the first difference highlighted. SVG (hover: "
+                    "the oracle's reason for each row) or PNG with --out; printed to the terminal without.",
+    )
+    p.add_argument("path", type=Path, metavar="CASE.json")
+    p.add_argument("--engine", choices=ENGINE_NAMES, default="oracle", help="engine(s) to run (default: oracle)")
+    p.add_argument("--out", type=Path, metavar="FILE.svg|FILE.png", help="write the picture here (needs matplotlib)")
+    p.set_defaults(handler=cmd_show)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from difftest import show
+
+    if args.out is not None and args.out.suffix.lower() not in (".svg", ".png"):
+        raise UsageError(f"--out {args.out}: the picture's file must end in .svg or .png")
+    case, has_expected = show.check_case(args.path)
+    picture = show.case_picture(case, has_expected, args.engine)
+    if args.out is None:
+        Printer(sys.stdout).lines(show.picture_lines(picture))
+    else:
+        from difftest import draw
+
+        draw.render(picture, args.out)
+        print(f"wrote {args.out}")
+    return 1 if any(p.difference is not None for p in picture.panels) else 0
+
+
+def add_explain(subparsers) -> None:
+    p = subparsers.add_parser(
+        "explain", help="the oracle's updates for a case, each row with the rule that posted it",
+        description="Print each update the oracle posts for a case's input, each row with its reason: the rule "
+                    "of the window that posted it, a phrase of the window's docstring. Reasons are the oracle's "
+                    "and no part of any comparison.",
+    )
+    p.add_argument("path", type=Path, metavar="CASE.json")
+    p.set_defaults(handler=cmd_explain)
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from difftest import show
+
+    case, _ = show.check_case(args.path)
+    Printer(sys.stdout).lines(show.explain_lines(case))
+    return 0
+
+
 # --------------------------------------------------------------------------- main
 
-SUBCOMMANDS = (add_replay, add_bench, add_run, add_expect)
+SUBCOMMANDS = (add_replay, add_bench, add_run, add_expect, add_show, add_explain)
 
 
 def build_parser() -> argparse.ArgumentParser:
