@@ -89,7 +89,15 @@ def add_replay(subparsers) -> None:
                    help="replay against your implementation (shaped like spark_impl.apply_window) instead of "
                         "an engine; with --engine both, beside the oracle")
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the results as JSON")
+    add_pictures_option(p, "each failing case's picture (expected above actual) goes to DIR; by default only a "
+                           "failing saved finding's (a case in a folder named found), beside it")
     p.set_defaults(handler=cmd_replay)
+
+
+def add_pictures_option(p, what: str) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--pictures", type=Path, metavar="DIR", help=what + " (SVG; needs matplotlib)")
+    group.add_argument("--no-pictures", action="store_true", help="draw no pictures")
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -105,7 +113,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     results = replay.replay(args.paths, engines)
     if not results:
         raise UsageError(f"no case files (*.json) found in {', '.join(map(str, args.paths))}")
-    Printer(sys.stdout).lines(replay.text_lines(results, [e.name for e in engines]))
+    lines = replay.text_lines(results, [e.name for e in engines])
+    if not args.no_pictures:
+        drawn = replay.draw_failures(results, args.pictures)
+        lines[-1:-1] = [(f"picture of {case}: {picture}", "red") for case, picture in drawn.items()]
+    Printer(sys.stdout).lines(lines)
     write_report(args.report, replay.report_json(results, args.engine))
     return replay.Totals.of(results).exit_code()
 
@@ -201,6 +213,8 @@ def add_run(subparsers) -> None:
     p.add_argument("--found-dir", type=Path, default=Path("corpus/found"), metavar="DIR",
                    help="where minimal disagreeing cases are saved (default: corpus/found)")
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the results as JSON")
+    add_pictures_option(p, "each saved case's picture (the oracle's output above the implementation's) goes to "
+                           "DIR (default: beside the saved case)")
     p.set_defaults(handler=cmd_run)
 
 
@@ -216,7 +230,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     session = load_spark("spark_impl.session", "get_spark")()
     impl = runner.ImplUnderTest(runner.load_impl(args.impl), session, args.impl)
     run = runner.Runner(impl, dialect=dialects[0], batch_size=args.batch_size, found_dir=args.found_dir,
-                        seed=seed, in_flight=args.in_flight)
+                        seed=seed, in_flight=args.in_flight, pictures=not args.no_pictures,
+                        pictures_dir=args.pictures)
     with progress_bar(sys.stdout, len(targets) * args.examples) as advance:
         run.on_batch = lambda kind, result: advance(kind, len(result.results))
         if not sys.stdout.isatty():  # a log or CI: a line per kind as it finishes, not silence

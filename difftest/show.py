@@ -45,7 +45,11 @@ def read_case(path: Path) -> tuple[Case, bool]:
     has_expected = isinstance(raw, dict) and "expected" in raw
     if isinstance(raw, dict):
         raw.setdefault("expected", [])
-    return case_from_json(raw, path), has_expected
+    try:
+        return case_from_json(raw, path), has_expected
+    except WindowOracleError as exc:
+        text = str(exc)
+        raise CaseError(text if text.startswith(str(path)) else f"{path}: {text}") from None
 
 
 def case_picture(case: Case, has_expected: bool, engine: str = "oracle",
@@ -139,7 +143,7 @@ def picture_lines(picture: Picture) -> list[tuple[str, str | None]]:
 def _panel_lines(picture: Picture, panel) -> list[tuple[str, str | None]]:
     out: list[tuple[str, str | None]] = []
     steps = list(panel.steps)
-    diff = panel.difference.index if panel.difference is not None else None
+    diff = panel.highlight
     for tick in picture.ticks:
         if tick.kind != "event":
             out.append((f"   -- item {tick.index}: {tick.label}" + (f" (from {tick.before})" if tick.kind == "jump" else ""),

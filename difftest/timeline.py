@@ -138,6 +138,7 @@ class Panel:
     difference: Difference | None = None
     lanes_from: str | None = None  # "the window alone (oracle)" where the lanes are not the panel's own
     explained: tuple[Explained, ...] | None = None  # the oracle's reasons, where the panel is the oracle's output
+    highlight: int | None = None  # the update marked as the first difference (in every panel)
 
 
 @define
@@ -400,8 +401,8 @@ def picture_of(spec: WindowSpec, trace: Trace, outputs: Sequence[Output], title:
     lane_output = None
     if lanes_spec(spec) is not spec:
         inner = lanes_spec(spec)
-        lane_output = Output("window", tuple(e.update for e in explain(inner, trace)) if inner else (),
-                             tuple(explain(inner, trace)) if inner else None)
+        explained = tuple(explain(inner, trace)) if inner is not None else None
+        lane_output = Output("window", tuple(e.update for e in explained or ()), explained)
     columns = _columns(ticks, [o.updates for o in outputs] + ([lane_output.updates] if lane_output else []))
     times = [t for t, _, _ in columns]
     base = times[0] if times and max(abs(t) for t in times) >= LARGE_CLOCK else 0
@@ -419,7 +420,11 @@ def picture_of(spec: WindowSpec, trace: Trace, outputs: Sequence[Output], title:
         panel = _panel(picture, name, output, spec, trace, lane_output)
         if i:
             panel.difference = compare(first, output.updates)
+            panel.highlight = panel.difference.index if panel.difference is not None else None
         picture.panels.append(panel)
+    found = [p.highlight for p in picture.panels if p.highlight is not None]
+    if found and picture.panels:
+        picture.panels[0].highlight = min(found)
     return picture
 
 
