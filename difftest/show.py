@@ -93,15 +93,6 @@ def _spark(spec, case: Case) -> tuple[Update, ...]:
     return outcome
 
 
-def draw_case(path: Path, out: Path, engine: str = "oracle") -> Picture:
-    from difftest import draw
-
-    case, has_expected = read_case(path)
-    picture = case_picture(case, has_expected, engine)
-    draw.render(picture, out)
-    return picture
-
-
 def picture_file(case_path: Path, actual: Sequence[tuple[str, Sequence[Update]]], directory: Path | None = None,
                  suffix: str = ".svg") -> Path | None:
     """Draw a saved case (expected and `actual`) beside it, or in `directory`;
@@ -201,5 +192,5 @@ def check_case(path: Path) -> tuple[Case, bool]:
     return case, has_expected
 
 
-__all__ = ["CaseError", "case_picture", "check_case", "draw_case", "explain_lines", "picture_file", "picture_lines",
+__all__ = ["CaseError", "case_picture", "check_case", "explain_lines", "picture_file", "picture_lines",
            "read_case"]
