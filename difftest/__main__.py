@@ -8,6 +8,8 @@
                  [--impl MODULE:FUNCTION] [--report FILE.json]
     difftest expect CASE.json [--write]
     difftest expect --window CLAUSE [--dialect D] [--time FIELD] [--until MS] EVENTS.jsonl|EVENTS.csv
+    difftest show CASE.json [--engine oracle|spark|both] [--out FILE.svg|FILE.png]
+    difftest explain CASE.json
 
 Each subcommand is a pair of functions: `add_<name>(subparsers)` declares its
 arguments and `cmd_<name>(args) -> exit code` runs it; `SUBCOMMANDS` lists the
@@ -87,7 +89,15 @@ def add_replay(subparsers) -> None:
                    help="replay against your implementation (shaped like spark_impl.apply_window) instead of "
                         "an engine; with --engine both, beside the oracle")
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the results as JSON")
+    add_pictures_option(p, "each failing case's picture (expected above actual) goes to DIR; by default only a "
+                           "failing saved finding's (a case in a folder named found), beside it")
     p.set_defaults(handler=cmd_replay)
+
+
+def add_pictures_option(p, what: str) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--pictures", type=Path, metavar="DIR", help=what + " (SVG; needs matplotlib)")
+    group.add_argument("--no-pictures", action="store_true", help="draw no pictures")
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -103,7 +113,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     results = replay.replay(args.paths, engines)
     if not results:
         raise UsageError(f"no case files (*.json) found in {', '.join(map(str, args.paths))}")
-    Printer(sys.stdout).lines(replay.text_lines(results, [e.name for e in engines]))
+    lines = replay.text_lines(results, [e.name for e in engines])
+    if not args.no_pictures:
+        drawn = replay.draw_failures(results, args.pictures)
+        lines[-1:-1] = [(f"picture of {case}: {picture}", "red") for case, picture in drawn.items()]
+    Printer(sys.stdout).lines(lines)
     write_report(args.report, replay.report_json(results, args.engine))
     return replay.Totals.of(results).exit_code()
 
@@ -201,6 +215,8 @@ def add_run(subparsers) -> None:
     p.add_argument("--found-dir", type=Path, default=Path("corpus/found"), metavar="DIR",
                    help="where minimal disagreeing cases are saved (default: corpus/found)")
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the results as JSON")
+    add_pictures_option(p, "each saved case's picture (the oracle's output above the implementation's) goes to "
+                           "DIR (default: beside the saved case)")
     p.set_defaults(handler=cmd_run)
 
 
@@ -216,7 +232,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     session = load_spark("spark_impl.session", "get_spark")()
     impl = runner.ImplUnderTest(runner.load_impl(args.impl), session, args.impl)
     run = runner.Runner(impl, dialect=dialects[0], batch_size=args.batch_size, found_dir=args.found_dir,
-                        seed=seed, in_flight=args.in_flight)
+                        seed=seed, in_flight=args.in_flight, pictures=not args.no_pictures,
+                        pictures_dir=args.pictures)
     with progress_bar(sys.stdout, len(targets) * args.examples) as advance:
         run.on_batch = lambda kind, result: advance(kind, len(result.results))
         if not sys.stdout.isatty():  # a log or CI: a line per kind as it finishes, not silence
@@ -337,9 +354,63 @@ def _csv_value(text: str) -> Any:
     return text
 
 
+# --------------------------------------------------------------------------- show, explain
+
+
+def add_show(subparsers) -> None:
+    p = subparsers.add_parser(
+        "show", help="a case as a timeline picture: expected above actual, the first difference marked",
+        description="Draw a case: the clock with the trace's advance and jump items, a lane per event (grouped by "
+                    "sub-window; a lane per key for a CCL keyed window; panes for eKuiper), a bar from the update "
+                    "that inserted each event to the one that removed it, rows that are not events as a table, "
+                    "the case's expected output above each engine's, the first difference highlighted. SVG (hover: "
+                    "the oracle's reason for each row) or PNG with --out; printed to the terminal without.",
+    )
+    p.add_argument("path", type=Path, metavar="CASE.json")
+    p.add_argument("--engine", choices=ENGINE_NAMES, default="oracle", help="engine(s) to run (default: oracle)")
+    p.add_argument("--out", type=Path, metavar="FILE.svg|FILE.png", help="write the picture here (needs matplotlib)")
+    p.set_defaults(handler=cmd_show)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from difftest import show
+
+    if args.out is not None and args.out.suffix.lower() not in (".svg", ".png"):
+        raise UsageError(f"--out {args.out}: the picture's file must end in .svg or .png")
+    case, has_expected = show.check_case(args.path)
+    picture = show.case_picture(case, has_expected, args.engine)
+    if args.out is None:
+        Printer(sys.stdout).lines(show.picture_lines(picture))
+    else:
+        from difftest import draw
+
+        draw.render(picture, args.out)
+        print(f"wrote {args.out}")
+    return 1 if any(p.difference is not None for p in picture.panels) else 0
+
+
+def add_explain(subparsers) -> None:
+    p = subparsers.add_parser(
+        "explain", help="the oracle's updates for a case, each row with the rule that posted it",
+        description="Print each update the oracle posts for a case's input, each row with its reason: the rule "
+                    "of the window that posted it, a phrase of the window's docstring. Reasons are the oracle's "
+                    "and no part of any comparison.",
+    )
+    p.add_argument("path", type=Path, metavar="CASE.json")
+    p.set_defaults(handler=cmd_explain)
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from difftest import show
+
+    case, _ = show.check_case(args.path)
+    Printer(sys.stdout).lines(show.explain_lines(case))
+    return 0
+
+
 # --------------------------------------------------------------------------- main
 
-SUBCOMMANDS = (add_replay, add_bench, add_run, add_expect)
+SUBCOMMANDS = (add_replay, add_bench, add_run, add_expect, add_show, add_explain)
 
 
 def build_parser() -> argparse.ArgumentParser:

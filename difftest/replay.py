@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import field, frozen
 
 from difftest.compare import Difference, compare
 from difftest.engines import Engine
@@ -42,6 +42,7 @@ class Verdict:
     status: str
     difference: Difference | None = None
     error: str | None = None
+    actual: tuple | None = field(default=None, eq=False, repr=False)  # the engine's updates (a picture's)
 
 
 @frozen
@@ -91,7 +92,7 @@ def _verdict(engine: str, case: Case, outcome) -> Verdict:
     if isinstance(outcome, Exception):
         return Verdict(engine, ERROR, error=str(outcome) or type(outcome).__name__)
     difference = compare(case.expected, outcome)
-    return Verdict(engine, PASS if difference is None else FAIL, difference=difference)
+    return Verdict(engine, PASS if difference is None else FAIL, difference=difference, actual=tuple(outcome))
 
 
 def replay(paths: Sequence[str | Path], engines: Sequence[Engine]) -> list[CaseResult]:
@@ -179,6 +180,23 @@ def _verdict_lines(verdict: Verdict, several: bool) -> list[tuple[str, str | Non
     indent = "    " if several else "  "
     head = [(f"  {label}{lines[0][0]}", STYLES[FAIL])]
     return head + [(indent + text, "red" if differs else None) for text, differs in lines[1:]]
+
+
+def draw_failures(results: Sequence[CaseResult], directory: Path | None) -> dict[Path, Path]:
+    """A picture (expected above each failing engine's output) of each failed
+    case: in `directory`, or (None) beside the case when it is a saved finding
+    (in a folder named `found`). Case path -> picture path, for those drawn."""
+    from difftest.show import picture_file
+
+    drawn = {}
+    for result in results:
+        if result.status != FAIL or (directory is None and result.path.parent.name != "found"):
+            continue
+        actual = [(v.engine, v.actual) for v in result.verdicts if v.status == FAIL and v.actual is not None]
+        picture = picture_file(result.path, actual, directory)
+        if picture is not None:
+            drawn[result.path] = picture
+    return drawn
 
 
 def report_json(results: Sequence[CaseResult], engine: str) -> dict[str, Any]:

@@ -271,6 +271,7 @@ class KindStats:
     known: dict[str, int] = field(factory=dict)
     seconds: float = 0.0
     found: list[str] = field(factory=list)
+    pictures: list[str] = field(factory=list)  # the saved cases' pictures
     windows: set[str] = field(factory=set)  # the distinct windows drawn
 
     @property
@@ -296,7 +297,7 @@ class KindStats:
                 "error": self.error, "unsupported": self.unsupported, "unsupported_reason": self.unsupported_reason,
                 "reasons": self.reasons, "events": self.events,
                 "updates_compared": self.updates, "rejected": self.rejected, "mismatches": self.mismatches, "known_differences": self.known,
-                "seconds": round(self.seconds, 3), "found": self.found}
+                "seconds": round(self.seconds, 3), "found": self.found, "pictures": self.pictures}
 
 
 # --------------------------------------------------------------------------- saving a found case
@@ -419,6 +420,8 @@ class Runner:
     stats: list[KindStats] = field(factory=list)
     done_log: list[tuple[float, int]] = field(factory=list)  # (clock when judged, traces) per batch
     dialects: list[str] = field(factory=list)  # the dialects the run's targets drew
+    pictures: bool = True  # draw each saved case (expected above actual), `difftest.show.picture_file`
+    pictures_dir: Path | None = None  # where (None: beside the saved case)
 
     def kind_seed(self, target: Target) -> int:
         """The seed of one target's draws: the run's seed mixed with the dialect and
@@ -519,6 +522,12 @@ class Runner:
         path = save_found(minimal, result, self.found_dir, self.impl.name, note=seed)
         stats.found.append(str(path))
         stats.reasons.append(minimal.describe())
+        if self.pictures and minimal.actual is not None:
+            from difftest.show import picture_file
+
+            picture = picture_file(path, [(self.impl.name, minimal.actual)], self.pictures_dir)
+            if picture is not None:
+                stats.pictures.append(str(picture))
 
     def run(self, targets_: Sequence[Target], examples: int, budget: float | None) -> list[KindStats]:
         start = time.perf_counter()
@@ -623,6 +632,8 @@ def table_lines(stats: Sequence[KindStats], totals: dict[str, Any]) -> list[tupl
         for path, reason in zip(s.found, s.reasons):
             lines.append((f"{s.kind}: saved the minimal disagreeing case to {path}", "red"))
             lines.extend((f"  {line}", "red") for line in reason.splitlines())
+        for picture in s.pictures:
+            lines.append((f"{s.kind}: its picture (expected above actual): {picture}", "red"))
     return lines
 
 

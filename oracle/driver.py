@@ -37,6 +37,10 @@ from oracle.model import (
 )
 from oracle.windows import make_window
 from oracle.windows.base import Delivery, EventError, Post, Window
+from oracle.windows.reasons import Reasons
+
+#: the driver's own rule: an item the window never sees
+REASONS = Reasons(rejected="where the spec rejects bad items, is one update with its error")
 
 
 def run(spec: WindowSpec, trace: Trace) -> tuple[Update, ...]:
@@ -96,7 +100,7 @@ class Driver:
                     raise InvalidTrace(problem, index)
                 if item.time is not None:
                     self.walk(index, item.time)
-                self.unit(index, self.clock, [Post(error=problem)])
+                self.unit(index, self.clock, [Post(error=problem, why=REASONS.rejected)])
                 return
             if item.time is not None:
                 self.walk(index, item.time)

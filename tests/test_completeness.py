@@ -167,3 +167,50 @@ def test_every_engines_statement_rules_run_on_both_engines():
         assert callable(family_of(example).posts)
         (dialect,) = [d for d in IMPLEMENTED if writes(example, d)]
         assert parse(render(example, dialect), dialect, settings(example, dialect)) == example
+
+
+# --------------------------------------------------------------------------- reasons
+
+def _window_classes() -> set[type]:
+    """Every oracle window class a spec can build (statements by their rules)."""
+    from oracle.windows import STATEMENT_WINDOWS, derived, panes
+
+    found = {cls for cls in WINDOW_CLASSES.values() if isinstance(cls, type)}
+    found |= set(derived.WINDOWS.values()) | set(panes.WINDOWS.values())
+    found |= {cls for cls in STATEMENT_WINDOWS.values() if isinstance(cls, type)}
+    return found
+
+
+#: windows that post only rows other windows posted, with those windows' reasons
+PASSES_REASONS_ON = {"GroupWinWindow"}
+
+
+def _plain(text: str) -> str:
+    """Docstring text as a phrase is matched against it: no markup, one space, lower case."""
+    return " ".join(text.replace("`", "").replace("*", "").split()).lower()
+
+
+@pytest.mark.parametrize("cls", sorted(_window_classes(), key=lambda c: c.__name__), ids=lambda c: c.__name__)
+def test_every_window_has_a_reason_table_from_its_docstring(cls):
+    """Each window names the rules behind its posts in one table (`REASONS`),
+    each phrase words of its docstring (the class's or its module's)."""
+    import sys
+
+    from oracle.windows.reasons import Reasons
+
+    if cls.__name__ in PASSES_REASONS_ON:
+        assert "REASONS" not in vars(cls)
+        return
+    table = getattr(cls, "REASONS", None)
+    assert isinstance(table, Reasons), f"{cls.__name__} has no reason table"
+    owner = table.owner
+    doc = _plain((owner.__doc__ or "") + " " + (sys.modules[owner.__module__].__doc__ or ""))
+    missing = {rule: phrase for rule, phrase in table.phrases.items() if _plain(phrase) not in doc}
+    assert not missing, f"{owner.__name__}: phrases not in its docstring: {missing}"
+
+
+def test_the_drivers_reason_comes_from_its_docstring():
+    import oracle.driver
+
+    doc = _plain(oracle.driver.__doc__)
+    assert all(_plain(phrase) in doc for phrase in oracle.driver.REASONS.phrases.values())

@@ -49,21 +49,25 @@ class Post:
     derived-value window posts instead of events (or a query's output rows
     over a pane); `error`, the message of an item the window rejected (then
     nothing else); `window`, the bounds of the pane a pane window emits (its
-    rows are `insert`).
+    rows are `insert`); `why`, the rule that posted the rows
+    (`oracle.windows.reasons`: the oracle's explanation, not part of the
+    post's value, so equality ignores it).
 
     A plain slotted value class rather than an attrs one: windows make one per
     event, and this is the oracle's hottest allocation."""
 
-    __slots__ = ("insert", "remove", "update", "values", "error", "window")
+    __slots__ = ("insert", "remove", "update", "values", "error", "window", "why")
 
     def __init__(self, insert: Sequence[Event] = (), remove: Sequence[Event] = (), update: Sequence[Event] = (),
-                 values: DerivedValues | None = None, error: str | None = None, window: Pane | None = None):
+                 values: DerivedValues | None = None, error: str | None = None, window: Pane | None = None,
+                 why: Any = None):
         self.insert: tuple[Event, ...] = insert if type(insert) is tuple else tuple(insert)
         self.remove: tuple[Event, ...] = remove if type(remove) is tuple else tuple(remove)
         self.update: tuple[Event, ...] = update if type(update) is tuple else tuple(update)
         self.values = values
         self.error = error
         self.window = window
+        self.why = why
 
     def _fields(self) -> tuple:
         return self.insert, self.remove, self.update, self.values, self.error, self.window

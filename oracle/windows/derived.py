@@ -56,6 +56,7 @@ from typing import Any
 from oracle.errors import UnsupportedWindow
 from oracle.model import Correl, DerivedValues, Event, Linest, Size, Uni, WeightedAvg
 from oracle.windows.base import Delivery, EventError, Post, Window, WindowBase
+from oracle.windows.reasons import Reasons
 
 NAN = float("nan")
 
@@ -93,6 +94,10 @@ def _number(event: Event, name: str, kind: str) -> float | None:
 class DerivedWindow(WindowBase):
     """The shared rules (module docstring); a subclass keeps its statistic
     (`add`, `remove`, `fields`) and says whether it `posts` a call."""
+
+    REASONS = Reasons(new="one row as new, the current values",
+                      old="one row as old, the row it posted last",
+                      first="the very first time, the values before the call")
 
     def __init__(self, spec, now: int):
         self.spec = spec
@@ -149,9 +154,12 @@ class DerivedWindow(WindowBase):
             self.remove(event)
         if not self.posts(before, self.fields()):
             return None
+        first = self.last_row is None
         new_row = self.row()
         self.last_row = new_row
-        return Post(values=DerivedValues([new_row], [old_row]))
+        return Post(values=DerivedValues([new_row], [old_row]),
+                    why={"values.insert": self.REASONS.new,
+                         "values.remove": self.REASONS.first if first else self.REASONS.old})
 
     def derive(self, posts: Sequence[Post]) -> list[Post]:
         return [values for post in posts if (values := self.call(post)) is not None]
@@ -171,7 +179,7 @@ class DerivedWindow(WindowBase):
     def on_event(self, event: Event, now: int) -> list[Post]:
         self.check(event)
         if self.source is None:
-            return self.derive([Post((event,))])
+            return self.derive([Post((event,))])  # the stream itself: no rule of a window
         return self.derive(self.source.on_event(event, now))
 
     def next_timer(self) -> int | None:

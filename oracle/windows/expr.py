@@ -41,6 +41,7 @@ from oracle.model import (
     expression_names,
 )
 from oracle.windows.base import EventError, Post, WindowBase
+from oracle.windows.reasons import Reasons
 from oracle.windows.values import JAVA, Values, is_number, need_number
 
 
@@ -153,16 +154,22 @@ class ExprWindow(_ExpressionWindow):
       A `set` of other variables posts nothing.
     """
 
+    REASONS = Reasons(arrival="new = [arrival]",
+                      expired="false or null: the oldest expires",
+                      set="a set item that changes a variable the expiry reads")
+
     def __init__(self, spec: Expr, now: int):
         super().__init__(spec.expiry)
         self.held: deque[tuple[int, Event]] = deque()
 
     def on_event(self, event: Event, now: int) -> list[Post]:
         self.held.append((now, event))
-        return [Post((event,), self._expire())]
+        return [Post((event,), self._expire(), why={"insert": self.REASONS.arrival, "remove": self.REASONS.expired})]
 
     def on_set(self, values: Mapping[str, Any], now: int) -> list[Post]:
-        return [Post((), self._expire())] if self.reads_changed(values) else []
+        if not self.reads_changed(values):
+            return []
+        return [Post((), self._expire(), why=self.REASONS.expired.via(self.REASONS.set))]
 
     def _expire(self) -> tuple[Event, ...]:
         expired: list[Event] = []
@@ -208,6 +215,10 @@ class ExprBatchWindow(_ExpressionWindow):
     * No timers. `contents()`: the last released batch (as `#length_batch`).
     """
 
+    REASONS = Reasons(released="true: the batch is released",
+                      previous="old = the previous released batch",
+                      set="a set item changing a variable the expiry reads")
+
     def __init__(self, spec: ExprBatch, now: int):
         super().__init__(spec.expiry)
         self.include_trigger = spec.include_trigger
@@ -231,7 +242,7 @@ class ExprBatchWindow(_ExpressionWindow):
 
     def on_set(self, values: Mapping[str, Any], now: int) -> list[Post]:
         if self.reads_changed(values) and self._holds(None):
-            return self._release(len(self.buffer))
+            return self._release(len(self.buffer), self.REASONS.set)
         return []
 
     def _holds(self, event: Event | None) -> bool:
@@ -240,10 +251,11 @@ class ExprBatchWindow(_ExpressionWindow):
         scope = Scope(event, builtins, self.oldest_event, self.newest_event, self.variables, self.buffer)
         return holds(self.expiry, scope)
 
-    def _release(self, count: int) -> list[Post]:
+    def _release(self, count: int, cause=None) -> list[Post]:
         batch = tuple(self.buffer[:count])
         del self.buffer[:count]
-        post = Post(batch, self.last_batch)
+        post = Post(batch, self.last_batch, why={"insert": self.REASONS.released.via(cause),
+                                                 "remove": self.REASONS.previous.via(cause)})
         self.last_batch = batch
         if self.buffer:
             self.oldest_event = self.buffer[0]

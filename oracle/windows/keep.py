@@ -7,6 +7,7 @@ from collections.abc import Collection
 
 from oracle.model import Event, FirstEvent, KeepAll, LastEvent
 from oracle.windows.base import Post, WindowBase
+from oracle.windows.reasons import Reasons
 
 
 class KeepAllWindow(WindowBase):
@@ -15,12 +16,14 @@ class KeepAllWindow(WindowBase):
     * Arrival: kept and posted as new, with no old data. Nothing ever leaves.
     """
 
+    REASONS = Reasons(arrival="kept and posted as new")
+
     def __init__(self, spec: KeepAll, now: int):
         self.events: list[Event] = []
 
     def on_event(self, event: Event, now: int) -> list[Post]:
         self.events.append(event)
-        return [Post((event,))]
+        return [Post((event,), why=self.REASONS.arrival)]
 
     def discard(self, gone: Collection[Event]) -> None:
         self.events = [e for e in self.events if e not in gone]
@@ -37,6 +40,8 @@ class FirstEventWindow(WindowBase):
       dropped silently (no update).
     """
 
+    REASONS = Reasons(first="the first arrival is kept and posted as new")
+
     def __init__(self, spec: FirstEvent, now: int):
         self.first: Event | None = None
 
@@ -44,7 +49,7 @@ class FirstEventWindow(WindowBase):
         if self.first is not None:
             return []
         self.first = event
-        return [Post((event,))]
+        return [Post((event,), why=self.REASONS.first)]
 
     def discard(self, gone: Collection[Event]) -> None:
         if self.first in gone:
@@ -62,13 +67,15 @@ class LastEventWindow(WindowBase):
       the first time).
     """
 
+    REASONS = Reasons(arrival="new = [arrival]", replaced="old = [the previous last event]")
+
     def __init__(self, spec: LastEvent, now: int):
         self.last: Event | None = None
 
     def on_event(self, event: Event, now: int) -> list[Post]:
         replaced = (self.last,) if self.last is not None else ()
         self.last = event
-        return [Post((event,), replaced)]
+        return [Post((event,), replaced, why={"insert": self.REASONS.arrival, "remove": self.REASONS.replaced})]
 
     def discard(self, gone: Collection[Event]) -> None:
         if self.last in gone:

@@ -32,7 +32,7 @@ The rules. A row's key is the tuple of its key columns' values
   pushed out (oldest first). Of a key held: strict, an error; lax, an update.
 * **update** of a key held: the stored row is replaced; one post, `update` =
   [the new row]. Of a missing key: strict, an error; lax, an insert.
-* **upsert**: an update of a key held, an insert of a new key (both modes).
+* **upsert: an update of a key held, an insert of a new key (both modes).
 * **delete** of a key held: the stored row leaves; one post, old = [the stored
   row]. Of a missing key: strict, an error; lax, nothing at all.
 * **safedelete**: a delete of a key held; nothing at all for a missing key.
@@ -83,6 +83,7 @@ from typing import Any
 from oracle.model import Event, KeepAll, Keyed
 from oracle.windows.base import Post, Window, WindowBase
 from oracle.windows.keys import key_of
+from oracle.windows.reasons import Reasons, row_reasons
 
 
 class KeyedWindow(WindowBase):
@@ -92,7 +93,20 @@ class KeyedWindow(WindowBase):
     The policy window is handed each row's first version (its *token*) at the
     row's insert and never sees updates; a token it pushes out stands for the
     row stored under the token's key now. A delete takes the token out of the
-    policy quietly (`discard`)."""
+    policy quietly (`discard`). The reasons (module docstring's rules) name
+    the operation; a row the policy posts keeps the policy's reason."""
+
+    REASONS = Reasons(
+        insert="handed to the retention policy as an insert",
+        lax_insert="of a missing key: strict, an error; lax, an insert",
+        upsert_insert="upsert: an update of a key held, an insert of a new key",
+        update="the stored row is replaced",
+        lax_update="of a key held: strict, an error; lax, an update",
+        upsert_update="upsert: an update of a key held",
+        delete="delete of a key held: the stored row leaves",
+        safedelete="safedelete: a delete of a key held",
+        error="an error is one update with `error` naming the operation and the key",
+    )
 
     def __init__(self, spec: Keyed, now: int):
         from oracle.windows import make_window  # the table of window classes holds this module's class
@@ -112,45 +126,52 @@ class KeyedWindow(WindowBase):
     def on_operation(self, op: str, event: Event, now: int) -> list[Post]:
         key = key_of(event, self.keys)
         held = key in self.rows
+        why = self.REASONS
         if op == "upsert" or (self.lax and op in ("insert", "update")):
-            return self._update(key, event) if held else self._insert(key, event, now)
+            if held:
+                return self._update(key, event, why.upsert_update if op == "upsert" else
+                                    why.lax_update if op == "insert" else why.update)
+            return self._insert(key, event, now, why.upsert_insert if op == "upsert" else
+                                why.lax_insert if op == "update" else why.insert)
         if op == "insert":
             return self._error(f"duplicate insert: the window holds key {self._shown(key)} already "
-                               f"(row {self.rows[key].id!r})") if held else self._insert(key, event, now)
+                               f"(row {self.rows[key].id!r})") if held else self._insert(key, event, now, why.insert)
         if op == "update":
-            return self._update(key, event) if held else self._error(f"update of a missing key {self._shown(key)}")
+            return self._update(key, event, why.update) if held else \
+                self._error(f"update of a missing key {self._shown(key)}")
         if op == "safedelete" or (self.lax and op == "delete"):
-            return self._delete(key) if held else []
+            return self._delete(key, why.safedelete if op == "safedelete" else why.delete) if held else []
         if op == "delete":
-            return self._delete(key) if held else self._error(f"delete of a missing key {self._shown(key)}")
+            return self._delete(key, why.delete) if held else self._error(f"delete of a missing key {self._shown(key)}")
         raise AssertionError(f"unknown operation code {op!r}")  # the trace's items are checked before
 
-    def _insert(self, key, event: Event, now: int) -> list[Post]:
+    def _insert(self, key, event: Event, now: int, why) -> list[Post]:
         self.rows[key] = self.tokens[key] = event
         self.key_of_token[event.id] = key
-        return self._translate(self.policy.on_event(event, now))
+        return self._translate(self.policy.on_event(event, now), why)
 
-    def _update(self, key, event: Event) -> list[Post]:
+    def _update(self, key, event: Event, why) -> list[Post]:
         self.rows[key] = event
-        return [Post(update=(event,))]
+        return [Post(update=(event,), why=why)]
 
-    def _delete(self, key) -> list[Post]:
+    def _delete(self, key, why) -> list[Post]:
         row, token = self.rows.pop(key), self.tokens.pop(key)
         del self.key_of_token[token.id]
         self.policy.discard((token,))
-        return [Post(remove=(row,))]
+        return [Post(remove=(row,), why=why)]
 
     def _error(self, message: str) -> list[Post]:
-        return [Post(error=message)]
+        return [Post(error=message, why=self.REASONS.error)]
 
     def _shown(self, key) -> str:
         return "(" + ", ".join(f"{name}={value!r}" for name, value in zip(self.keys, key)) + ")"
 
     # ------------------------------------------------------------------ the policy's posts
 
-    def _translate(self, posts: list[Post]) -> list[Post]:
+    def _translate(self, posts: list[Post], operation=None) -> list[Post]:
         """The policy's posts of tokens as posts of the rows stored now; the
-        rows it pushed out leave the store."""
+        rows it pushed out leave the store. Their reasons are the policy's,
+        an inserted row's after the `operation` that inserted it."""
         out = []
         for post in posts:
             inserted = tuple(self.rows[self.key_of_token[t.id]] for t in post.insert)
@@ -159,7 +180,10 @@ class KeyedWindow(WindowBase):
                 key = self.key_of_token.pop(token.id)
                 del self.tokens[key]
                 removed.append(self.rows.pop(key))
-            out.append(Post(inserted, tuple(removed)))
+            inserts = row_reasons(post, "insert")
+            if operation is not None:
+                inserts = [operation.via(reason) for reason in inserts]
+            out.append(Post(inserted, tuple(removed), why={"insert": inserts, "remove": row_reasons(post, "remove")}))
         return out
 
     def on_timer(self, now: int) -> list[Post]:

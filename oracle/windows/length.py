@@ -11,6 +11,7 @@ from collections.abc import Collection
 
 from oracle.model import Event, FirstLength, Length, LengthBatch
 from oracle.windows.base import Post, WindowBase
+from oracle.windows.reasons import Reasons
 
 
 class LengthWindow(WindowBase):
@@ -22,6 +23,8 @@ class LengthWindow(WindowBase):
     * No timers; nothing leaves except by being pushed out.
     """
 
+    REASONS = Reasons(arrival="the event is appended", pushed="holds n + 1 events the oldest is pushed out")
+
     def __init__(self, spec: Length, now: int):
         self.size = spec.size
         self.events: deque[Event] = deque()
@@ -29,8 +32,9 @@ class LengthWindow(WindowBase):
     def on_event(self, event: Event, now: int) -> list[Post]:
         self.events.append(event)
         if len(self.events) > self.size:
-            return [Post((event,), (self.events.popleft(),))]
-        return [Post((event,))]
+            return [Post((event,), (self.events.popleft(),),
+                         why={"insert": self.REASONS.arrival, "remove": self.REASONS.pushed})]
+        return [Post((event,), why=self.REASONS.arrival)]
 
     def discard(self, gone: Collection[Event]) -> None:
         self.events = deque(e for e in self.events if e not in gone)
@@ -52,6 +56,8 @@ class LengthBatchWindow(WindowBase):
       in the window, so replaying the updates reproduces `contents()`.
     """
 
+    REASONS = Reasons(full="when the batch holds n events", previous="old = the previous batch")
+
     def __init__(self, spec: LengthBatch, now: int):
         self.size = spec.size
         self.batch: list[Event] = []
@@ -61,7 +67,7 @@ class LengthBatchWindow(WindowBase):
         self.batch.append(event)
         if len(self.batch) < self.size:
             return []
-        post = Post(self.batch, self.previous)
+        post = Post(self.batch, self.previous, why={"insert": self.REASONS.full, "remove": self.REASONS.previous})
         self.previous, self.batch = self.batch, []
         return [post]
 
@@ -81,6 +87,8 @@ class FirstLengthWindow(WindowBase):
     * Nothing ever leaves. No timers.
     """
 
+    REASONS = Reasons(kept="arrival while fewer than n are held")
+
     def __init__(self, spec: FirstLength, now: int):
         self.size = spec.size
         self.events: list[Event] = []
@@ -89,7 +97,7 @@ class FirstLengthWindow(WindowBase):
         if len(self.events) >= self.size:
             return []
         self.events.append(event)
-        return [Post((event,))]
+        return [Post((event,), why=self.REASONS.kept)]
 
     def discard(self, gone: Collection[Event]) -> None:
         self.events = [e for e in self.events if e not in gone]

@@ -102,6 +102,7 @@ from attrs import frozen
 from oracle.model import BatchedLength, BatchedTime, Event, LengthUnique
 from oracle.windows.base import Post, WindowBase
 from oracle.windows.keys import key_of
+from oracle.windows.reasons import Reasons
 
 
 @frozen
@@ -137,6 +138,17 @@ class _Item:
 
 class LotsWindow(WindowBase):
     """An Apama window by its `LotRule` (the module docstring states the rules)."""
+
+    REASONS = Reasons(
+        arrival="unbatched: at arrival",
+        grid="an item arriving at a enters at the first grid point at or after a",
+        on_grid="an item arriving exactly on the grid",
+        count_batch="the m-th item since the last batch lets the m in",
+        expired="an item leaves a time window at exactly a + d",
+        expired_grid="batched, at the first grid point at or after a + d",
+        displaced="count retention keeps the newest n of a partition's entered items",
+        hidden="of the items the rest keeps, only the latest per key shows",
+    )
 
     def __init__(self, spec, now: int):
         self._setup(RULES[type(spec)](spec), now)
@@ -238,7 +250,26 @@ class LotsWindow(WindowBase):
         def order(item: _Item):
             return first[item.part], self.parts[item.part], item.seq
 
-        return [Post(tuple(i.event for i in sorted(inserted, key=order)), tuple(i.event for i in sorted(removed, key=order)))]
+        inserted.sort(key=order)
+        removed.sort(key=order)
+        return [Post(tuple(i.event for i in inserted), tuple(i.event for i in removed),
+                     why={"insert": [self._entered_why(i, at) for i in inserted],
+                          "remove": [self._left_why(i, at) for i in removed]})]
+
+    def _entered_why(self, item: _Item, at: int):
+        """The rule that let `item` in at `at`."""
+        if self.rule.batch is not None:
+            return self.REASONS.count_batch
+        if self.rule.period is None:
+            return self.REASONS.arrival
+        return self.REASONS.on_grid if item.time == at else self.REASONS.grid
+
+    def _left_why(self, item: _Item, at: int):
+        """The rule that took `item` out at `at`."""
+        leaves = self._exit(item)
+        if leaves is not None and leaves <= at:
+            return self.REASONS.expired_grid if self.rule.period else self.REASONS.expired
+        return self.REASONS.hidden if item in self.items else self.REASONS.displaced
 
     def _kept(self, at: int) -> list[_Item]:
         """The items that can still show after `at`: waiting ones (that will

@@ -38,6 +38,9 @@ Rules every kind shares:
   window, it filters each pane's rows after the window, and a pane it leaves
   empty is not posted at all (FilterOp returns nothing for an empty
   collection).
+* An error a condition or the query raises (eKuiper's `run Where error:
+  ...`) is posted as the update's `error`, in the place of the row or the
+  pane.
 * Empty panes: tumbling and hopping windows post a pane at every end, rows or
   none (processing time: every tick, before the first row too; event time:
   every end from the first aligned end to the watermark). Sessions never post
@@ -129,6 +132,7 @@ from oracle.model import (
 from oracle.errors import InvalidTrace
 from oracle.windows.base import Delivery, EventError, Post, WindowBase
 from oracle.windows.query import QueryError, Scope, condition_holds, evaluate_query, holds
+from oracle.windows.reasons import Reasons
 
 #: a processing-time tick this late (ms) or more is skipped and the ticks re-aligned
 #: (window_op.go: "If the deviation is less than 50ms, then process it")
@@ -242,6 +246,12 @@ class PaneWindowBase(WindowBase):
     event-time watermark, and turning a pane into a post (post-window WHERE,
     the query)."""
 
+    #: the phrases every pane window's table holds (with its own `pane`)
+    SHARED = dict(late="a row whose event time is below the watermark (equal is accepted) is late",
+                  error="posted as the update's error, in the place of the row or the pane",
+                  query="values the query's output rows")
+    REASONS = Reasons(**SHARED)
+
     delivery = Delivery.UPDATE_PER_POST
 
     def __init__(self, spec: Any, now: int, query: Statement | None = None):
@@ -274,12 +284,13 @@ class PaneWindowBase(WindowBase):
         if not self.spec.event_time:
             admitted = self._admitted(event, now)
             if isinstance(admitted, str):
-                return [Post(error=admitted)]
+                return [Post(error=admitted, why=self.REASONS.error)]
             return self.take(now, event, now) if admitted else []
         ts = self._event_time(event)
         if ts < self.watermark:
             self.late += 1
-            return [Post(error=f"late row: event time {ts} ms is before the watermark {self.watermark} ms")]
+            return [Post(error=f"late row: event time {ts} ms is before the watermark {self.watermark} ms",
+                         why=self.REASONS.late)]
         self.arrivals += 1
         bisect.insort(self.held, (ts, self.arrivals, event), key=lambda h: h[:2])
         self.largest = ts if self.largest is None else max(self.largest, ts)
@@ -294,7 +305,7 @@ class PaneWindowBase(WindowBase):
         for ts, _, row in released:
             admitted = self._admitted(row, ts)
             if isinstance(admitted, str):
-                posts.append(Post(error=admitted))
+                posts.append(Post(error=admitted, why=self.REASONS.error))
             elif admitted:
                 if self.trigger_time is None:  # the first row reaching the window
                     self.trigger_time = ts
@@ -324,8 +335,10 @@ class PaneWindowBase(WindowBase):
 
     # ------------------------------------------------------------------ panes out
 
-    def emit(self, rows: list[tuple[int, Event]], start: int, end: int) -> Post | None:
-        """The post of one pane, or None where nothing reaches the sink."""
+    def emit(self, rows: list[tuple[int, Event]], start: int, end: int, why=None) -> Post | None:
+        """The post of one pane, or None where nothing reaches the sink; `why`
+        the rule that closed it (default: the window's `pane`)."""
+        why = why if why is not None else self.REASONS.pane
         if self.after_where is not None:
             # each row's condition, an aggregate in it reading the whole pane (eKuiper's
             # filter valuer has the row and the pane's aggregates, no window bounds)
@@ -336,7 +349,7 @@ class PaneWindowBase(WindowBase):
                 rows = [r for r, (t, row) in zip(rows, pane_rows)
                         if condition_holds(self.after_where, Scope(row, whole, time=t, times=times), "Where")]
             except QueryError as exc:
-                return Post(error=str(exc))
+                return Post(error=str(exc), why=self.REASONS.error.via(why))
             if not rows:
                 return None
         events = [event for _, event in rows]
@@ -346,11 +359,12 @@ class PaneWindowBase(WindowBase):
             try:
                 out = evaluate_query(self.query, [e.as_dict() for e in events], pane, [t for t, _ in rows])
             except QueryError as exc:
-                return Post(error=str(exc))
+                return Post(error=str(exc), why=self.REASONS.error.via(why))
             if out is None:
                 return None
             values = DerivedValues(insert=out)
-        return Post(insert=tuple(events), window=pane, values=values)
+        return Post(insert=tuple(events), window=pane, values=values,
+                    why={"insert": why, "values.insert": self.REASONS.query.via(why)})
 
     def contents(self) -> list[Event]:
         return [event for _, event in self.rows] + [event for _, _, event in self.held]
@@ -370,6 +384,8 @@ class TumblingWindow(PaneWindowBase):
     at or after the end stay for the next pane. Ends: the aligned end, then
     every `size`. Reported start: the previous end; before the first pane the
     creation time (processing) or the first row's time (event time)."""
+
+    REASONS = Reasons(**PaneWindowBase.SHARED, pane="a pane at every end, the rows with time before it")
 
     def __init__(self, spec: Tumbling, now: int, query: Statement | None = None):
         super().__init__(spec, now, query)
@@ -430,6 +446,8 @@ class HoppingWindow(TumblingWindow):
     time's left bound carries eKuiper's tick delta: `previous trigger + hop -
     size`."""
 
+    REASONS = Reasons(**PaneWindowBase.SHARED, pane="a pane every hop")
+
     def _interval(self) -> int:
         return self.spec.hop
 
@@ -464,6 +482,9 @@ class SlidingWindow(PaneWindowBase):
     watermark); then, while a row newer than the last such row and at most the
     watermark exists, every trigger up to the watermark is handled (a pane, or
     with a delay one scheduled)."""
+
+    REASONS = Reasons(**PaneWindowBase.SHARED, pane="meets the trigger condition (every row without one) triggers a pane",
+                      delayed="with delay D: a pane of [t - size, t + D)")
 
     def __init__(self, spec: Sliding, now: int, query: Statement | None = None):
         super().__init__(spec, now, query)
@@ -512,7 +533,7 @@ class SlidingWindow(PaneWindowBase):
         else:
             content = [r for r in self.rows if left <= r[0] <= right]
         self.rows = [r for r in self.rows if r[0] >= left]
-        return self.emit(content, left, right)
+        return self.emit(content, left, right, self.REASONS.delayed if delay else None)
 
     def next_timer(self) -> int | None:
         return min(self.delayed)[0] if self.delayed else None
@@ -564,6 +585,12 @@ class SessionWindow(PaneWindowBase):
     `max_duration` per row), or when `watermark - last row > timeout`. Its
     start is its first row's time, or after a cut the tick."""
 
+    REASONS = Reasons(**PaneWindowBase.SHARED,
+                      pane="the session ends at the first gap > timeout between consecutive rows",
+                      timeout="when it fires with rows held, the pane of all of them closes at the firing time",
+                      cut="a tick t cuts the session when rows are held and t - first row >= max_duration",
+                      event_cut="or at a check tick passed by a later row")
+
     def __init__(self, spec: Session, now: int, query: Statement | None = None):
         super().__init__(spec, now, query)
         self.order = 0
@@ -587,16 +614,16 @@ class SessionWindow(PaneWindowBase):
                 self.trigger_time = t
         return []
 
-    def scan(self, end: int) -> Post | None:
+    def scan(self, end: int, why=None) -> Post | None:
         content = [r for r in self.rows if r[0] < end]
         self.rows = [r for r in self.rows if r[0] >= end]
         start = self.trigger_time if self.trigger_time is not None and self.trigger_time > 0 else end - self.spec.max_duration
         self.trigger_time = end
-        return self.emit(content, start, end)
+        return self.emit(content, start, end, why)
 
     def check(self, tick: int) -> Post | None:
         if self.rows and tick - self.rows[0][0] >= self.spec.max_duration:
-            return self.scan(tick)
+            return self.scan(tick, self.REASONS.cut)
         return None
 
     def next_timer(self) -> int | None:
@@ -618,7 +645,7 @@ class SessionWindow(PaneWindowBase):
             else:
                 self.timeout_due = None
                 if self.rows:
-                    posts.append(self.scan(now))
+                    posts.append(self.scan(now, self.REASONS.timeout))
                     self.timer = False
         return _posted(posts)
 
@@ -650,7 +677,7 @@ class SessionWindow(PaneWindowBase):
         while end is not None and end <= watermark:
             if not self.last_ticked:
                 self.trigger_time = self.rows[0][0]
-            posts.append(self.scan(end))
+            posts.append(self.scan(end, self.REASONS.event_cut if ticked else None))
             self.last_ticked = ticked
             end, ticked = self._next_session(watermark)
         return _posted(posts)
@@ -665,6 +692,8 @@ class CountWindow(PaneWindowBase):
     6 events, which is great than window size 5, it produces a window that
     include latest 5 events." Start and end are both the clock at the pane.
     Processing time only."""
+
+    REASONS = Reasons(**PaneWindowBase.SHARED, pane="one pane of the last n rows")
 
     def __init__(self, spec: CountPanes, now: int, query: Statement | None = None):
         super().__init__(spec, now, query)

@@ -26,6 +26,7 @@ from collections.abc import Collection
 
 from oracle.model import Event, JumpingLength, JumpingTime, SlackLength
 from oracle.windows.base import Post, WindowBase
+from oracle.windows.reasons import Reasons
 
 
 class SlackLengthWindow(WindowBase):
@@ -52,6 +53,9 @@ class SlackLengthWindow(WindowBase):
     Decided (§3 point 9): the S rows are the oldest, deleted oldest first.
     """
 
+    REASONS = Reasons(insert="the row is appended",
+                      purge="if the window now holds n + s rows, the s oldest leave")
+
     def __init__(self, spec: SlackLength, now: int):
         self.limit = spec.size + spec.slack
         self.slack = spec.slack
@@ -60,8 +64,9 @@ class SlackLengthWindow(WindowBase):
     def on_event(self, event: Event, now: int) -> list[Post]:
         self.rows.append(event)
         if len(self.rows) < self.limit:
-            return [Post((event,))]
-        return [Post((event,), tuple(self.rows.popleft() for _ in range(self.slack)))]
+            return [Post((event,), why=self.REASONS.insert)]
+        return [Post((event,), tuple(self.rows.popleft() for _ in range(self.slack)),
+                     why={"insert": self.REASONS.insert, "remove": self.REASONS.purge})]
 
     def discard(self, gone: Collection[Event]) -> None:
         self.rows = deque(e for e in self.rows if e not in gone)
@@ -91,6 +96,9 @@ class JumpingLengthWindow(WindowBase):
     and its Esper twin `esper/length_batch-beside-ccl-keep-every-rows`.
     """
 
+    REASONS = Reasons(insert="the row is inserted and kept",
+                      purge="the n rows held before it are deleted")
+
     def __init__(self, spec: JumpingLength, now: int):
         self.size = spec.size
         self.rows: list[Event] = []
@@ -98,9 +106,9 @@ class JumpingLengthWindow(WindowBase):
     def on_event(self, event: Event, now: int) -> list[Post]:
         if len(self.rows) < self.size:
             self.rows.append(event)
-            return [Post((event,))]
+            return [Post((event,), why=self.REASONS.insert)]
         purged, self.rows = tuple(self.rows), [event]
-        return [Post((event,), purged)]
+        return [Post((event,), purged, why={"insert": self.REASONS.insert, "remove": self.REASONS.purge})]
 
     def discard(self, gone: Collection[Event]) -> None:
         self.rows = [e for e in self.rows if e not in gone]
@@ -143,6 +151,9 @@ class JumpingTimeWindow(WindowBase):
     Esper twin `esper/time_batch-beside-ccl-keep-every-interval`.
     """
 
+    REASONS = Reasons(insert="appended and posted as new, at once",
+                      purge="timer at the end of the interval the oldest held row arrived in: every row held leaves")
+
     def __init__(self, spec: JumpingTime, now: int):
         self.span = spec.span
         self.rows: list[Event] = []
@@ -152,13 +163,13 @@ class JumpingTimeWindow(WindowBase):
         if not self.rows:
             self.due = (now // self.span + 1) * self.span
         self.rows.append(event)
-        return [Post((event,))]
+        return [Post((event,), why=self.REASONS.insert)]
 
     def on_timer(self, now: int) -> list[Post]:
         if self.due is None or self.due > now:
             return []
         purged, self.rows, self.due = tuple(self.rows), [], None
-        return [Post((), purged)]
+        return [Post((), purged, why=self.REASONS.purge)]
 
     def next_timer(self) -> int | None:
         return self.due

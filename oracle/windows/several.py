@@ -23,6 +23,7 @@ from oracle.model import (
     RetainUnion,
 )
 from oracle.windows.base import Post, WindowBase
+from oracle.windows.reasons import Reasons, reasons_by_event
 from oracle.windows.time import TimeWindow
 
 #: members that may refuse an arrival (Esper's `AsymetricDataWindowViewForge`)
@@ -44,9 +45,27 @@ def _removed(posts: list[Post]) -> list[Event]:
     return [e for post in posts for e in post.remove]
 
 
+def _label(i: int, spec) -> str:
+    """How a reason names member `i`: its place and its Esper text."""
+    from oracle.dialects import render
+    from oracle.model import spec_kind
+
+    try:
+        text = render(spec, "esper")
+    except Exception:  # a member Esper does not write (an Apama lot's part): its kind
+        text = spec_kind(spec)
+    return f"member {i + 1}, {text}"
+
+
 class _Members(WindowBase):
     def __init__(self, members: tuple, now: int):
         self.members = [_make(member, now) for member in members]
+        self.labels = [_label(i, member) for i, member in enumerate(members)]
+
+    def _removals(self, i: int, posts: list[Post]) -> dict[Event, Any]:
+        """Each event member `i` removed in `posts`, to why: the member's rule, named."""
+        return {event: self.REASONS.member.via(reason, self.labels[i])
+                for event, reason in reasons_by_event(posts, "remove").items()}
 
     def next_timer(self) -> int | None:
         dues = [due for due in (m.next_timer() for m in self.members) if due is not None]
@@ -119,6 +138,10 @@ class IntersectionWindow(_Members):
       batch member, the first member's (all members hold the same events).
     """
 
+    REASONS = Reasons(arrival="the event goes to every member in order",
+                      member="every event a member pushed out is then dropped by all the other members",
+                      refused="an arrival some member did not take")
+
     def __init__(self, spec: Intersection, now: int):
         super().__init__(spec.members, now)
         for member in self.members:
@@ -133,21 +156,26 @@ class IntersectionWindow(_Members):
             return self.to_batch(event, now)
         refused = []
         pushed: list[list[Event]] = []
+        why: dict[Event, Any] = {}
         for i, member in enumerate(self.members):
             posts = member.on_event(event, now)
             if any(self.first_x) and not any(event in post.insert for post in posts):
                 refused.append(event)
+                why.setdefault(event, self.REASONS.refused.via(None, self.labels[i]))
             pushed.append(_removed(posts))
+            why = {**self._removals(i, posts), **why}
         self.discard_elsewhere(None, _ordered(refused))
         for i, gone in enumerate(pushed):
             self.discard_elsewhere(i, gone)
         old = _ordered(e for gone in pushed for e in gone)
         if not any(self.first_x):
-            return [Post((event,), old)]
+            return [Post((event,), old, why={"insert": self.REASONS.arrival, "remove": [why[e] for e in old]})]
         removal = _ordered([*refused, *old])
         new = () if event in removal else (event,)
         posted_old = removal if old else []
-        return [Post(new, posted_old)] if new or posted_old else []
+        if not new and not posted_old:
+            return []
+        return [Post(new, posted_old, why={"insert": self.REASONS.arrival, "remove": [why[e] for e in posted_old]})]
 
     def to_batch(self, event: Event, now: int) -> list[Post]:
         pushed: list[list[Event]] = []
@@ -179,7 +207,10 @@ class IntersectionWindow(_Members):
             return self.batch_posts(posts)
         gone = _removed(posts)
         self.discard_elsewhere(i, gone)
-        return [Post((), gone)] if gone and self.batch is None else []
+        if not gone or self.batch is not None:
+            return []
+        why = self._removals(i, posts)
+        return [Post((), gone, why={"remove": [why[e] for e in gone]})]
 
     def contents(self) -> list[Event]:
         return self.members[self.batch if self.batch is not None else 0].contents()
@@ -207,13 +238,16 @@ class RetainUnionWindow(_Members):
     * `contents()`: the events with references left, in arrival order.
     """
 
+    REASONS = Reasons(arrival="it is posted as new at once",
+                      member="an event is posted as old when its last reference goes")
+
     def __init__(self, spec: RetainUnion, now: int):
         super().__init__(spec.members, now)
         self.all_first_x = all(isinstance(m, FIRST_X) for m in spec.members)
         self.references: dict[Event, int] = {}
 
     def release(self, gone: list[Event]) -> list[Event]:
-        """The events that lost their last reference with `gone`."""
+        """The events that lost their last reference with `gone` (in order)."""
         last = []
         for event in gone:
             left = self.references.get(event)
@@ -233,11 +267,17 @@ class RetainUnionWindow(_Members):
             del self.references[event]
             return []
         old = self.release([e for posts in member_posts for e in _removed(posts)])
-        return [Post((event,), old)]
+        why: dict[Event, Any] = {}  # the removal that took the last reference
+        for i, posts in enumerate(member_posts):
+            why.update(self._removals(i, posts))
+        return [Post((event,), old, why={"insert": self.REASONS.arrival, "remove": [why[e] for e in old]})]
 
     def fired(self, i: int, posts: list[Post]) -> list[Post]:
         old = self.release(_removed(posts))
-        return [Post((), old)] if old else []
+        if not old:
+            return []
+        why = self._removals(i, posts)
+        return [Post((), old, why={"remove": [why[e] for e in old]})]
 
     def contents(self) -> list[Event]:
         return list(self.references)

@@ -9,6 +9,7 @@ from typing import Any
 from oracle.model import Event, Rank, Sort, SortKey
 from oracle.windows.base import EventError, Post, WindowBase
 from oracle.windows.keys import key_of
+from oracle.windows.reasons import Reasons
 
 
 def compare_values(a: Any, b: Any) -> int:
@@ -61,6 +62,10 @@ class SortWindow(WindowBase):
     * No timer; nothing else leaves.
     """
 
+    REASONS = Reasons(arrival="arrival: posted as new",
+                      worst="while more than n are held, the last one (the oldest among those tied at the worst "
+                            "criteria) is removed")
+
     def __init__(self, spec: Sort, now: int):
         self.size, self.criteria = spec.size, spec.criteria
         self.held: list[Event] = []  # best first
@@ -74,7 +79,7 @@ class SortWindow(WindowBase):
         removed = []
         while len(self.held) > self.size:
             removed.append(self.held.pop())
-        return [Post((event,), tuple(removed))]
+        return [Post((event,), tuple(removed), why={"insert": self.REASONS.arrival, "remove": self.REASONS.worst})]
 
     def discard(self, gone: Collection[Event]) -> None:
         self.held = [e for e in self.held if e not in gone]
@@ -100,6 +105,11 @@ class RankWindow(WindowBase):
     * One post per arrival: new = [arrival], old = what left. No timer.
     """
 
+    REASONS = Reasons(arrival="new = [arrival]",
+                      replaced="arrival whose key is held: the held event is replaced",
+                      worse="sorts strictly after the worst of them, it is posted as new and old at once",
+                      worst="the oldest of those tied at the worst criteria is removed")
+
     def __init__(self, spec: Rank, now: int):
         self.keys, self.size, self.criteria = spec.keys, spec.size, spec.criteria
         self.held: list[Event] = []  # by criteria, ties in arrival order (oldest first)
@@ -114,9 +124,9 @@ class RankWindow(WindowBase):
         if same_key:
             self.held.remove(same_key[0])
             self._hold(event)
-            return [Post((event,), (same_key[0],))]
+            return [Post((event,), (same_key[0],), why={"insert": self.REASONS.arrival, "remove": self.REASONS.replaced})]
         if len(self.held) >= self.size and self._compare(event, self.held[-1]) > 0:
-            return [Post((event,), (event,))]
+            return [Post((event,), (event,), why={"insert": self.REASONS.arrival, "remove": self.REASONS.worse})]
         self._hold(event)
         removed = []
         while len(self.held) > self.size:
@@ -124,7 +134,7 @@ class RankWindow(WindowBase):
             oldest_tied = next(held for held in self.held if self._compare(held, worst) == 0)
             self.held.remove(oldest_tied)
             removed.append(oldest_tied)
-        return [Post((event,), tuple(removed))]
+        return [Post((event,), tuple(removed), why={"insert": self.REASONS.arrival, "remove": self.REASONS.worst})]
 
     def _hold(self, event: Event) -> None:
         at = len(self.held)  # behind every event that does not sort strictly after it

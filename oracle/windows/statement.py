@@ -73,7 +73,7 @@ touched, in the order of its first row in the update (inserted rows first):
 
 * the group holds rows and HAVING holds (or there is none): its row is
   posted `insert` if the window did not hold the group's row, else `update`
-  ("an incoming event record with an insert opcode can update the contents
+  (the window held the group's row: it is updated) ("an incoming event record with an insert opcode can update the contents
   of the store and thus output an event record with an update opcode");
 * otherwise, if the window held the group's row, that stored row is posted
   `delete` and leaves the window; else nothing.
@@ -101,11 +101,29 @@ from typing import Any
 from oracle.model import Aggregate, DerivedValues, Event, Statement, expression_nodes
 from oracle.windows.base import EventError, Post, WindowBase
 from oracle.windows.expr import Scope, evaluate
+from oracle.windows.reasons import Reasons
 from oracle.windows.values import VALUES, is_number, need_number
 
 
 class StatementWindow(WindowBase):
     """`Statement`: its window's posts, turned into rows (module docstring)."""
+
+    REASONS = Reasons(
+        simple_new="new rows from the new events", simple_old="old rows from the old",
+        row_for_all_new="one new row after the post is applied", row_for_all_old="one old row from before it",
+        row_per_event="one row per event, old rows too, each with the aggregates after the post",
+        row_per_group_new="the new from after", row_per_group_old="the old from before",
+        aggregate_grouped="one row per event with its group's aggregates after the post",
+        rstream="rstream the old rows, delivered as new data",
+        store_insert="posted insert if the window did not hold the group's row",
+        store_update="the window held the group's row: it is updated",
+        store_delete="that stored row is posted delete and leaves the window",
+    )
+    #: the rule of a shape's new and old rows
+    SHAPE_REASONS = {"simple": ("simple_new", "simple_old"), "row_for_all": ("row_for_all_new", "row_for_all_old"),
+                     "row_per_event": ("row_per_event", "row_per_event"),
+                     "row_per_group": ("row_per_group_new", "row_per_group_old"),
+                     "aggregate_grouped": ("aggregate_grouped", "aggregate_grouped")}
 
     def __init__(self, spec: Statement, now: int):
         from oracle.windows import make_window  # the table of window classes holds this module's class
@@ -160,16 +178,21 @@ class StatementWindow(WindowBase):
             if self.stores:
                 values = _store(self, new, old)
                 if values.insert or values.update or values.remove:
-                    out.append(Post(values=values))
+                    out.append(Post(values=values, why={"values.insert": self.REASONS.store_insert,
+                                                        "values.update": self.REASONS.store_update,
+                                                        "values.remove": self.REASONS.store_delete}))
                 continue
             new_rows, old_rows = self.shape(self, new, old)
+            new_why, old_why = (getattr(self.REASONS, rule) for rule in self.SHAPE_REASONS[self.spec.shape])
             selector = self.spec.selector
             if selector == "istream":
                 old_rows = []
             elif selector == "rstream":
                 new_rows, old_rows = old_rows, []
+                new_why = self.REASONS.rstream.via(old_why)
             if new_rows or old_rows:
-                out.append(Post(values=DerivedValues(insert=new_rows, remove=old_rows)))
+                out.append(Post(values=DerivedValues(insert=new_rows, remove=old_rows),
+                                why={"values.insert": new_why, "values.remove": old_why}))
         return out
 
     def _passes_where(self, event: Event) -> bool:

@@ -40,13 +40,17 @@ import math
 
 from oracle.model import DerivedValues, Event, Statement, selection
 from oracle.windows.base import EventError, Post, WindowBase
+from oracle.windows.reasons import Reasons, row_reasons
 
 
 class StreamQueryWindow(WindowBase):
     """A `Statement` posted per activation (Apama's rules): its window's
     posts, projected. The one select item is `*` (the item: the lot's
     inserted items, or with `rstream` its removed ones) or an aggregate of
-    what the window shows (`Rules.aggregated` "contents")."""
+    what the window shows (`Rules.aggregated` "contents"). The lot's rows
+    keep the window's reasons."""
+
+    REASONS = Reasons(aggregate="one values row per activation in which the window posted")
 
     def __init__(self, spec: Statement, now: int):
         from oracle.windows import make_window  # the table of window classes holds this module's class
@@ -71,13 +75,15 @@ class StreamQueryWindow(WindowBase):
         output = self.output
         if output == "istream":
             inserted = tuple(e for post in posts for e in post.insert)
-            return [Post(inserted)] if inserted else []
+            why = [reason for post in posts for reason in row_reasons(post, "insert")]
+            return [Post(inserted, why={"insert": why})] if inserted else []
         if output == "rstream":
             removed = tuple(e for post in posts for e in post.remove)
-            return [Post((), removed)] if removed else []
+            why = [reason for post in posts for reason in row_reasons(post, "remove")]
+            return [Post((), removed, why={"remove": why})] if removed else []
         if not any(post.insert or post.remove for post in posts):
             return []
-        return [Post(values=DerivedValues(insert=[{output: self._aggregate()}]))]
+        return [Post(values=DerivedValues(insert=[{output: self._aggregate()}]), why=self.REASONS.aggregate)]
 
     def _aggregate(self):
         items = self.window.contents()

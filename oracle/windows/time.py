@@ -8,6 +8,7 @@ from collections.abc import Collection
 from oracle.model import Event, ExtTimed, FirstTime, Time, TimeAccum
 from oracle.windows.base import Post, WindowBase
 from oracle.windows.keys import timestamp_of
+from oracle.windows.reasons import Reasons
 
 
 class TimeWindow(WindowBase):
@@ -37,6 +38,10 @@ class TimeWindow(WindowBase):
       (`groupwin-unique-time-stale-timer-orders-a-jump`).
     """
 
+    REASONS = Reasons(arrival="the event is stamped now and appended, and posted as new",
+                      expired="an event that arrived at a leaves at exactly a + t",
+                      jump="a jump fires the timer once, at the jump target")
+
     def __init__(self, spec: Time, now: int):
         self.span = spec.span
         self.stamped: deque[tuple[int, Event]] = deque()
@@ -47,14 +52,15 @@ class TimeWindow(WindowBase):
         if not self.stamped:
             self.armed = now + self.span
         self.stamped.append((now, event))
-        return [Post((event,))]
+        return [Post((event,), why=self.REASONS.arrival)]
 
     def on_timer(self, now: int) -> list[Post]:
-        expired = []
+        expired, late = [], False
         while self.stamped and self.stamped[0][0] <= now - self.span:
+            late = late or self.stamped[0][0] < now - self.span
             expired.append(self.stamped.popleft()[1])
         self._rearm()
-        return [Post((), expired)] if expired else []
+        return [Post((), expired, why=self.REASONS.jump if late else self.REASONS.expired)] if expired else []
 
     def _rearm(self) -> None:
         self.armed = self.stamped[0][0] + self.span if self.stamped else None
@@ -89,6 +95,9 @@ class ExtTimedWindow(WindowBase):
     `oracle.windows.keys.timestamp_of`).
     """
 
+    REASONS = Reasons(arrival="new = [arrival]",
+                      expired="every event at the front whose timestamp is <= ts - t leaves")
+
     def __init__(self, spec: ExtTimed, now: int):
         self.timestamp = spec.timestamp
         self.span = spec.span
@@ -100,7 +109,7 @@ class ExtTimedWindow(WindowBase):
         expired = []
         while self.stamped and self.stamped[0][0] <= ts - self.span:
             expired.append(self.stamped.popleft()[1])
-        return [Post((event,), expired)]
+        return [Post((event,), expired, why={"insert": self.REASONS.arrival, "remove": self.REASONS.expired})]
 
     def discard(self, gone: Collection[Event]) -> None:
         self.stamped = deque(s for s in self.stamped if s[1] not in gone)
@@ -120,6 +129,8 @@ class FirstTimeWindow(WindowBase):
     * Nothing ever leaves.
     """
 
+    REASONS = Reasons(kept="until it fires, every arrival is kept and posted as new")
+
     def __init__(self, spec: FirstTime, now: int):
         self.due: int | None = now + spec.span
         self.events: list[Event] = []
@@ -128,7 +139,7 @@ class FirstTimeWindow(WindowBase):
         if self.due is None:
             return []
         self.events.append(event)
-        return [Post((event,))]
+        return [Post((event,), why=self.REASONS.kept)]
 
     def on_timer(self, now: int) -> list[Post]:
         self.due = None
@@ -159,6 +170,9 @@ class TimeAccumWindow(WindowBase):
       new accumulation.
     """
 
+    REASONS = Reasons(arrival="kept and posted as new at once",
+                      quiet="every kept event is posted as old")
+
     def __init__(self, spec: TimeAccum, now: int):
         self.span = spec.span
         self.events: list[Event] = []
@@ -167,14 +181,14 @@ class TimeAccumWindow(WindowBase):
     def on_event(self, event: Event, now: int) -> list[Post]:
         self.events.append(event)
         self.due = now + self.span
-        return [Post((event,))]
+        return [Post((event,), why=self.REASONS.arrival)]
 
     def next_timer(self) -> int | None:
         return self.due if self.events else None
 
     def on_timer(self, now: int) -> list[Post]:
         gone, self.events, self.due = tuple(self.events), [], None
-        return [Post((), gone)] if gone else []
+        return [Post((), gone, why=self.REASONS.quiet)] if gone else []
 
     def discard(self, gone: Collection[Event]) -> None:
         self.events = [e for e in self.events if e not in gone]

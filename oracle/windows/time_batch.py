@@ -13,6 +13,7 @@ from collections.abc import Collection
 from oracle.model import Event, ExtTimedBatch, TimeBatch, TimeLengthBatch
 from oracle.windows.base import Post, WindowBase
 from oracle.windows.keys import timestamp_of
+from oracle.windows.reasons import Reasons
 
 
 def next_grid_point(current: int, reference: int, span: int) -> int:
@@ -32,10 +33,11 @@ class _TimedBatch(WindowBase):
         self.previous: list[Event] = []
         self.due = due
 
-    def release(self, next_due: int) -> list[Post]:
-        """Release the open batch; the timer is re-armed at `next_due` if it posted."""
+    def release(self, next_due: int, why) -> list[Post]:
+        """Release the open batch (`why`: the reasons of its rows); the timer
+        is re-armed at `next_due` if it posted."""
         released, previous = self.batch, self.previous
-        posts = [Post(released, previous)] if released or previous or self.force_update else []
+        posts = [Post(released, previous, why=why)] if released or previous or self.force_update else []
         self.due = next_due if posts else None
         self.previous, self.batch = released, []
         return posts
@@ -74,6 +76,10 @@ class TimeBatchWindow(_TimedBatch):
     * `contents()`: the last released batch (see `LengthBatchWindow`).
     """
 
+    REASONS = Reasons(batch="timer at now: one post, new = the open batch",
+                      previous="old = the previous batch",
+                      jump="a jump over several grid points fires once, at the jump target")
+
     def __init__(self, spec: TimeBatch, now: int):
         self.span = spec.span
         self.reference = now if spec.start_eager else spec.reference
@@ -89,7 +95,12 @@ class TimeBatchWindow(_TimedBatch):
         return []
 
     def on_timer(self, now: int) -> list[Post]:
-        return self.release(next_grid_point(now, self.reference, self.span))
+        reasons = self.REASONS
+        if self.due is not None and self.due < now:  # a jump past the grid point
+            why = {"insert": reasons.jump, "remove": reasons.previous.via(None, "released by a jump")}
+        else:
+            why = {"insert": reasons.batch, "remove": reasons.previous}
+        return self.release(next_grid_point(now, self.reference, self.span), why)
 
 
 class TimeLengthBatchWindow(_TimedBatch):
@@ -113,6 +124,10 @@ class TimeLengthBatchWindow(_TimedBatch):
     * `contents()`: the last released batch (see `LengthBatchWindow`).
     """
 
+    REASONS = Reasons(count="if the buffer now holds n events, it is released at once",
+                      timer="release at now (count or timer)",
+                      previous="old = the previous batch")
+
     def __init__(self, spec: TimeLengthBatch, now: int):
         self.span, self.size = spec.span, spec.size
         super().__init__(spec.force_update, now + self.span if spec.start_eager else None)
@@ -120,13 +135,13 @@ class TimeLengthBatchWindow(_TimedBatch):
     def on_event(self, event: Event, now: int) -> list[Post]:
         self.batch.append(event)
         if len(self.batch) >= self.size:
-            return self.release(now + self.span)
+            return self.release(now + self.span, {"insert": self.REASONS.count, "remove": self.REASONS.previous})
         if self.due is None:
             self.due = now + self.span
         return []
 
     def on_timer(self, now: int) -> list[Post]:
-        return self.release(now + self.span)
+        return self.release(now + self.span, {"insert": self.REASONS.timer, "remove": self.REASONS.previous})
 
 
 class ExtTimedBatchWindow(WindowBase):
@@ -151,6 +166,9 @@ class ExtTimedBatchWindow(WindowBase):
     `oracle.windows.keys.timestamp_of`).
     """
 
+    REASONS = Reasons(closed="if ts >= close (inclusive), one post: new = the open batch",
+                      previous="old = the previous batch")
+
     def __init__(self, spec: ExtTimedBatch, now: int):
         self.timestamp = spec.timestamp
         self.span = spec.span
@@ -165,7 +183,8 @@ class ExtTimedBatchWindow(WindowBase):
             self.reference = ts
         posts = []
         if self.batch and ts >= next_grid_point(self.oldest, self.reference, self.span):
-            posts.append(Post(self.batch, self.previous))
+            posts.append(Post(self.batch, self.previous,
+                              why={"insert": self.REASONS.closed, "remove": self.REASONS.previous}))
             self.previous, self.batch = self.batch, []
         if not self.batch:
             self.oldest = ts

@@ -9,6 +9,7 @@ from collections.abc import Collection
 from oracle.model import Event, TimeOrder
 from oracle.windows.base import Post, WindowBase
 from oracle.windows.keys import timestamp_of
+from oracle.windows.reasons import Reasons
 
 
 class TimeOrderWindow(WindowBase):
@@ -30,6 +31,10 @@ class TimeOrderWindow(WindowBase):
       trace invalid, naming the item, as `#ext_timed`).
     """
 
+    REASONS = Reasons(arrival="every event is posted as new",
+                      too_old="is posted as old in the same post and never held",
+                      released="every held event with ts + t <= T is posted as old")
+
     def __init__(self, spec: TimeOrder, now: int):
         self.timestamp, self.span = spec.timestamp, spec.span
         self.held: list[tuple[int, int, Event]] = []  # (ts, arrival number, event), sorted
@@ -38,10 +43,10 @@ class TimeOrderWindow(WindowBase):
     def on_event(self, event: Event, now: int) -> list[Post]:
         ts = timestamp_of(event, self.timestamp)
         if ts + self.span <= now:
-            return [Post((event,), (event,))]
+            return [Post((event,), (event,), why={"insert": self.REASONS.arrival, "remove": self.REASONS.too_old})]
         bisect.insort(self.held, (ts, self.arrivals, event), key=lambda held: held[:2])
         self.arrivals += 1
-        return [Post((event,))]
+        return [Post((event,), why=self.REASONS.arrival)]
 
     def next_timer(self) -> int | None:
         return self.held[0][0] + self.span if self.held else None
@@ -50,7 +55,7 @@ class TimeOrderWindow(WindowBase):
         gone = []
         while self.held and self.held[0][0] + self.span <= now:
             gone.append(self.held.pop(0)[2])
-        return [Post((), tuple(gone))] if gone else []
+        return [Post((), tuple(gone), why=self.REASONS.released)] if gone else []
 
     def discard(self, gone: Collection[Event]) -> None:
         self.held = [h for h in self.held if h[2] not in gone]

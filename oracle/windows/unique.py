@@ -14,6 +14,7 @@ from typing import Any
 from oracle.model import Event, FirstUnique, Unique
 from oracle.windows.base import Post, WindowBase
 from oracle.windows.keys import key_of
+from oracle.windows.reasons import Reasons
 
 
 class UniqueWindow(WindowBase):
@@ -21,10 +22,12 @@ class UniqueWindow(WindowBase):
     per key (seed 14.3.14; esper.md §1 `#unique`).
 
     * Arrival: one post, new = [arrival], old = [the event held under its key]
-      (none if the key is new); the arrival replaces it.
+      (none if the key is new): the arrival replaces the event held under its key.
     * `contents()`: the held events. Decided: in arrival order (Esper iterates
       in hash order, which matters only for iteration, not for posts).
     """
+
+    REASONS = Reasons(arrival="new = [arrival]", replaced="the arrival replaces the event held under its key")
 
     def __init__(self, spec: Unique, now: int):
         self.keys = spec.keys
@@ -34,7 +37,8 @@ class UniqueWindow(WindowBase):
         key = key_of(event, self.keys)
         replaced = self.held.pop(key, None)
         self.held[key] = event
-        return [Post((event,), (replaced,) if replaced is not None else ())]
+        return [Post((event,), (replaced,) if replaced is not None else (),
+                     why={"insert": self.REASONS.arrival, "remove": self.REASONS.replaced})]
 
     def discard(self, gone: Collection[Event]) -> None:
         self.held = {k: e for k, e in self.held.items() if e not in gone}
@@ -51,6 +55,8 @@ class FirstUniqueWindow(WindowBase):
     * Arrival with a held key: dropped silently (no update). Nothing ever leaves.
     """
 
+    REASONS = Reasons(new_key="arrival with a new key: kept and posted as new")
+
     def __init__(self, spec: FirstUnique, now: int):
         self.keys = spec.keys
         self.held: dict[tuple[Any, ...], Event] = {}
@@ -60,7 +66,7 @@ class FirstUniqueWindow(WindowBase):
         if key in self.held:
             return []
         self.held[key] = event
-        return [Post((event,))]
+        return [Post((event,), why=self.REASONS.new_key)]
 
     def discard(self, gone: Collection[Event]) -> None:
         self.held = {k: e for k, e in self.held.items() if e not in gone}

@@ -106,6 +106,10 @@ def test_a_broken_implementation_is_caught_and_shrunk(spark, tmp_path, monkeypat
     data = json.loads(report.read_text())
     assert data["mismatches"] == 1 and data["found"] == [str(saved[0])]
     assert str(saved[0]) in out
+    # its picture, expected above actual, beside it and named in the table (issue 30)
+    picture = saved[0].with_suffix(".svg")
+    assert picture.is_file() and f"its picture (expected above actual): {picture}" in out
+    assert data["kinds"][0]["pictures"] == [str(picture)]
 
 
 def test_a_mismatch_with_batches_in_flight_ends_the_search_after_them(spark, tmp_path, monkeypatch):
