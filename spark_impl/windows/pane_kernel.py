@@ -493,12 +493,15 @@ class WatermarkSlides(_Window):
             else:
                 self.post(self._rows(t - self.size, t, True), t - self.size, t)
         self.pending, self.reached = [], self.rows[-1][0]
+        # a later pane's trigger is a scheduled one or no older than `reached`: older rows are read no more
+        oldest = min([self.reached, *(t for _, t in self.scheduled)]) - self.size
+        del self.rows[:bisect.bisect_left(self.rows, oldest, key=lambda tr: tr[0])]
 
 
 class WatermarkSessions(_Window):
     """Event-time SESSIONWINDOW (module docstring): `rows`, the open
     session's entered rows; `cut_at`, the previous pane's end when a check
-    cut it (its start then), else None."""
+    cut it (its start then), else None; `scanned`, how far `_end` read."""
 
     def __init__(self, spec, conditions: tuple, created: int):
         super().__init__(conditions, spec.max_duration)
@@ -507,15 +510,18 @@ class WatermarkSessions(_Window):
         self.align = lambda t: aligned_end(t, count, spec.unit, zone)
         self.rows: list[tuple[int, dict]] = []
         self.cut_at: int | None = None
+        self.scanned: tuple[int, int, int] | None = None
 
     def enter(self, row: dict, time: int) -> None:
         self.rows.append((time, row))
 
     def _end(self, mark: int) -> tuple[int, bool] | None:
-        """Where the open session ends, and whether a check cuts it; None: open."""
+        """Where the open session ends, and whether a check cuts it; None: open.
+        The scan goes on from `scanned` (rows seen, check, last row's time):
+        rows that entered later cannot move an end found among earlier ones."""
         first = self.rows[0][0]
-        check, previous = self.align(first), None
-        for t, _ in self.rows:
+        seen, check, previous = self.scanned or (0, self.align(first), None)
+        for t, _ in self.rows[seen:]:
             gap_end = previous + self.timeout if previous is not None and t - previous > self.timeout else None
             if t > check:
                 if check - self.longest > first and (gap_end is None or check < gap_end):
@@ -523,7 +529,8 @@ class WatermarkSessions(_Window):
                 check += self.longest
             if gap_end is not None:
                 return gap_end, False
-            previous = t
+            seen, previous = seen + 1, t
+            self.scanned = (seen, check, previous)
         if mark - previous > self.timeout:
             return previous + self.timeout, False
         return None
@@ -534,7 +541,7 @@ class WatermarkSessions(_Window):
             n = bisect.bisect_left(self.rows, end, key=lambda tr: tr[0])
             pane, self.rows = self.rows[:n], self.rows[n:]
             self.post(pane, self.cut_at if self.cut_at is not None else pane[0][0], end)
-            self.cut_at = end if cut else None
+            self.cut_at, self.scanned = (end if cut else None), None
 
 
 #: per kind: (processing-time machine, event-time window)
