@@ -125,11 +125,8 @@ def _wall_to_instant(zone: ZoneInfo, year: int, month: int, day: int, hour: int 
                      second: int = 0) -> int:
     """Go's `time.Date(year, month, day, hour, minute, second, 0, zone)` in ms
     (a day past the month's end runs on into the next month)."""
-    try:
-        wall = datetime(year, month, 1, tzinfo=timezone.utc) + timedelta(days=day - 1, hours=hour, minutes=minute,
-                                                                          seconds=second)
-    except OverflowError:
-        raise InvalidTrace(f"an eKuiper window end lies past the year 9999 ({year:04}-{month:02}-{day:02} + days)") from None
+    wall = datetime(year, month, 1, tzinfo=timezone.utc) + timedelta(days=day - 1, hours=hour, minutes=minute,
+                                                                      seconds=second)
     read_as_utc = int(wall.timestamp())
     guess = _offset_s(read_as_utc, zone)
     # Go keeps the guess when read_as_utc - guess lies in the guessed offset's period; else the offset in force there
@@ -138,22 +135,30 @@ def _wall_to_instant(zone: ZoneInfo, year: int, month: int, day: int, hour: int 
 
 #: the local field a unit counts in, and the wall fields its enclosing unit's start keeps
 _COUNTED = {MILLISECOND: ("ms", 6), SECOND: ("second", 5), MINUTE: ("minute", 4), HOUR: ("hour", 3)}
+#: 10000-01-01 UTC, the latest end the calendar the ends are aligned in gives
+_CALENDAR_END_MS = 253_402_300_800_000
 
 
 def aligned_end(t: int, count: int, unit: int, zone: ZoneInfo) -> int:
     """eKuiper's `getAlignedWindowEndTime` of the time t (ms) for `count`
-    units in `zone` (module docstring, "Alignment")."""
+    units in `zone` (module docstring, "Alignment"); an end past the year
+    9999 is an `InvalidTrace`."""
     try:
         local = datetime.fromtimestamp(t // 1000, zone)
+        wall = (local.year, local.month, local.day, local.hour, local.minute, local.second)
+        if unit == DAY:
+            end = _wall_to_instant(zone, wall[0], wall[1], wall[2] + count)
+        else:
+            name, kept = _COUNTED[unit]
+            field = t % 1000 if name == "ms" else getattr(local, name)
+            gap = count if field <= count else count * (field // count + 1)
+            end = _wall_to_instant(zone, *wall[:kept]) + gap * unit
     except (OverflowError, ValueError, OSError):
-        raise InvalidTrace(f"time {t} ms lies outside the calendar eKuiper's windows align in") from None
-    wall = (local.year, local.month, local.day, local.hour, local.minute, local.second)
-    if unit == DAY:
-        return _wall_to_instant(zone, wall[0], wall[1], wall[2] + count)
-    name, kept = _COUNTED[unit]
-    field = t % 1000 if name == "ms" else getattr(local, name)
-    gap = count if field <= count else count * (field // count + 1)
-    return _wall_to_instant(zone, *wall[:kept]) + gap * unit
+        end = None
+    if end is None or end > _CALENDAR_END_MS:
+        raise InvalidTrace(f"eKuiper aligns window ends to the calendar, which ends with the year 9999: "
+                           f"no end after {t} ms")
+    return end
 
 
 # --------------------------------------------------------------------------- processing-time ticks
