@@ -360,21 +360,23 @@ class TimedSlides(_Window):
     def fire(self, now: int) -> None:
         n = bisect.bisect_right(self.delayed, (now, float("inf")))
         fired, self.delayed = self.delayed[:n], self.delayed[n:]
-        for due, t in fired:
-            self.post([tr for tr in self.held if t - self.size <= tr[0] < due], t - self.size, due)
+        for due, t in fired:  # every held row is older than `due`: it would have fired before a later one came
+            self.post(self.held[self._first_at(t - self.size):], t - self.size, due)
+
+    def _first_at(self, time: int) -> int:
+        return bisect.bisect_left(self.held, time, key=lambda tr: tr[0])
 
     def arrive(self, row: dict, now: int) -> None:
         if not self.admits(row, now):
             return
         # a pending pane's trigger is later than now - delay: nothing older than this is read again
-        oldest = now - self.size - self.delay
-        self.held = [tr for tr in self.held if tr[0] >= oldest]
+        del self.held[:self._first_at(now - self.size - self.delay)]
         self.held.append((now, row))
         if self.triggers(row, now):
             if self.delay:
                 self.delayed.append((now + self.delay, now))
             else:
-                self.post([tr for tr in self.held if tr[0] >= now - self.size], now - self.size, now)
+                self.post(self.held[self._first_at(now - self.size):], now - self.size, now)
 
 
 # --------------------------------------------------------------------------- event time
@@ -403,6 +405,8 @@ class Watermark:
 
     def arrive(self, row: dict, now: int) -> None:
         ts = row.get(self.timestamp)
+        if isinstance(ts, float) and ts.is_integer():
+            ts = int(ts)
         if not isinstance(ts, int) or isinstance(ts, bool):
             raise InvalidTrace(f"event {row['id']!r}: timestamp property {self.timestamp!r} is {ts!r}, "
                                "not a whole number of ms")
