@@ -16,6 +16,8 @@ decides where the next one's checks and start lie. Each is a fold.
 Admission (kuiper.md §5 FILTER). A row enters a window iff its FILTER, then a
 pushed-down WHERE, is true for it, read at its time (the arrival clock, or the
 event time); the first that errs is posted as an error and the row stays out.
+In event time a row meets them as it enters (eKuiper's filter sits behind
+the watermark): its error is posted in the unit of the rise that lets it in.
 A reported start <= 0 is the end minus the window's length (size; sliding:
 size + delay; session: the maximum duration).
 
