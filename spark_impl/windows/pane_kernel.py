@@ -1,407 +1,574 @@
-"""The sequential pane kernel: eKuiper's sliding and session windows, and
-the tumbling and hopping traces whose ticks re-align (a jump, or a
-creation time that hits the alignment quirk 50 ms or more late), replayed
-per trace in a grouped Arrow task (`panes.py` plans it; the rules are stated
-there and in kuiper.md §5).
+"""The sequential pane kernel: eKuiper's sliding and session windows, every
+event-time pane window, and the processing-time tumbling and hopping traces
+whose ticks re-align (a jump, or a creation at or past its aligned end),
+replayed per trace in a grouped Arrow task (`panes.py` plans it). The rules
+are kuiper.md §1-§5 and the decisions in README's eKuiper section; this
+module states them as its own state and loop, derived below. The clock is
+`replay.py`'s: a machine here answers `due()`, `fire(now)`, `arrive(row,
+now)`, and leaves what a unit of work posts in `posts`, each a closed pane
+`(rows, start, end)` (rows as (time, row) pairs, in pane order) or an error
+`("error", message)`.
 
-Why a kernel and not window functions:
+Why a kernel and not window functions: a tick 50 ms late re-aligns every
+later end; OVER (WHEN ...) reads its own earlier hits; where a session ends
+decides where the next one's checks and start lie. Each is a fold.
 
-* processing-time ticks: a tick 50 ms or more late (a jump) is skipped and
-  the schedule aligned again from that instant, so every later end depends
-  on which earlier ticks were late: a fold over the trace's jumps;
-* sliding: `OVER (WHEN ...)` reads `last_hit_time()`/`last_hit_count()`, the
-  time and number of the condition's earlier hits, which depend on its
-  earlier values: a fold over the rows; without a condition, the rows a
-  pane holds were pruned by earlier non-triggering rows (gcInputs);
-* session: a session ends at its timeout or at an aligned check, and the
-  next one's start and checks depend on where the last one ended.
+Admission (kuiper.md §5 FILTER). A row enters a window iff its FILTER, then a
+pushed-down WHERE, is true for it, read at its time (the arrival clock, or the
+event time); the first that errs is posted as an error and the row stays out.
+In event time a row meets them as it enters (eKuiper's filter sits behind
+the watermark): its error is posted in the unit of the rise that lets it in.
+A reported start <= 0 is the end minus the window's length (size; sliding:
+size + delay; session: the maximum duration).
 
-(Count windows are not sequential: `panes.py` derives their panes from each
-row's index. A closed pane's output rows, `pane_output`, are shared.)
+Alignment (kuiper.md §2, `aligned_end`). For a unit u and count k the field f
+of the time's local wall clock one level below the unit's enclosing unit
+(second of the minute, minute of the hour, hour of the day, ms of the second)
+gives the gap `k` if f <= k, else `k * (f // k + 1)`; the end is the enclosing
+unit's start plus gap * u, an absolute span; days: the local midnight k days
+on. The enclosing unit's start is a wall time that Go's `time.Date` turns into
+an instant: Go looks up the zone's offset at the wall time read as if it were
+UTC, and keeps it when the instant it gives lies in that same offset's
+period, else takes the offset in force at that instant (`_wall_to_instant`).
 
-A trace is one task; traces spread over the cluster. Output: one row per
-pane row (side `insert`), per query output row (`values`), per empty pane
-(side null; a query's empty output row list is `values` "[]"), and per late
-row (side `error`); each with the unit (seq, phase, time), the pane's
-`ordinal` within the unit and its bounds (`wstart`, `wend`).
+Processing-time ticks (`Ticks`), as arithmetic on the clock. A *run* begins
+where a first timer is set, at a clock `a` (the creation, or a re-alignment):
+its first end is `E = aligned(a)`. If E > a the first timer is due at E;
+else it fires at once at a (kuiper.md §2 quirk (a)). When the first timer
+fires at a clock f (its due time on a walk, a jump's target), its pane ends at
+E, whatever f is; the ticker then starts at f: its n-th tick is due at
+`f + n*i` and expects the end `E + n*i` (i: the interval). A tick fired at a
+clock c closes the pane of its expected end when `|c - end| < 50` ms; else it
+is skipped and a new run begins at c (`realigned` lists the runs). So on a
+walk every tick of a run is on time, or (a run whose first timer fired at
+once, `a - E >= 50`) its first tick re-aligns; a jump fires the pending tick
+once at its target, and a ticker that was not skipped goes on at the next
+multiple of i from f after the target (Go drops the ticks a late receiver
+missed). The pane a first timer closes at the creation itself is not posted
+(no trace item causes it) but counts as the previous pane.
+
+* Tumbling (`TickedPanes`): pane = the held rows with time < end, which
+  leave; reported start = the previous pane's end (the creation before the
+  first).
+* Hopping (`TickedPanes`): with T the previous trigger (previous pane's end;
+  the creation before the first), pane = the held rows in `[T + hop - size,
+  end)`, reported start `T - hop`; rows below the left bound leave for good.
+* Session (`TimedSessions`): the ticks are checks (interval: the maximum
+  duration D). A check at end e cuts the session when rows are held and
+  `e - first held row >= D`: the pane of the rows before e, and the next
+  reported start is e. A timeout timer: the first row when there is none
+  sets it (and the reported start, its time); every row re-arms it at its time
+  + timeout; firing at c with rows held it closes the pane of all of them at
+  c and is gone; with none held it stays (the next row re-arms it, the start
+  kept). A check and a timeout due at one instant fire in the order they were
+  scheduled: a check is scheduled at the ticker's previous firing (a first
+  timer where its run began), a timeout at its row's arrival.
+* Sliding (`TimedSlides`): an admitted row that meets OVER (WHEN ...) (every
+  row without one; the condition reads the time and number of its earlier
+  hits) triggers at its time t: without a delay the pane of the held rows in
+  `[t - size, t]` at once, with a delay d a timer due at t + d whose pane is
+  the rows in `[t - size, t + d)`, reported `[t - size, t + d]`.
+
+Event time (`Watermark` in front of an event-time window). The watermark W
+starts at 0 and is `max(largest event time seen, tolerance) - tolerance`; a
+row below W is late: posted as an error, dropped (Spark's planner drops these
+before the kernel; the check stays so the kernel is whole). The others wait,
+sorted by (event time, arrival); when an arrival raises W, the waiting rows
+with event time <= W are admitted and enter, in that order, and the window
+then closes what W reaches, all in that arrival's unit. No timer.
+
+* Tumbling, hopping (`WatermarkPanes`): the first entering row (time r0) fixes
+  the ends `e_k = aligned(r0) + k*i`; W closes every e_k <= W not yet closed:
+  tumbling the rows before e_k not yet posted, hopping the rows in
+  `[e_k - size, e_k)`; reported start: the previous end, r0 before the first
+  (tumbling), or that minus the hop (hopping). Empty panes are posted.
+* Sliding (`WatermarkSlides`): a row triggers as it enters (OVER WHEN, in
+  event-time order). At a rise, first the delayed panes that an earlier rise
+  scheduled and W reaches (t + d <= W); then, if an entered row is newer
+  than the newest one the last handling reached, every trigger not handled
+  yet is handled, in event-time order: without delay the pane of every
+  entered row in `[t - size, t]`, with a delay a pane scheduled for t + d.
+  (So a trigger tying the newest handled row's time waits for a newer row:
+  eKuiper walks the trigger times past the last one it handled.)
+* Session (`WatermarkSessions`): over the entered rows r_0 <= r_1 <= ...
+  of the open session, the session is one run of gaps at most the timeout:
+  it ends at r_j + timeout where `r_{j+1} - r_j > timeout`, or where a check
+  cuts it first, or at the last row + timeout once `W - last > timeout`. The
+  checks: c starts at aligned(r_0); each row r with r > c passes c, and cuts
+  the session at c if `c - D > r_0` (strictly earlier than the gap end it
+  would have), else c moves on by one D. The pane holds the rows before the
+  end; the next session's start is that end after a cut, else its first row.
 """
 
 from __future__ import annotations
 
 import bisect
 import json
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
+from oracle.errors import InvalidTrace
 from oracle.model import DAY, HOUR, MILLISECOND, MINUTE, SECOND, Hopping, Session, Sliding, Tumbling
 from spark_impl.windows.pane_query import Failure, RowEval, evaluate_pane, row_holds, row_passes, to_json, verdict
+from spark_impl.windows.replay import replay
 
-#: a processing-time tick this many ms late or more is skipped and the ticks re-aligned
-LATE_TICK = 50
+#: eKuiper skips a tick whose clock is this many ms or more away from its expected end
+SKIP_AT_MS = 50
+
+# --------------------------------------------------------------------------- alignment (kuiper.md §2)
+
+
+def _offset_s(instant_s: int, zone: ZoneInfo) -> int:
+    """The zone's UTC offset in force at an instant, in seconds."""
+    return int(datetime.fromtimestamp(instant_s, zone).utcoffset().total_seconds())
+
+
+def _wall_to_instant(zone: ZoneInfo, year: int, month: int, day: int, hour: int = 0, minute: int = 0,
+                     second: int = 0) -> int:
+    """Go's `time.Date(year, month, day, hour, minute, second, 0, zone)` in ms
+    (a day past the month's end runs on into the next month)."""
+    wall = datetime(year, month, 1, tzinfo=timezone.utc) + timedelta(days=day - 1, hours=hour, minutes=minute,
+                                                                      seconds=second)
+    read_as_utc = int(wall.timestamp())
+    guess = _offset_s(read_as_utc, zone)
+    # Go keeps the guess when read_as_utc - guess lies in the guessed offset's period; else the offset in force there
+    return (read_as_utc - _offset_s(read_as_utc - guess, zone)) * 1000
+
+
+#: the local field a unit counts in, and the wall fields its enclosing unit's start keeps
+_COUNTED = {MILLISECOND: ("ms", 6), SECOND: ("second", 5), MINUTE: ("minute", 4), HOUR: ("hour", 3)}
+#: 10000-01-01 UTC, the latest end the calendar the ends are aligned in gives
+_CALENDAR_END_MS = 253_402_300_800_000
 
 
 def aligned_end(t: int, count: int, unit: int, zone: ZoneInfo) -> int:
-    """eKuiper's getAlignedWindowEndTime in ms, on wall-clock seconds (t's
-    local time read as UTC): the enclosing unit's start (the minute for
-    seconds, the hour for minutes, the local day for hours, the second for
-    ms) plus `gap` units, gap = count when t's count of units into it is at
-    most count, else count * (that // count + 1); days: the local midnight
-    `count` days after t's local day. The start goes back to an instant as
-    Go's time.Date resolves a wall time (`_instant`)."""
-    secs, ms = divmod(t, 1000)
-    wall = secs + _offset(secs, zone)
-    if unit == DAY:
-        return _instant(wall - wall % _DAY_S + count * _DAY_S, zone) * 1000
-    if unit == MILLISECOND:
-        start, into = wall, ms
-    else:
-        enclosing = _ENCLOSING_S[unit]
-        start, into = wall - wall % enclosing, wall % enclosing // (unit // 1000)
-    gap = count if into <= count else count * (into // count + 1)
-    return _instant(start, zone) * 1000 + gap * unit
+    """eKuiper's `getAlignedWindowEndTime` of the time t (ms) for `count`
+    units in `zone` (module docstring, "Alignment"); an end past the year
+    9999 is an `InvalidTrace`."""
+    try:
+        local = datetime.fromtimestamp(t // 1000, zone)
+        wall = (local.year, local.month, local.day, local.hour, local.minute, local.second)
+        if unit == DAY:
+            end = _wall_to_instant(zone, wall[0], wall[1], wall[2] + count)
+        else:
+            name, kept = _COUNTED[unit]
+            field = t % 1000 if name == "ms" else getattr(local, name)
+            gap = count if field <= count else count * (field // count + 1)
+            end = _wall_to_instant(zone, *wall[:kept]) + gap * unit
+    except (OverflowError, ValueError, OSError):
+        end = None
+    if end is None or end > _CALENDAR_END_MS:
+        raise InvalidTrace(f"eKuiper aligns window ends to the calendar, which ends with the year 9999: "
+                           f"no end after {t} ms")
+    return end
 
 
-_DAY_S = DAY // 1000
-#: seconds of the unit a unit's first end is aligned within
-_ENCLOSING_S = {SECOND: 60, MINUTE: 3600, HOUR: _DAY_S}
+# --------------------------------------------------------------------------- processing-time ticks
 
 
-def _offset(instant: int, zone: ZoneInfo) -> int:
-    """The zone's UTC offset (s) at an instant (s)."""
-    return int(datetime.fromtimestamp(instant, zone).utcoffset().total_seconds())
+class Ticks:
+    """eKuiper's processing-time ticks over one interval (module docstring,
+    "Processing-time ticks"). State: the pending tick, `due` (its clock),
+    `expects` (its pane end), `first` (whether it is a run's first timer) and
+    `since` (the clock it was scheduled at); `realigned`, the runs so far as
+    (clock, first end). `fire(now)` returns the pane ends a firing closes."""
 
+    __slots__ = ("interval", "align", "due", "expects", "first", "since", "realigned", "at_creation")
 
-def _instant(wall: int, zone: ZoneInfo) -> int:
-    """Go's time.Date: a wall time (s, read as UTC) less the offset found at
-    the wall time less the offset found at the wall time. A repeated or
-    skipped wall time resolves by the offset's sign (the first of New York's
-    repeated hour, the second of Berlin's), not by the time it came from."""
-    return wall - _offset(wall - _offset(wall, zone), zone)
-
-
-class Schedule:
-    """Processing-time ticks: a first timer at the aligned end (fired at once
-    when that is not after the time it is set), then a ticker every interval
-    from when it fired; a tick's end is the last end + interval; a tick 50 ms
-    or more from its end is skipped and the first timer set again from the
-    tick's time. A late receiver misses the ticks it slept through."""
-
-    def __init__(self, interval: int, align, now: int):
+    def __init__(self, interval: int, align, created: int):
         self.interval, self.align = interval, align
-        self.pending_first: int | None = None
-        self.due = now
-        self.end = 0
-        self.origin = now
-        self.at_creation = self._arm(now)
+        self.realigned: list[tuple[int, int]] = []
+        self.at_creation = self._begin(created)
 
-    def _arm(self, now: int) -> list[int]:
-        end = self.align(now)
-        if end > now:
-            self.pending_first = self.due = end
+    def _begin(self, at: int) -> list[int]:
+        """A run from clock `at`: its first timer, or its pane at once."""
+        end = self.align(at)
+        self.realigned.append((at, end))
+        if end > at:
+            self.due, self.expects, self.first, self.since = end, end, True, at
             return []
-        return self._start_ticker(end, now)
-
-    def _start_ticker(self, end: int, now: int) -> list[int]:
-        self.pending_first = None
-        self.end, self.origin, self.due = end, now, now + self.interval
+        self._tick_from(at, end)
         return [end]
 
+    def _tick_from(self, clock: int, end: int) -> None:
+        self.due, self.expects, self.first, self.since = clock + self.interval, end + self.interval, False, clock
+
     def fire(self, now: int) -> list[int]:
-        if self.pending_first is not None:
-            return self._start_ticker(self.pending_first, now)
-        self.end += self.interval
-        self.due = self.origin + ((now - self.origin) // self.interval + 1) * self.interval
-        if abs(now - self.end) < LATE_TICK:
-            return [self.end]
-        return self._arm(now)
+        end = self.expects
+        if self.first:
+            self._tick_from(now, end)
+            return [end]
+        if abs(now - end) < SKIP_AT_MS:
+            missed = (now - self.due) // self.interval
+            self.due, self.expects, self.since = self.due + (missed + 1) * self.interval, end + self.interval, now
+            return [end]
+        return self._begin(now)
 
 
-class Machine:
-    """One trace's pane window. `props(row)` is a row's fields; `post` collects
-    the panes of the current unit."""
+def _ticks(spec, interval: int, created: int) -> Ticks:
+    zone, count = ZoneInfo(spec.time_zone), interval // spec.unit
+    return Ticks(interval, lambda t: aligned_end(t, count, spec.unit, zone), created)
 
-    def __init__(self, spec, query, start: int, pushed_where: bool):
-        self.spec, self.query = spec, query
-        where = query.where if query is not None else None
-        self.admit = [c for c in (spec.filter, where if pushed_where else None) if c is not None]
-        self.after_where = None if pushed_where else where
-        self.event_time = spec.event_time
-        self.rows: list = []  # (time, row dict)
-        self.trigger: int | None = None if self.event_time else start
-        self.watermark = 0
-        self.largest: int | None = None
-        self.held: list = []  # (ts, arrival no, row)
-        self.arrivals = 0
-        self.out: list = []  # panes of the current unit: (rows, start, end) or ("error", message)
-        zone = ZoneInfo(spec.time_zone)
-        self.align = (lambda count: (lambda t: aligned_end(t, count, spec.unit, zone)))
 
-    # -- rows in
-    def admitted(self, row, t: int) -> bool:
-        """Whether the row enters; a filter that errs posts its error now (the
-        row stays out), as eKuiper's window filter operator sends it on."""
-        for condition in self.admit:
-            passed = row_passes(condition, row, t)
-            if isinstance(passed, Failure):
-                self.out.append(("error", passed.message))
-                return False
-            if not passed:
+# --------------------------------------------------------------------------- what every window shares
+
+
+class _Window:
+    """Admission and posting (module docstring): `conditions`, the FILTER then a
+    pushed-down WHERE; `length`, what a start <= 0 is replaced from."""
+
+    def __init__(self, conditions: tuple, length: int):
+        self.conditions, self.length = conditions, length
+        self.posts: list[tuple] = []
+
+    def admits(self, row: dict, time: int) -> bool:
+        for condition in self.conditions:
+            passed = row_passes(condition, row, time)
+            if passed is not True:
+                if isinstance(passed, Failure):
+                    self.posts.append(("error", passed.message))
                 return False
         return True
 
-    def arrive(self, row, now: int) -> None:
-        if not self.event_time:
-            if self.admitted(row, now):
-                self.take(now, row, now)
-            return
-        ts = row.get(self.spec.timestamp)
-        if isinstance(ts, float) and ts.is_integer():
-            ts = int(ts)
-        if isinstance(ts, bool) or not isinstance(ts, int):
-            raise ValueError(f"event {row['id']!r} has no event time: its property {self.spec.timestamp!r} is "
-                             f"{ts!r}, not whole milliseconds")
-        if ts < self.watermark:
-            self.out.append(("error", f"late row: event time {ts} ms is before the watermark {self.watermark} ms"))
-            return
-        self.arrivals += 1
-        bisect.insort(self.held, (ts, self.arrivals, row), key=lambda h: (h[0], h[1]))
-        self.largest = ts if self.largest is None else max(self.largest, ts)
-        tol = self.spec.late_tolerance
-        mark = max(self.largest, tol) - tol
-        if mark <= self.watermark:
-            return
-        cut = bisect.bisect_right(self.held, mark, key=lambda h: h[0])
-        ready, self.held = self.held[:cut], self.held[cut:]
-        self.watermark = mark
-        for ts, _, r in ready:
-            if self.admitted(r, ts):
-                if self.trigger is None:
-                    self.trigger = ts
-                self.take(ts, r, now)
-        self.watermark_rose(mark)
+    def post(self, rows: list, start: int, end: int) -> None:
+        self.posts.append((rows, start if start > 0 else end - self.length, end))
 
-    def take(self, t: int, row, now: int) -> None:
-        self.rows.append((t, row))
 
-    def watermark_rose(self, mark: int) -> None:
-        pass
+class _Trigger:
+    """OVER (WHEN c): whether an admitted row triggers, its hits so far as
+    (time of the last, count) (none: every row triggers)."""
 
-    def next_due(self) -> int | None:
-        return None
+    def __init__(self, condition):
+        self.condition, self.hits = condition, (0, 0)
+
+    def __call__(self, row: dict, time: int) -> bool:
+        if self.condition is None:
+            return True
+        if not row_holds(self.condition, row, self.hits, time):
+            return False
+        self.hits = (time, self.hits[1] + 1)
+        return True
+
+
+# --------------------------------------------------------------------------- processing time
+
+
+class TickedPanes(_Window):
+    """Processing-time TUMBLINGWINDOW / HOPPINGWINDOW (module docstring):
+    `held`, the admitted rows in arrival order; `trigger`, the previous pane's
+    end (the creation before the first)."""
+
+    def __init__(self, spec, conditions: tuple, created: int):
+        super().__init__(conditions, spec.size)
+        self.size, self.hop = spec.size, spec.hop if isinstance(spec, Hopping) else None
+        self.held: list[tuple[int, dict]] = []
+        self.trigger = created
+        self.ticks = _ticks(spec, self.hop or spec.size, created)
+        for end in self.ticks.at_creation:
+            self._close(end)
+        self.posts.clear()  # the pane at the creation: no item causes it
+
+    def due(self) -> int:
+        return self.ticks.due
 
     def fire(self, now: int) -> None:
+        for end in self.ticks.fire(now):
+            self._close(end)
+
+    def arrive(self, row: dict, now: int) -> None:
+        if self.admits(row, now):
+            self.held.append((now, row))
+
+    def _close(self, end: int) -> None:
+        if self.hop is None:
+            start, low = self.trigger, None
+        else:
+            start, low = self.trigger - self.hop, self.trigger + self.hop - self.size
+            self.held = [tr for tr in self.held if tr[0] >= low]
+        pane = [tr for tr in self.held if tr[0] < end]
+        if self.hop is None:
+            self.held = self.held[len(pane):]
+        self.trigger = end
+        self.post(pane, start, end)
+
+
+class TimedSessions(_Window):
+    """Processing-time SESSIONWINDOW (module docstring): `held` rows, the
+    reported `start`, the timeout timer `timeout_at` (None: none; `SPENT`: it
+    fired with no row held and stays) with `timeout_since`."""
+
+    SPENT = -1
+
+    def __init__(self, spec, conditions: tuple, created: int):
+        super().__init__(conditions, spec.max_duration)
+        self.longest, self.timeout = spec.max_duration, spec.timeout
+        self.held: list[tuple[int, dict]] = []
+        self.start = created
+        self.timeout_at: int | None = None
+        self.timeout_since = created
+        self.ticks = _ticks(spec, spec.max_duration, created)  # a check at the creation finds no row
+
+    def due(self) -> int:
+        pending = self.timeout_at if self.timeout_at is not None and self.timeout_at != self.SPENT else None
+        return self.ticks.due if pending is None else min(self.ticks.due, pending)
+
+    def fire(self, now: int) -> None:
+        timers = []
+        if self.ticks.due <= now:
+            timers.append((self.ticks.due, self.ticks.since, 0))
+        if self.timeout_at is not None and self.timeout_at != self.SPENT and self.timeout_at <= now:
+            timers.append((self.timeout_at, self.timeout_since, 1))
+        for _, _, which in sorted(timers):
+            if which == 0:
+                for end in self.ticks.fire(now):
+                    self._check(end)
+            elif self.held:
+                self.post(self.held, self.start, now)
+                self.held, self.timeout_at = [], None
+            else:
+                self.timeout_at = self.SPENT
+
+    def arrive(self, row: dict, now: int) -> None:
+        if not self.admits(row, now):
+            return
+        if self.timeout_at is None:
+            self.start = now
+        self.timeout_at, self.timeout_since = now + self.timeout, now
+        self.held.append((now, row))
+
+    def _check(self, end: int) -> None:
+        if self.held and end - self.held[0][0] >= self.longest:
+            cut = [tr for tr in self.held if tr[0] < end]
+            self.held = self.held[len(cut):]
+            self.post(cut, self.start, end)
+            self.start = end
+
+
+class TimedSlides(_Window):
+    """Processing-time SLIDINGWINDOW (module docstring): `held` rows (those
+    no pending or later pane can reach are dropped), `delayed` panes as
+    (due, trigger time) in due order."""
+
+    def __init__(self, spec, conditions: tuple, created: int):
+        super().__init__(conditions, spec.size + spec.delay)
+        self.size, self.delay = spec.size, spec.delay
+        self.triggers = _Trigger(spec.trigger)
+        self.held: list[tuple[int, dict]] = []
+        self.delayed: list[tuple[int, int]] = []
+
+    def due(self) -> int | None:
+        return self.delayed[0][0] if self.delayed else None
+
+    def fire(self, now: int) -> None:
+        n = bisect.bisect_right(self.delayed, (now, float("inf")))
+        fired, self.delayed = self.delayed[:n], self.delayed[n:]
+        for due, t in fired:  # every held row is older than `due`: it would have fired before a later one came
+            self.post(self.held[self._first_at(t - self.size):], t - self.size, due)
+
+    def _first_at(self, time: int) -> int:
+        return bisect.bisect_left(self.held, time, key=lambda tr: tr[0])
+
+    def arrive(self, row: dict, now: int) -> None:
+        if not self.admits(row, now):
+            return
+        # a pending pane's trigger is later than now - delay: nothing older than this is read again
+        del self.held[:self._first_at(now - self.size - self.delay)]
+        self.held.append((now, row))
+        if self.triggers(row, now):
+            if self.delay:
+                self.delayed.append((now + self.delay, now))
+            else:
+                self.post(self.held[self._first_at(now - self.size):], now - self.size, now)
+
+
+# --------------------------------------------------------------------------- event time
+
+
+class Watermark:
+    """Event time in front of a window (module docstring, "Event time"):
+    `waiting` rows as (event time, arrival number, row), `mark` the watermark,
+    `top` the largest event time seen. The window (`WatermarkPanes`, ...)
+    takes `enter(row, time)` per admitted row and `close(mark)` per rise."""
+
+    def __init__(self, window, timestamp: str, tolerance: int):
+        self.window, self.timestamp, self.tolerance = window, timestamp, tolerance
+        self.waiting: list[tuple[int, int, dict]] = []
+        self.mark, self.top, self.arrived = 0, None, 0
+
+    @property
+    def posts(self) -> list:
+        return self.window.posts
+
+    def due(self) -> None:
+        return None
+
+    def fire(self, now: int) -> None:  # pragma: no cover - no timer is ever due
         pass
 
-    def pane(self, rows, start: int, end: int) -> None:
-        self.out.append((list(rows), start, end))  # (time, row) pairs: event_time() reads the time
-
-
-class TumblingMachine(Machine):
-    def __init__(self, spec, query, start, pushed_where):
-        super().__init__(spec, query, start, pushed_where)
-        self.interval = spec.hop if isinstance(spec, Hopping) else spec.size
-        self.next_end: int | None = None
-        if not self.event_time:
-            self.schedule = Schedule(self.interval, self.align(self.interval // spec.unit), start)
-            for end in self.schedule.at_creation:
-                self.close(end)
-            self.out.clear()  # a pane at the creation: no trace item causes it, not posted
-
-    def next_due(self):
-        return None if self.event_time else self.schedule.due
-
-    def fire(self, now):
-        for end in self.schedule.fire(now):
-            self.close(end)
-
-    def close(self, end: int) -> None:
-        spec = self.spec
-        if isinstance(spec, Hopping):
-            trig = self.trigger
-            left = end - spec.size if self.event_time else trig + spec.hop - spec.size
-            start = (trig if trig is not None else end) - spec.hop
-            content = [r for r in self.rows if left <= r[0] < end]
-            self.rows = [r for r in self.rows if r[0] >= left]
-        else:
-            start = self.trigger if self.trigger is not None else end - spec.size
-            content = [r for r in self.rows if r[0] < end]
-            self.rows = [r for r in self.rows if r[0] >= end]
-        if start <= 0:
-            start = end - spec.size
-        self.trigger = end
-        self.pane(content, start, end)
-
-    def watermark_rose(self, mark):
-        if self.next_end is None:
-            if not self.rows:
-                return
-            self.next_end = self.align(self.interval // self.spec.unit)(min(t for t, _ in self.rows))
-        while self.next_end <= mark:
-            self.close(self.next_end)
-            self.next_end += self.interval
-
-
-class SlidingMachine(Machine):
-    def __init__(self, spec, query, start, pushed_where):
-        super().__init__(spec, query, start, pushed_where)
-        self.hits = (0, 0)
-        self.delayed: list = []  # (due, order)
-        self.order = 0
-        self.waiting: list = []  # event time: trigger times
-        self.delay_ends: list = []
-        self.last_end: int | None = None
-
-    def triggered(self, t, row) -> bool:
-        cond = self.spec.trigger
-        if cond is None:
-            return True
-        if row_holds(cond, row, self.hits, time=t):
-            self.hits = (t, self.hits[1] + 1)
-            return True
-        return False
-
-    def take(self, t, row, now):
-        self.rows.append((t, row))
-        hit = self.triggered(t, row)
-        if self.event_time:
-            if hit:
-                self.waiting.append(t)
+    def arrive(self, row: dict, now: int) -> None:
+        ts = row.get(self.timestamp)
+        if isinstance(ts, float) and ts.is_integer():
+            ts = int(ts)
+        if not isinstance(ts, int) or isinstance(ts, bool):
+            raise InvalidTrace(f"event {row['id']!r}: timestamp property {self.timestamp!r} is {ts!r}, "
+                               "not a whole number of ms")
+        if ts < self.mark:
+            self.window.posts.append(("error", f"late row: event time {ts} ms is before the watermark {self.mark} ms"))
             return
-        delay = self.spec.delay
-        if not hit:
-            self.rows = [r for r in self.rows if r[0] >= t - self.spec.size - delay]
-        elif delay:
-            self.order += 1
-            self.delayed.append((t + delay, self.order))
-        else:
-            self.close(t)
-
-    def close(self, right: int) -> None:
-        delay = self.spec.delay
-        left = right - self.spec.size - delay
-        if delay:
-            content = [r for r in self.rows if left <= r[0] < right]
-        else:
-            content = [r for r in self.rows if left <= r[0] <= right]
-        self.rows = [r for r in self.rows if r[0] >= left]
-        self.pane(content, left, right)
-
-    def next_due(self):
-        return min(self.delayed)[0] if self.delayed else None
-
-    def fire(self, now):
-        due = sorted(d for d in self.delayed if d[0] <= now)
-        self.delayed = [d for d in self.delayed if d[0] > now]
-        for end, _ in due:
-            self.close(end)
-
-    def _first_after(self, after, mark):
-        ts = [t for t, _ in self.rows if (after is None or t > after) and t <= mark]
-        return min(ts) if ts else None
-
-    def watermark_rose(self, mark):
-        while self.delay_ends and self.delay_ends[0] <= mark:
-            self.close(self.delay_ends.pop(0))
-        end = self._first_after(self.last_end, mark)
-        while end is not None:
-            while self.waiting and self.waiting[0] <= mark:
-                t = self.waiting.pop(0)
-                if self.spec.delay:
-                    self.delay_ends.append(t + self.spec.delay)
-                else:
-                    self.close(t)
-            self.last_end = end
-            end = self._first_after(end, mark)
+        self.arrived += 1
+        bisect.insort(self.waiting, (ts, self.arrived, row), key=lambda w: (w[0], w[1]))
+        self.top = ts if self.top is None else max(self.top, ts)
+        mark = max(self.top, self.tolerance) - self.tolerance
+        if mark <= self.mark:
+            return
+        self.mark = mark
+        n = bisect.bisect_right(self.waiting, mark, key=lambda w: w[0])
+        released, self.waiting = self.waiting[:n], self.waiting[n:]
+        for t, _, r in released:
+            if self.window.admits(r, t):
+                self.window.enter(r, t)
+        self.window.close(mark)
 
 
-class SessionMachine(Machine):
-    def __init__(self, spec, query, start, pushed_where):
-        super().__init__(spec, query, start, pushed_where)
-        self.order = 0
-        self.timer_set = False
-        self.timeout_due: int | None = None
-        self.timeout_order = 0
-        self.cut_last = False
-        if not self.event_time:
-            self.schedule = Schedule(spec.max_duration, self.align(spec.max_duration // spec.unit), start)
-            self.tick_order = 0
-            for end in self.schedule.at_creation:
-                self.check(end)
-            self.out.clear()
+class WatermarkPanes(_Window):
+    """Event-time TUMBLINGWINDOW / HOPPINGWINDOW (module docstring): `rows`
+    entered in event-time order, `first` (r0) and `k`, the next pane's index."""
 
-    def take(self, t, row, now):
-        self.rows.append((t, row))
-        if not self.event_time:
-            self.order += 1
-            self.timeout_due, self.timeout_order = t + self.spec.timeout, self.order
-            if not self.timer_set:
-                self.timer_set = True
-                self.trigger = t
+    def __init__(self, spec, conditions: tuple, created: int):
+        super().__init__(conditions, spec.size)
+        self.size, self.hop = spec.size, spec.hop if isinstance(spec, Hopping) else None
+        self.interval = self.hop or spec.size
+        zone, count = ZoneInfo(spec.time_zone), self.interval // spec.unit
+        self.align = lambda t: aligned_end(t, count, spec.unit, zone)
+        self.rows: list[tuple[int, dict]] = []
+        self.first: int | None = None
+        self.k = 0
 
-    def close(self, end):
-        content = [r for r in self.rows if r[0] < end]
-        self.rows = [r for r in self.rows if r[0] >= end]
-        start = self.trigger if self.trigger is not None and self.trigger > 0 else end - self.spec.max_duration
-        self.trigger = end
-        self.pane(content, start, end)
+    def enter(self, row: dict, time: int) -> None:
+        if self.first is None:
+            self.first, self.e0 = time, self.align(time)
+        self.rows.append((time, row))
 
-    def check(self, tick):
-        if self.rows and tick - self.rows[0][0] >= self.spec.max_duration:
-            self.close(tick)
-
-    def next_due(self):
-        if self.event_time:
-            return None
-        return self.schedule.due if self.timeout_due is None else min(self.schedule.due, self.timeout_due)
-
-    def fire(self, now):
-        timers = [(self.schedule.due, self.tick_order, 0)]
-        if self.timeout_due is not None:
-            timers.append((self.timeout_due, self.timeout_order, 1))
-        for _, _, which in sorted(t for t in timers if t[0] <= now):
-            if which == 0:
-                for end in self.schedule.fire(now):
-                    self.check(end)
-                self.order += 1
-                self.tick_order = self.order
+    def close(self, mark: int) -> None:
+        if self.first is None:
+            return
+        while (end := self.e0 + self.k * self.interval) <= mark:
+            trigger = self.first if self.k == 0 else end - self.interval
+            if self.hop is None:
+                n = bisect.bisect_left(self.rows, end, key=lambda tr: tr[0])
+                pane, self.rows = self.rows[:n], self.rows[n:]
+                self.post(pane, trigger, end)
             else:
-                self.timeout_due = None
-                if self.rows:
-                    self.close(now)
-                    self.timer_set = False
+                low = bisect.bisect_left(self.rows, end - self.size, key=lambda tr: tr[0])
+                high = bisect.bisect_left(self.rows, end, key=lambda tr: tr[0])
+                self.post(self.rows[low:high], trigger - self.hop, end)
+                # the next pane starts at end + hop - size
+                self.rows = self.rows[bisect.bisect_left(self.rows, end + self.hop - self.size, key=lambda tr: tr[0]):]
+            self.k += 1
 
-    def _next(self, mark):
-        if not self.rows:
-            return None, False
-        timeout, duration = self.spec.timeout, self.spec.max_duration
+
+class WatermarkSlides(_Window):
+    """Event-time SLIDINGWINDOW (module docstring): `rows` entered,
+    `pending` triggers not handled yet, `reached` the newest row the last
+    handling saw, `scheduled` delayed panes as (due, t)."""
+
+    def __init__(self, spec, conditions: tuple, created: int):
+        super().__init__(conditions, spec.size + spec.delay)
+        self.size, self.delay = spec.size, spec.delay
+        self.triggers = _Trigger(spec.trigger)
+        self.rows: list[tuple[int, dict]] = []
+        self.pending: list[int] = []
+        self.reached: int | None = None
+        self.scheduled: list[tuple[int, int]] = []
+
+    def enter(self, row: dict, time: int) -> None:
+        self.rows.append((time, row))
+        if self.triggers(row, time):
+            self.pending.append(time)
+
+    def _rows(self, low: int, high: int, closed: bool) -> list:
+        key = lambda tr: tr[0]  # noqa: E731
+        a = bisect.bisect_left(self.rows, low, key=key)
+        b = (bisect.bisect_right if closed else bisect.bisect_left)(self.rows, high, key=key)
+        return self.rows[a:b]
+
+    def close(self, mark: int) -> None:
+        while self.scheduled and self.scheduled[0][0] <= mark:
+            due, t = self.scheduled.pop(0)
+            self.post(self._rows(t - self.size, due, False), t - self.size, due)
+        if not self.rows or (self.reached is not None and self.rows[-1][0] <= self.reached):
+            return  # no row newer than those the last handling reached: the triggers wait
+        for t in self.pending:
+            if self.delay:
+                self.scheduled.append((t + self.delay, t))
+            else:
+                self.post(self._rows(t - self.size, t, True), t - self.size, t)
+        self.pending, self.reached = [], self.rows[-1][0]
+        # a later pane's trigger is a scheduled one or no older than `reached`: older rows are read no more
+        oldest = min([self.reached, *(t for _, t in self.scheduled)]) - self.size
+        del self.rows[:bisect.bisect_left(self.rows, oldest, key=lambda tr: tr[0])]
+
+
+class WatermarkSessions(_Window):
+    """Event-time SESSIONWINDOW (module docstring): `rows`, the open
+    session's entered rows; `cut_at`, the previous pane's end when a check
+    cut it (its start then), else None; `scanned`, how far `_end` read."""
+
+    def __init__(self, spec, conditions: tuple, created: int):
+        super().__init__(conditions, spec.max_duration)
+        self.longest, self.timeout = spec.max_duration, spec.timeout
+        zone, count = ZoneInfo(spec.time_zone), spec.max_duration // spec.unit
+        self.align = lambda t: aligned_end(t, count, spec.unit, zone)
+        self.rows: list[tuple[int, dict]] = []
+        self.cut_at: int | None = None
+        self.scanned: tuple[int, int, int] | None = None
+
+    def enter(self, row: dict, time: int) -> None:
+        self.rows.append((time, row))
+
+    def _end(self, mark: int) -> tuple[int, bool] | None:
+        """Where the open session ends, and whether a check cuts it; None: open.
+        The scan goes on from `scanned` (rows seen, check, last row's time):
+        rows that entered later cannot move an end found among earlier ones."""
         first = self.rows[0][0]
-        tick = self.align(duration // self.spec.unit)(first)
-        prev = None
-        for t, _ in self.rows:
-            gap_end = prev + timeout if prev is not None and t - prev > timeout else None
-            if t > tick:
-                if tick - duration > first and (gap_end is None or tick < gap_end):
-                    return tick, True
-                tick += duration
+        seen, check, previous = self.scanned or (0, self.align(first), None)
+        for t, _ in self.rows[seen:]:
+            gap_end = previous + self.timeout if previous is not None and t - previous > self.timeout else None
+            if t > check:
+                if check - self.longest > first and (gap_end is None or check < gap_end):
+                    return check, True
+                check += self.longest
             if gap_end is not None:
                 return gap_end, False
-            prev = t
-        if prev is not None and mark - prev > timeout:
-            return prev + timeout, False
-        return None, False
+            seen, previous = seen + 1, t
+            self.scanned = (seen, check, previous)
+        if mark - previous > self.timeout:
+            return previous + self.timeout, False
+        return None
 
-    def watermark_rose(self, mark):
-        end, cut = self._next(mark)
-        while end is not None and end <= mark:
-            if not self.cut_last:
-                self.trigger = self.rows[0][0]
-            self.close(end)
-            self.cut_last = cut
-            end, cut = self._next(mark)
+    def close(self, mark: int) -> None:
+        while self.rows and (found := self._end(mark)) is not None:
+            end, cut = found
+            n = bisect.bisect_left(self.rows, end, key=lambda tr: tr[0])
+            pane, self.rows = self.rows[:n], self.rows[n:]
+            self.post(pane, self.cut_at if self.cut_at is not None else pane[0][0], end)
+            self.cut_at, self.scanned = (end if cut else None), None
 
 
-MACHINES = {Tumbling: TumblingMachine, Hopping: TumblingMachine, Sliding: SlidingMachine,
-            Session: SessionMachine}
+#: per kind: (processing-time machine, event-time window)
+MACHINES = {Tumbling: (TickedPanes, WatermarkPanes), Hopping: (TickedPanes, WatermarkPanes),
+            Sliding: (TimedSlides, WatermarkSlides), Session: (TimedSessions, WatermarkSessions)}
+
+
+def machine_for(spec, conditions: tuple, created: int):
+    """The replay machine of a pane window created at `created`."""
+    timed, watermarked = MACHINES[type(spec)]
+    if spec.timestamp is None:
+        return timed(spec, conditions, created)
+    return Watermark(watermarked(spec, conditions, created), spec.timestamp, spec.late_tolerance)
+
+
+# --------------------------------------------------------------------------- the grouped-map function
 
 
 def event_row(id_, properties, json_names: frozenset[str]) -> dict:
@@ -455,68 +622,57 @@ def pane_output(timed: list, pane: tuple[int, int], query, after_where) -> list[
 KERNEL_COLUMNS = ("trace_id", "seq", "phase", "time", "ordinal", "side", "pos", "id", "values", "error", "wstart", "wend")
 
 
+class _Output:
+    """The kernel's output columns, filled unit by unit: a unit's posts get
+    ordinals 0, 1, ... in posting order (a unit met twice goes on counting)."""
+
+    def __init__(self, trace, query, after_where):
+        self.trace, self.query, self.after_where = trace, query, after_where
+        self.columns = {c: [] for c in KERNEL_COLUMNS}
+        self.unit, self.ordinal = None, 0
+
+    def _row(self, *values) -> None:
+        for c, v in zip(KERNEL_COLUMNS, values):
+            self.columns[c].append(v)
+
+    def drain(self, posts: list, seq: int, phase: int, time: int) -> None:
+        if not posts:
+            return
+        if self.unit != (seq, phase, time):
+            self.unit, self.ordinal = (seq, phase, time), 0
+        for post in posts:
+            if post[0] == "error":
+                self._row(self.trace, seq, phase, time, self.ordinal, "error", 0, None, None, post[1], None, None)
+                self.ordinal += 1
+                continue
+            rows, start, end = post
+            out = pane_output(rows, (start, end), self.query, self.after_where)
+            for side, pos, id_, values, error, pane in out:
+                self._row(self.trace, seq, phase, time, self.ordinal, side, pos, id_, values, error,
+                          pane[0] if pane else None, pane[1] if pane else None)
+            self.ordinal += bool(out)
+        posts.clear()
+
+
 def kernel(spec, query, pushed_where: bool, names: tuple[str, ...], json_names: frozenset[str]):
-    """The grouped-map function over one trace's items (any order)."""
+    """The grouped-map function over one trace's items (any order): the
+    trace's window (`machine_for`) replayed on its clock (`replay.replay`)."""
     after_where = None if (pushed_where or query is None) else query.where
+    conditions = tuple(c for c in (spec.filter, query.where if pushed_where else None) if c is not None)
 
     def run(table):
         import pyarrow as pa
 
-        cols = {c: table.column(c).to_pylist() for c in ("seq", "kind", "time", "id", *names)}  # trace_id: below
-        order = sorted(range(table.num_rows), key=lambda i: cols["seq"][i])
-        out = {c: [] for c in KERNEL_COLUMNS}
-        start = next((cols["time"][i] for i in order if cols["kind"][i] == "start"), 0)
-        machine = MACHINES[type(spec)](spec, query, start, pushed_where)
-        state = {"clock": start}
-
-        def row_of(i):
-            return event_row(cols["id"][i], ((n, cols[n][i]) for n in names), json_names)
-
-        trace = table.column("trace_id")[0].as_py() if table.num_rows else None
-
-        def put(seq, phase, time, ordinal, side, pos, id_, values, error, pane):
-            for c, v in zip(KERNEL_COLUMNS, (trace, seq, phase, time, ordinal, side, pos, id_, values, error,
-                                            pane[0] if pane else None, pane[1] if pane else None)):
-                out[c].append(v)
-
-        def flush(seq, phase, time):
-            ordinal = 0
-            for post in machine.out:
-                if post[0] == "error":
-                    put(seq, phase, time, ordinal, "error", 0, None, None, post[1], None)
-                    ordinal += 1
-                    continue
-                timed, wstart, wend = post
-                posted = pane_output(timed, (wstart, wend), query, after_where)
-                for side, pos, id_, values, error, pane in posted:
-                    put(seq, phase, time, ordinal, side, pos, id_, values, error, pane)
-                ordinal += bool(posted)
-            machine.out.clear()
-
-        def walk(seq, target):
-            due = machine.next_due()
-            while due is not None and due <= target:
-                state["clock"] = due
-                machine.fire(due)
-                flush(seq, 0, due)
-                due = machine.next_due()
-            state["clock"] = target
-
-        for i in order:
-            kind, seq, time = cols["kind"][i], cols["seq"][i], cols["time"][i]
-            if kind == "event":
-                walk(seq, time)
-                machine.arrive(row_of(i), time)
-                flush(seq, 1, time)
-            elif kind == "advance":
-                walk(seq, time)
-            elif kind == "jump":
-                state["clock"] = time
-                due = machine.next_due()
-                if due is not None and due <= time:
-                    machine.fire(time)
-                    flush(seq, 0, time)
-        return pa.table(out, schema=ARROW_SCHEMA)
+        cols = {c: table.column(c).to_pylist() for c in ("seq", "kind", "time", "id", *names)}
+        order = sorted(range(table.num_rows), key=cols["seq"].__getitem__)
+        created = next((cols["time"][i] for i in order if cols["kind"][i] == "start"), 0)
+        machine = machine_for(spec, conditions, created)
+        out = _Output(table.column("trace_id")[0].as_py() if table.num_rows else None, query, after_where)
+        items = ((cols["seq"][i], cols["kind"][i], cols["time"][i],
+                  event_row(cols["id"][i], ((n, cols[n][i]) for n in names), json_names)
+                  if cols["kind"][i] == "event" else None) for i in order)
+        replay(items, machine, lambda seq, phase, time: out.drain(machine.posts, seq, phase, time), created)
+        return pa.table(out.columns, schema=ARROW_SCHEMA)
 
     return run
 
@@ -524,9 +680,9 @@ def kernel(spec, query, pushed_where: bool, names: tuple[str, ...], json_names: 
 def _arrow_schema():
     import pyarrow as pa
 
-    return pa.schema([("trace_id", pa.string()), ("seq", pa.int64()), ("phase", pa.int32()), ("time", pa.int64()), ("ordinal", pa.int32()),
-                      ("side", pa.string()), ("pos", pa.int64()), ("id", pa.string()), ("values", pa.string()),
-                      ("error", pa.string()), ("wstart", pa.int64()), ("wend", pa.int64())])
+    return pa.schema([("trace_id", pa.string()), ("seq", pa.int64()), ("phase", pa.int32()), ("time", pa.int64()),
+                      ("ordinal", pa.int32()), ("side", pa.string()), ("pos", pa.int64()), ("id", pa.string()),
+                      ("values", pa.string()), ("error", pa.string()), ("wstart", pa.int64()), ("wend", pa.int64())])
 
 
 try:

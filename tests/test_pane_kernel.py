@@ -1,0 +1,131 @@
+"""The Spark pane kernel (spark_impl/windows/pane_kernel.py) and its clock
+(spark_impl/windows/replay.py) without Spark: the grouped-map function run on
+an Arrow table of one trace, as a Spark task runs it. The kernel checks late
+rows itself, so a case's whole expected output comes out of it."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+
+from oracle.cases import load_case  # noqa: E402
+from oracle.dialects import case_spec  # noqa: E402
+from oracle.model.panes import TIMED_PANE_WINDOWS  # noqa: E402
+from oracle.model import Advance, Arrive, Event, Jump, Statement, Trace, Tumbling  # noqa: E402
+from spark_impl import frames  # noqa: E402
+from spark_impl.windows.pane_kernel import SECOND, Ticks, aligned_end, kernel  # noqa: E402
+from spark_impl.windows.replay import ARRIVAL, TIMER, replay  # noqa: E402
+
+CORPUS = Path(__file__).resolve().parent.parent / "corpus" / "kuiper"
+_ARROW = {"long": pa.int64(), "double": pa.float64(), "string": pa.string(), "boolean": pa.bool_(), "json": pa.string()}
+
+
+def kernel_updates(spec, trace: Trace, shuffle: int = 0):
+    """The kernel's updates for one trace (its rows handed over in a shuffled order)."""
+    window, query = (spec.window, spec) if isinstance(spec, Statement) else (spec, None)
+    pushed = query is not None and query.where_in_window
+    types = frames.PropertyTypes(frames.spec_properties(spec), mixed=spec.MIXED_KINDS)
+    types.merge(frames.PropertyTypes.of_trace("t", trace, mixed=spec.MIXED_KINDS))
+    schema = types.schema()
+    rows = frames.trace_rows("t", trace, schema)
+    random.Random(shuffle).shuffle(rows)
+    names = tuple(schema)
+    columns = list(zip(*rows))
+    arrays = [pa.array(columns[0], pa.string()), pa.array(columns[1], pa.int64()), pa.array(columns[2], pa.string()),
+              pa.array(columns[3], pa.int64()), pa.array(columns[4], pa.string())]
+    arrays += [pa.array(columns[7 + n], _ARROW[schema[name]]) for n, name in enumerate(names)]
+    table = pa.Table.from_arrays(arrays, names=["trace_id", "seq", "kind", "time", "id", *names])
+    run = kernel(window, query, pushed, names, frozenset(n for n, k in schema.items() if k == "json"))
+    out = []
+    for row in run(table).to_pylist():
+        start, end = row.pop("wstart"), row.pop("wend")
+        out.append({**row, "after": row["seq"], "pos": (row["pos"],),
+                    "window": None if end is None else {"start": start, "end": end}})
+    return frames.updates_from_rows(out, {"t": trace})["t"]
+
+
+def _timed_cases():
+    for path in sorted(CORPUS.glob("*.json")):
+        case = load_case(path)
+        spec = case_spec(case)
+        if isinstance(spec.window if isinstance(spec, Statement) else spec, TIMED_PANE_WINDOWS):
+            yield pytest.param(case, spec, id=path.stem)
+
+
+@pytest.mark.parametrize("case, spec", list(_timed_cases()))
+def test_every_timed_pane_case_replays_through_the_kernel(case, spec):
+    assert kernel_updates(spec, case.trace, shuffle=len(case.name)) == case.expected
+
+
+def test_the_timed_pane_cases_are_many():
+    assert len(list(_timed_cases())) >= 40
+
+
+def test_ticks_list_every_realignment_in_new_yorks_repeated_hour():
+    """Created at 01:20 EST (06:20 UTC): the aligned end lies an hour back
+    (05:30 UTC), so the first pane closes at the creation and each tick of the
+    run is 50 min late, skipped, and a new run aligns to an end in the past
+    again until 02:00 EST (07:00 UTC), whose end 07:10 UTC lies ahead."""
+    minute, utc = 60_000, 1_730_592_000_000  # 2024-11-03 00:00 UTC
+    zone = ZoneInfo("America/New_York")
+    ticks = Ticks(10 * minute, lambda t: aligned_end(t, 10, minute, zone), utc + (6 * 60 + 20) * minute)
+    assert ticks.at_creation == [utc + (5 * 60 + 30) * minute]
+    closed = [ticks.fire(ticks.due) for _ in range(4)]
+    assert closed == [[utc + (5 * 60 + 40) * minute], [utc + (5 * 60 + 50) * minute], [utc + 6 * 60 * minute], []]
+    assert [at for at, _ in ticks.realigned] == [utc + m * minute for m in (380, 390, 400, 410, 420)]
+    assert (ticks.due, ticks.first) == (utc + 430 * minute, True)
+    assert ticks.fire(ticks.due) == [utc + 430 * minute]
+
+
+def test_a_tick_less_than_50_ms_late_keeps_its_end_and_the_tickers_phase():
+    ticks = Ticks(2000, lambda t: (t // 2000 + 1) * 2000, 0)
+    assert ticks.fire(2000) == [2000] and ticks.due == 4000
+    assert ticks.fire(4049) == [4000] and (ticks.due, ticks.expects) == (6000, 6000)
+    assert ticks.fire(6050) == [] and ticks.realigned[-1] == (6050, 8000)
+
+
+class _Recorder:
+    """A machine whose timers are the due times it is given; it logs its calls."""
+
+    def __init__(self, dues):
+        self.dues, self.log = sorted(dues), []
+
+    def due(self):
+        return self.dues[0] if self.dues else None
+
+    def fire(self, now):
+        fired = [d for d in self.dues if d <= now]
+        self.dues = [d for d in self.dues if d > now]
+        if now == 3000 and 3000 in fired:
+            self.dues = sorted(self.dues + [3500, 100])  # one later in the walk, one in the past
+        self.log.append(("fire", now, fired))
+
+    def arrive(self, payload, now):
+        self.log.append(("arrive", now, payload))
+
+
+def test_replay_walks_stops_at_each_due_time_and_a_jump_fires_once():
+    machine, units = _Recorder([1000, 3000, 6000, 7000]), []
+    items = [(0, "event", 1000, "E1"), (1, "advance", 4000, None), (2, "start", 0, None), (3, "jump", 7500, None),
+             (4, "advance", 9000, None)]
+    clock = replay(items, machine, lambda *unit: units.append(unit), clock=0)
+    assert units == [(0, TIMER, 1000), (0, ARRIVAL, 1000), (1, TIMER, 3000), (1, TIMER, 3000), (1, TIMER, 3500),
+                     (3, TIMER, 7500)]
+    assert machine.log == [("fire", 1000, [1000]), ("arrive", 1000, "E1"), ("fire", 3000, [3000]),
+                           ("fire", 3000, [100]), ("fire", 3500, [3500]), ("fire", 7500, [6000, 7000])]
+    assert clock == 9000
+
+
+def test_a_late_row_is_the_kernels_own_error_and_the_rest_go_on():
+    spec = Tumbling(2000, SECOND, timestamp="ts")
+    trace = Trace((Arrive(Event("E1", {"ts": 1500})), Arrive(Event("E2", {"ts": 500})), Advance(10),
+                   Arrive(Event("E3", {"ts": 2500})), Jump(20)))
+    updates = kernel_updates(spec, trace)
+    assert [(u.after, u.error) for u in updates] == [
+        (1, "late row: event time 500 ms is before the watermark 1500 ms"), (3, None)]
+    assert [e.id for e in updates[1].insert] == ["E1"] and (updates[1].window.start, updates[1].window.end) == (1500, 2000)
