@@ -311,77 +311,89 @@ def _time_length_kernel(spec: TimeLengthBatch, partition: tuple[str, ...]):
     """The grouped-map function of `#time_length_batch` (`time_length_batches`):
     one row per event posted (side, pos = its seq) or per empty post (side, id
     and pos null), with the unit that posts it: `#useq`/`#utime` for an
-    arrival, `#due` for a timer."""
-    span, size, force = spec.span, spec.size, spec.force_update
-    eager = spec.start_eager
+    arrival, `#due` for a timer.
+
+    The clock is `replay`'s, from what the kernel has of it: its sub-window's
+    events, each jump as a walk to the clock before it and the jump itself, and
+    a last walk to the trace's last clock (module docstring of
+    `time_length_batches`: all a timer's firing depends on)."""
+    from spark_impl.windows.replay import replay
 
     def kernel(table):
-        import bisect
-
         import pyarrow as pa
 
         seq, time = table.column("seq").to_pylist(), table.column("time").to_pylist()
-        order = sorted((row for row in range(table.num_rows) if seq[row] is not None), key=seq.__getitem__)
         ids = table.column("id").to_pylist()
         last = table.column("#last")[0].as_py()
         jumps = table.column("#jumps")[0].as_py() or []
-        targets = [j["target"] for j in jumps]
-        out: dict[str, list] = {name: [] for name in ("side", "id", "pos", "#useq", "#utime", clock.DUE)}
-
-        def fires_at(due: int) -> int:
-            """The clock the timer due at `due` fires at (module docstring)."""
-            at = bisect.bisect_left(targets, due)
-            if at < len(jumps) and jumps[at]["before"] is not None and jumps[at]["before"] < due:
-                return targets[at]
-            return due
-
-        def post(side, row, unit):
-            out["side"].append(side)
-            out["id"].append(None if row is None else ids[row])
-            out["pos"].append(None if row is None else seq[row])
-            out["#useq"].append(unit[0])
-            out["#utime"].append(unit[1])
-            out[clock.DUE].append(unit[2])
-
-        batch: list[int] = []
-        previous: list[int] = []
-        due = table.column("#created")[0].as_py() + span if eager else None
-
-        def release(now: int, unit) -> int | None:
-            nonlocal batch, previous
-            if not (batch or previous or force):
-                previous, batch = batch, []
-                return None
-            for row in batch:
-                post("insert", row, unit)
-            for row in previous:
-                post("remove", row, unit)
-            if not batch and not previous:
-                post(None, None, unit)
-            previous, batch = batch, []
-            return now + span
-
-        def fire_until(clock_at: int) -> None:
-            nonlocal due
-            while due is not None and due <= clock_at:
-                due = release(fires_at(due), (None, None, due))
-
-        for row in order:
-            fire_until(time[row])
-            batch.append(row)
-            if len(batch) >= size:
-                due = release(time[row], (seq[row], time[row], None))
-            elif due is None:
-                due = time[row] + span
-        fire_until(last)
+        created = table.column("#created")[0].as_py()
+        batches = _TimeLengthBatches(spec, seq, created)
+        items = [(seq[row], "event", time[row], row) for row in range(table.num_rows) if seq[row] is not None]
+        for jump in jumps:  # the walk to the clock before the jump, then the jump
+            if jump["before"] is not None:
+                items.append((jump["seq"], "advance", jump["before"], None))
+            items.append((jump["seq"], "jump", jump["target"], None))
+        items.sort(key=lambda item: (item[0], item[1] == "jump"))
+        items.append((None, "advance", last, None))
+        replay(items, batches, lambda *unit: None, clock=created)
+        out = batches.out
         n = len(out["side"])
         first = table.slice(0, 1)
         columns = {name: pa.array([first.column(name)[0].as_py()] * n, first.schema.field(name).type)
                    for name in (*partition, "slot")}
         return pa.table({
-            **columns, "id": pa.array(out["id"], pa.string()), "side": pa.array(out["side"], pa.string()),
-            "pos": pa.array(out["pos"], pa.int64()), "#useq": pa.array(out["#useq"], pa.int64()),
-            "#utime": pa.array(out["#utime"], pa.int64()), clock.DUE: pa.array(out[clock.DUE], pa.int64()),
+            **columns, "id": pa.array([None if r is None else ids[r] for r in out["row"]], pa.string()),
+            "side": pa.array(out["side"], pa.string()),
+            "pos": pa.array([None if r is None else seq[r] for r in out["row"]], pa.int64()),
+            "#useq": pa.array(out["#useq"], pa.int64()), "#utime": pa.array(out["#utime"], pa.int64()),
+            clock.DUE: pa.array(out[clock.DUE], pa.int64()),
         })
 
     return kernel
+
+
+class _TimeLengthBatches:
+    """One sub-window of `#time_length_batch(t, n)` as `replay` drives it: the
+    open batch, the batch released before it (posted as removed by the next
+    release) and the timer (None: not armed). A release, by the n-th event or
+    the timer, posts the open batch as inserted and the previous one as
+    removed (an empty post only with FORCE_UPDATE) and re-arms the timer at
+    its own clock + t; the first arrival into an unarmed window arms it."""
+
+    def __init__(self, spec: TimeLengthBatch, seq: list, created: int):
+        self.span, self.size, self.force = spec.span, spec.size, spec.force_update
+        self.seq = seq
+        self.batch: list[int] = []
+        self.previous: list[int] = []
+        self.timer = created + spec.span if spec.start_eager else None
+        self.out: dict[str, list] = {name: [] for name in ("side", "row", "#useq", "#utime", clock.DUE)}
+
+    def due(self) -> int | None:
+        return self.timer
+
+    def fire(self, now: int) -> None:
+        self.timer = self._release(now, (None, None, self.timer))
+
+    def arrive(self, row: int, now: int) -> None:
+        self.batch.append(row)
+        if len(self.batch) >= self.size:
+            self.timer = self._release(now, (self.seq[row], now, None))
+        elif self.timer is None:
+            self.timer = now + self.span
+
+    def _release(self, now: int, unit: tuple) -> int | None:
+        """Post the release in `unit` (arrival seq and clock, or the timer's due time)."""
+        released, leaving = self.batch, self.previous
+        self.previous, self.batch = released, []
+        if not (released or leaving or self.force):
+            return None
+        for side, rows in (("insert", released), ("remove", leaving)):
+            for row in rows:
+                self._post(side, row, unit)
+        if not released and not leaving:
+            self._post(None, None, unit)
+        return now + self.span
+
+    def _post(self, side, row, unit) -> None:
+        for name, value in zip(("side", "row", "#useq", "#utime", clock.DUE), (side, row, *unit)):
+            self.out[name].append(value)
