@@ -10,8 +10,18 @@ batch member's open batch shrinks, a sort member's worst moves, a first-X
 member takes an arrival it would have refused. The state is sequential, and
 no running aggregate over the members' own posts gives it. So each
 sub-window's rows (one shuffle by sub-window) go through a kernel that
-replays the members in seq order, each member a small state machine written
-here (`_MEMBERS`), and combines their posts by the intersection's rules.
+replays the members in seq order and combines their posts by the
+intersection's rules.
+
+The formulation. A sub-window (`_SubWindow`) is one set of rows and a table
+per member (spark_impl/windows/members.py: which rows the member holds, keyed
+how, and when its one timer is due), all behind one contract: `take` an
+arrival (the rows the member lets go, or a refusal; a batch member: its
+release), `fire` the timer, and `drop`, which forgets rows that left
+elsewhere. Every removal, whoever made it, goes through one operation,
+`_SubWindow.drop`, which takes the rows out of every member at once; the
+rules below only say which rows it is given and what is posted. The clock
+walk is `_replay`, a small function over the sub-window's rows.
 
 The rules, as the kernel applies them (Esper's `IntersectDefaultView`,
 `IntersectAsymetricView`, `IntersectBatchView`):
@@ -19,25 +29,34 @@ The rules, as the kernel applies them (Esper's `IntersectDefaultView`,
 * Without a batch member, an arrival goes to every member in order; every
   event a member pushed out is dropped by all the others, and so is, when a
   first-X member is there, an arrival some member did not take. One post:
-  new = the arrival (none if refused or pushed out at once), old = the pushed
-  out events in member order, each once, after the refused arrival (which is
-  posted as old only when something was pushed out).
+  new = the arrival (none if refused, or, beside a first-X member, pushed
+  out at once), old = the pushed out events in member order, each once,
+  after the refused arrival (which is posted as old only when something was
+  pushed out).
 * With one batch member, the other members take the arrival first; what they
   push out is dropped by every member and not posted; the arrival goes on to
   the batch member only if no member pushed it out and every first-X member
-  took it (by the member's latest new data). Only the batch member posts, as
-  it does alone, and the events it releases as new are dropped by every other
-  member.
+  took it (by the member's latest new data: one that has taken nothing yet
+  does not refuse). An arrival held back so stays in the members that took
+  it (`#length_batch(2)#firstunique(k)#length(2)`: a refused duplicate still
+  fills a `#length` slot). Only the batch member posts, as it does alone, and
+  the events it releases as new are dropped by every other member.
 * A member's timer: its removals are dropped by the others and, without a
   batch member, posted as old (one post per member firing); the batch
   member's timer post is posted as it is.
+* Without a first-X member an arrival is posted as new even when a member
+  lets it go at once (a `#sort` it sorts last in): new and old in one post
+  (Esper's `IntersectDefaultView` posts the arrivals as they came); with one,
+  such an arrival is old only (`IntersectAsymetricView` takes the removed
+  events out of the new data).
 
 The clock. A walk stops at each due time in turn, and the members' timers due
 then fire in (due, member) order; a jump sets the clock and fires every
 member's timer due by its target once, in (due, member) order, each seeing
-the target; a firing re-checks that the member is still due (an earlier
-firing may have emptied it). Under groupwin the groups' timers interleave by
-(due, group first-seen order, member): each group's kernel emits its timer
+the target. The next member to fire is picked by the dues as they are after
+the firings before it, so a member an earlier firing emptied is skipped.
+Under groupwin the groups' timers interleave by (due, group first-seen
+order, member): each group's kernel emits its timer
 posts with the due time of the firing member's timer as `slot_due`, the
 group's `slot` and `member << 40 | n` as `pos`, which is that order.
 

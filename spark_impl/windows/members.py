@@ -153,6 +153,20 @@ def next_grid(after: int, reference: int, span: int) -> int:
 # --------------------------------------------------------------------------- holding members
 
 
+class _Rows:
+    """Rows in arrival order (`rows`, row -> what the member keeps of it); a
+    drop forgets them. No timer unless a subclass has one."""
+
+    due = None
+
+    def __init__(self):
+        self.rows: OrderedDict = OrderedDict()
+
+    def drop(self, gone):
+        for row in gone:
+            self.rows.pop(row, None)
+
+
 class Quota:
     """At most `limit` rows per key (None: no limit); a full key evicts its
     oldest row or refuses the arrival."""
@@ -187,15 +201,15 @@ class Quota:
                 del self.by_key[k][row]
 
 
-class Expiring:
-    """Rows in arrival order, each with the clock it leaves at (`leave(now)`
-    for an arrival at `now`); `stale`: the timer only moves on an arrival into
-    an empty member and on a firing (else: the front row's leave time)."""
+class Expiring(_Rows):
+    """`#time(t)`: rows in arrival order, each with the clock it leaves at
+    (`leave(now)` for an arrival at `now`); `stale`: the timer only moves on
+    an arrival into an empty member and on a firing (else: the front row's
+    leave time)."""
 
     def __init__(self, leave, stale):
-        self.leave, self.stale = leave, stale
-        self.rows: OrderedDict = OrderedDict()
-        self._due = None
+        super().__init__()
+        self.leave, self.stale, self._due = leave, stale, None
 
     @property
     def due(self):
@@ -216,16 +230,13 @@ class Expiring:
         self._due = next(iter(self.rows.values())) if self.rows else None
         return out
 
-    def drop(self, gone):
-        for row in gone:
-            self.rows.pop(row, None)
 
-
-class Accumulating:
+class Accumulating(_Rows):
     """`#time_accum(t)`: every row leaves t after the last arrival."""
 
     def __init__(self, span):
-        self.span, self.rows, self.last = span, OrderedDict(), None
+        super().__init__()
+        self.span, self.last = span, None
 
     @property
     def due(self):
@@ -240,10 +251,6 @@ class Accumulating:
         out = list(self.rows)
         self.rows.clear()
         return out
-
-    def drop(self, gone):
-        for row in gone:
-            self.rows.pop(row, None)
 
 
 class Closing:
@@ -296,11 +303,12 @@ class TimeOrdered:
             self.held.difference_update(gone)
 
 
-class ExtTimedRows:
+class ExtTimedRows(_Rows):
     """`#ext_timed(ts, t)`: rows in arrival order with their ts; no timer."""
 
     def __init__(self, stamp, span):
-        self.stamp, self.span, self.rows, self.due = stamp, span, OrderedDict(), None
+        super().__init__()
+        self.stamp, self.span = stamp, span
 
     def take(self, row, now):
         ts = self.stamp(row)
@@ -309,10 +317,6 @@ class ExtTimedRows:
         while next(iter(self.rows.values())) <= ts - self.span:
             out.append(self.rows.popitem(last=False)[0])
         return out
-
-    def drop(self, gone):
-        for row in gone:
-            self.rows.pop(row, None)
 
 
 class Sorted:
@@ -370,25 +374,22 @@ class Sorted:
 # --------------------------------------------------------------------------- batch members
 
 
-class Batch:
-    """An open batch and the previous one; `release` posts (open, previous)."""
+class Batch(_Rows):
+    """The open batch (`rows`) and the previous one; `release` posts (open,
+    previous). A drop takes rows out of the open batch."""
 
     def __init__(self, force=False):
-        self.open: OrderedDict = OrderedDict()
+        super().__init__()
         self.previous: list = []
-        self.force, self.due = force, None
+        self.force = force
 
     def release(self):
-        new, old = list(self.open), self.previous
+        new, old = list(self.rows), self.previous
         if not new and not old and not self.force:
             return None
         self.previous = new
-        self.open.clear()
+        self.rows.clear()
         return new, old
-
-    def drop(self, gone):
-        for row in gone:
-            self.open.pop(row, None)
 
 
 class CountBatch(Batch):
@@ -399,8 +400,8 @@ class CountBatch(Batch):
         self.size = size
 
     def take(self, row, now):
-        self.open[row] = None
-        return self.release() if len(self.open) >= self.size else None
+        self.rows[row] = None
+        return self.release() if len(self.rows) >= self.size else None
 
 
 class GridBatch(Batch):
@@ -415,7 +416,7 @@ class GridBatch(Batch):
     def take(self, row, now):
         if self.reference is None:
             self.reference = now
-        self.open[row] = None
+        self.rows[row] = None
         if self.due is None:
             self.due = next_grid(now, self.reference, self.span)
         return None
@@ -436,8 +437,8 @@ class CountOrTimerBatch(Batch):
             self.due = created + span
 
     def take(self, row, now):
-        self.open[row] = None
-        if len(self.open) >= self.size:
+        self.rows[row] = None
+        if len(self.rows) >= self.size:
             return self.fire(now)
         if self.due is None:
             self.due = now + self.span
@@ -461,11 +462,11 @@ class StampBatch(Batch):
         if self.reference is None:
             self.reference = ts
         post = None
-        if self.open:
-            first = self.stamp(next(iter(self.open)))
+        if self.rows:
+            first = self.stamp(next(iter(self.rows)))
             if ts >= next_grid(first, self.reference, self.span):
                 post = self.release()
-        self.open[row] = None
+        self.rows[row] = None
         return post
 
 
