@@ -4,7 +4,7 @@ when its one timer is due. Written from the rules (esper.md §1 to §3, the
 summary table §8), not from any engine's view classes.
 
 A row is the event's row number in the kernel's input table; `Facts` reads
-its seq, clock and properties. Every member keeps the same small contract:
+its seq and its properties. Every member keeps the same small contract:
 
 * `take(row, now)`: the arrival. A holding member answers the rows it lets go
   because of it, in the order it lets them go (the arrival itself among them
@@ -28,20 +28,21 @@ The tables:
   `#firstunique(k)`: key k, 1, refuse; `#keepall`: no limit. A dropped row
   frees its place, so a freed `#length` slot lets the next arrival in
   without a push-out and a freed first-X place takes the next arrival.
-* `Expiring` holds rows with the clock at which each leaves, in arrival order
-  (arrival order is leave order for all three): `#time(t)` leaves at arrival
-  + t; `#time_accum(t)`, all at once, t after the last arrival; `#firsttime(t)`
-  keeps everything and refuses arrivals once its timer, armed at creation +
-  t, has fired. A timer at `now` lets go every row leaving at or before
-  `now`, front first (a jump: one firing covers everything due by its target).
-* `#time`'s timer with `stale_time_timers` (Esper's): it is armed when an
-  empty window takes an arrival (now + t) and after each firing (the oldest
-  left + t, or none); a drop leaves it where it was, so it may fire and let
-  nothing go. Without it, it is always the oldest row's leave time.
+* `Expiring` (`#time(t)`) holds rows in arrival order, each with the clock
+  it leaves at, arrival + t; a timer at `now` lets go every row leaving at
+  or before `now`, front first (a jump: one firing covers everything due by
+  its target). Its timer with `stale_time_timers` (Esper's): armed when an
+  empty member takes an arrival (now + t) and after each firing (the oldest
+  row left + t, or none); a drop leaves it where it was, so it may fire and
+  let nothing go. Without it: always the front row's leave time.
+* `Accumulating` (`#time_accum(t)`): rows in arrival order, all let go at
+  once, t after the last arrival (a drop does not move that).
+* `Closing` (`#firsttime(t)`): holds nothing of its own; takes every arrival
+  until its timer, armed at creation + t, has fired, then refuses them all.
 * `TimeOrdered` (`#time_order(ts, t)`, `#timetolive(ts)`): rows sorted by
   (ts, seq), each leaving at ts + t; an arrival already due (ts + t <= now)
   is let go at once; the timer is the first row's leave time (a drop moves it).
-* `ExtTimed` (`#ext_timed(ts, t)`): rows in arrival order with their ts; an
+* `ExtTimedRows` (`#ext_timed(ts, t)`): rows in arrival order with their ts; an
   arrival with ts lets go the front rows with ts' <= ts - t, stopping at the
   first younger one. No timer.
 * `Sorted` (`#sort(n, c)`, `#rank(k, n, c)`): rows in a list sorted by a key
