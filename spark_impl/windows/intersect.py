@@ -232,9 +232,10 @@ def _replay(order, kind, time, before, last, make, on_arrival, on_timer):
     """The sub-window's clock (module docstring): in seq order, an event walks
     the clock to its time and arrives; a jump walks to the clock before it,
     then fires what is due by its target once; at the end the clock walks to
-    the trace's last clock. `make(row)` creates the window at an event when
-    there is none yet (a group's first event). A walk fires at each due time
-    in turn."""
+    the trace's last clock. `make(row)` creates the window at the trace's
+    start row (ungrouped) or at the first event (a group's). A walk fires at
+    each due time in turn. Kept apart from the sub-window so that a shared
+    clock loop can take its place."""
     window = None
 
     def walk(target):
@@ -252,7 +253,7 @@ def _replay(order, kind, time, before, last, make, on_arrival, on_timer):
             due = window.next_due()
             if due is not None and due <= time[row]:
                 on_timer(window, time[row])
-        elif kind[row] == clock.START and window is None:  # ungrouped: the trace's start
+        elif kind[row] == clock.START and window is None:
             window = make(row)
     if window is not None:
         walk(last)
