@@ -90,11 +90,11 @@ def test_every_table_keyed_by_kind_holds_every_kind_it_can_meet():
     pane kind but the count window (from row indices, `panes.count_posts`) has
     its machines in the pane kernel (processing time, event time)."""
     from oracle.model import DATA_WINDOWS, NOT_MEMBERS, PANE_WINDOWS, CountPanes
-    from spark_impl.windows.intersect import _MEMBERS
+    from spark_impl.windows.members import MEMBERS
     from spark_impl.windows.pane_kernel import MACHINES
 
     members = {cls for cls in DATA_WINDOWS if not issubclass(cls, NOT_MEMBERS)}
-    assert members - set(_MEMBERS) == set(), "data windows the intersection kernel has no member class for"
+    assert members - set(MEMBERS) == set(), "data windows the intersection kernel has no member class for"
     assert set(PANE_WINDOWS) - set(MACHINES) == {CountPanes}, "pane windows the pane kernel has no machine for"
     assert all(len(pair) == 2 and all(map(callable, pair)) for pair in MACHINES.values()), \
         "a pane kind without its processing-time machine or its event-time window"
