@@ -92,6 +92,7 @@ from spark_impl.frames import spec_properties
 from spark_impl.windows import Context
 from spark_impl.windows.base import ARRIVAL, events, quoted
 from spark_impl.windows.members import MEMBERS, Facts
+from spark_impl.windows.replay import replay
 from spark_impl.windows.time import TIMER
 
 FIRST_X = (FirstLength, FirstTime, FirstUnique, FirstEvent)
@@ -229,34 +230,40 @@ class _SubWindow:
 
 
 def _replay(order, kind, time, before, last, make, on_arrival, on_timer):
-    """The sub-window's clock (module docstring): in seq order, an event walks
-    the clock to its time and arrives; a jump walks to the clock before it,
-    then fires what is due by its target once; at the end the clock walks to
-    the trace's last clock. `make(row)` creates the window at the trace's
-    start row (ungrouped) or at the first event (a group's). A walk fires at
-    each due time in turn. Kept apart from the sub-window so that a shared
-    clock loop can take its place."""
-    window = None
-
-    def walk(target):
-        while (due := window.next_due()) is not None and due <= target:
-            on_timer(window, due)
-
+    """The sub-window's clock (module docstring), `spark_impl.windows.replay`'s
+    loop over what the kernel has of it: in seq order its events and, for each
+    jump, a walk to the clock before it and the jump; at the end a walk to the
+    trace's last clock. `make(row)` creates the window at the trace's start row
+    (ungrouped) or at the group's first event (no item before it can reach a
+    timer of the new window: its first due time is after its creation)."""
+    created = next((row for row in order if kind[row] in ("event", clock.START)), None)
+    if created is None:
+        return
+    window = make(created)
+    items = []
     for row in order:
         if kind[row] == "event":
-            if window is None:
-                window = make(row)
-            walk(time[row])
-            on_arrival(window, row)
-        elif kind[row] == clock.JUMP and window is not None:
-            walk(before[row])
-            due = window.next_due()
-            if due is not None and due <= time[row]:
-                on_timer(window, time[row])
-        elif kind[row] == clock.START and window is None:
-            window = make(row)
-    if window is not None:
-        walk(last)
+            items.append((row, "event", time[row], row))  # in seq order already
+        elif kind[row] == clock.JUMP:
+            items += [(row, "advance", before[row], None), (row, "jump", time[row], None)]
+    items.append((None, "advance", last, None))
+    replay(items, _Driven(window, on_arrival, on_timer), lambda *unit: None, clock=time[created])
+
+
+class _Driven:
+    """A sub-window as `replay` drives it: its posts go out as they are made."""
+
+    def __init__(self, window, on_arrival, on_timer):
+        self.window, self.on_arrival, self.on_timer = window, on_arrival, on_timer
+
+    def due(self):
+        return self.window.next_due()
+
+    def fire(self, now):
+        self.on_timer(self.window, now)
+
+    def arrive(self, row, now):
+        self.on_arrival(self.window, row)
 
 
 def _kernel(spec: Intersection, grouped: bool, names: tuple[str, ...]):
