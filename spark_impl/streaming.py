@@ -414,7 +414,7 @@ def _item(held: tuple):
 FILES_PER_TRIGGER = 1
 
 
-def micro_batches(rows: list[tuple], batches: int, rng, early: float = 0.0) -> list[list[tuple]]:
+def micro_batches(rows: list[tuple], batches: int, rng, early: float = 0.0, seq_at: int = 1) -> list[list[tuple]]:
     """One trace's input rows (in seq order, the start row first) cut at
     random points into `batches` runs, one per micro-batch (some may be
     empty). With `early` > 0 each item is moved, with that probability, to a
@@ -427,7 +427,7 @@ def micro_batches(rows: list[tuple], batches: int, rng, early: float = 0.0) -> l
         if early and batch and rng.random() < early:
             batch = rng.randint(0, batch - 1)
         where.append(batch)
-    seqs = [row[1] for row in rows]
+    seqs = [row[seq_at] for row in rows]
     if START_SEQ in seqs and 0 in seqs:
         start, first = seqs.index(START_SEQ), seqs.index(0)
         where[start] = min(where[start], where[first])
@@ -437,27 +437,31 @@ def micro_batches(rows: list[tuple], batches: int, rng, early: float = 0.0) -> l
     return out
 
 
-def write_files(folder, batches: list[list[tuple]], schema) -> int:
+def write_files(folder, batches: list[list[tuple]], schema, first: int = 0) -> int:
     """Each non-empty micro-batch's rows as one Parquet file in `folder`, in
     order (names and modification times ascending, as the file source takes
-    them); the number of files."""
+    them), numbered from `first` (more files for a stream already read);
+    the number of files."""
     import os
     import time
     from pathlib import Path
 
+    import pyarrow as pa
     import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_schema
 
-    from spark_impl.frames import _arrow_table
-
+    arrow = to_arrow_schema(schema)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     written = 0
-    stamp = time.time() - 10_000
+    stamp = time.time() - 10_000 + first
     for rows in batches:
         if not rows:
             continue
-        path = folder / f"batch-{written:05d}.parquet"
-        pq.write_table(_arrow_table(rows, schema), path)
+        path = folder / f"batch-{first + written:05d}.parquet"
+        columns = list(zip(*rows))
+        pq.write_table(pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, arrow)],
+                                            schema=arrow), path)
         os.utime(path, (stamp + written, stamp + written))
         written += 1
     return written
@@ -472,24 +476,7 @@ def run_files(spark, folder, schema, specs: Mapping[str, WindowSpec], checkpoint
     restart tests); the batches before it are returned with the exception."""
     stream = (spark.readStream.schema(schema).option("maxFilesPerTrigger", FILES_PER_TRIGGER)
               .parquet(str(folder)))
-    out = apply_windows(stream, specs)
-    posted: dict[int, list] = {}
-
-    def sink(frame, batch_id):
-        if fail_after is not None and batch_id >= fail_after:
-            raise RuntimeError(f"the sink stops at batch {batch_id} (a crash, on purpose)")
-        posted[batch_id] = frame.collect()  # by batch id: a batch run again replaces its rows
-
-    query = (out.writeStream.outputMode("append").option("checkpointLocation", str(checkpoint))
-             .foreachBatch(sink).trigger(availableNow=True).start())
-    try:
-        query.awaitTermination()
-    except Exception:  # noqa: BLE001 - the caller asked for a crash (fail_after), or reads the error below
-        if fail_after is None:
-            raise
-    finally:
-        query.stop()
-    return posted
+    return _drain(apply_windows(stream, specs), checkpoint, fail_after)
 
 
 def run_cases(pairs, spark=None, *, batches: int = 3, seed: int = 0, early: float = 0.1, folder=None,
@@ -562,4 +549,70 @@ def run_cases(pairs, spark=None, *, batches: int = 3, seed: int = 0, early: floa
     return results
 
 
-__all__ = ["apply_window", "apply_windows", "micro_batches", "run_cases", "run_files", "write_files", "ensure_provider", "has_panes", "ROCKSDB", "PROVIDER"]
+def apply_window_as_stream(trace_df, window: str | WindowSpec, dialect: str = "esper", *, batches: int = 3,
+                           seed: int = 0, early: float = 0.1):
+    """`spark_impl.apply_window`'s shape, computed on a stream (the harness's
+    `--impl spark_impl.streaming:apply_window_as_stream`, `difftest run
+    --engine streaming`): the recorded frame's rows are collected, each
+    trace's cut at random points (`seed`) into `batches` micro-batches (some
+    items moved ahead of a gap, `early`), written as one Parquet file per
+    micro-batch, read by a streaming query of `apply_window` to the end, and
+    the rows it posted returned as a recorded frame."""
+    import random
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    spark = trace_df.sparkSession
+    spec = parse(window, dialect) if isinstance(window, str) else window
+    schema = trace_df.schema
+    rng = random.Random(seed)
+    by_trace: dict[str, list[tuple]] = {}
+    for row in trace_df.collect():
+        by_trace.setdefault(row["trace_id"], []).append(tuple(row))
+    files: list[list[tuple]] = [[] for _ in range(batches)]
+    seq_at = schema.fieldNames().index("seq")
+    for rows in by_trace.values():
+        rows.sort(key=lambda r: r[seq_at])
+        for n, part in enumerate(micro_batches(rows, batches, rng, early, seq_at=seq_at)):
+            files[n] += part
+    for rows in files:
+        rng.shuffle(rows)
+    root = Path(tempfile.mkdtemp(prefix="window-oracle-stream-"))
+    try:
+        write_files(root / "in", files, schema)
+        stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", FILES_PER_TRIGGER).parquet(str(root / "in"))
+        out = apply_window(stream, spec)
+        posted = _drain(out, root / "checkpoint")
+        rows = [row for batch_id in sorted(posted) for row in posted[batch_id]]
+        return spark.createDataFrame(rows, out.schema)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _drain(out, checkpoint, fail_after: int | None = None) -> dict[int, list]:
+    """Run the streaming frame `out` over what its source has now
+    (`availableNow`), from `checkpoint`, into a sink that keeps each
+    micro-batch's rows by batch id (a batch run again replaces its rows).
+    `fail_after`: the sink fails from that batch id on (a crash, for restart
+    tests), and the batches before it are returned."""
+    posted: dict[int, list] = {}
+
+    def sink(frame, batch_id):
+        if fail_after is not None and batch_id >= fail_after:
+            raise RuntimeError(f"the sink stops at batch {batch_id} (a crash, on purpose)")
+        posted[batch_id] = frame.collect()
+
+    query = (out.writeStream.outputMode("append").option("checkpointLocation", str(checkpoint))
+             .foreachBatch(sink).trigger(availableNow=True).start())
+    try:
+        query.awaitTermination()
+    except Exception:  # noqa: BLE001 - a crash the caller asked for; any other error is raised
+        if fail_after is None:
+            raise
+    finally:
+        query.stop()
+    return posted
+
+
+__all__ = ["apply_window", "apply_window_as_stream", "apply_windows", "micro_batches", "run_cases", "run_files", "write_files", "ensure_provider", "has_panes", "ROCKSDB", "PROVIDER"]
