@@ -416,11 +416,14 @@ FILES_PER_TRIGGER = 1
 
 def micro_batches(rows: list[tuple], batches: int, rng, early: float = 0.0, seq_at: int = 1) -> list[list[tuple]]:
     """One trace's input rows (in seq order, the start row first) cut at
-    random points into `batches` runs, one per micro-batch (some may be
-    empty). With `early` > 0 each item is moved, with that probability, to a
+    random points into `batches` runs, one per micro-batch (none empty when
+    the trace has that many rows). With `early` > 0 each item is moved, with that probability, to a
     random earlier micro-batch: it arrives ahead of a gap and is held. The
     start row goes no later than seq 0 (the processor's rule)."""
-    cuts = sorted(rng.randint(0, len(rows)) for _ in range(batches - 1))
+    if len(rows) >= batches:  # every micro-batch gets some of the trace
+        cuts = sorted(rng.sample(range(1, len(rows)), batches - 1))
+    else:
+        cuts = sorted(rng.randint(0, len(rows)) for _ in range(batches - 1))
     where = []
     for index in range(len(rows)):
         batch = sum(1 for c in cuts if c <= index)
