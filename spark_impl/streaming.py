@@ -10,8 +10,10 @@ items (the input schema of `spark_impl.frames`: `trace_id`, `seq`, `kind`,
 `time`, `id`, `op`, `vars`, properties) and returns a streaming DataFrame with
 the batch `spark_impl.apply_window`'s output schema (the update key
 `(trace_id, after, phase, time, ordinal)`, `side`, `pos`, `id`, `values`,
-`error`, the properties, and `window` for eKuiper pane windows), in append
-mode, for every window kind and statement of every dialect.
+`error`, the properties, and `window` for eKuiper pane windows: the same
+columns of the same types; whether a struct's field may be null can differ,
+as it does between the batch's own families), in append mode, for every
+window kind and statement of every dialect.
 
 **What runs per key: the oracle.** The operator is `transformWithStateInPandas`
 keyed by `trace_id`, and its processor runs the oracle's own window state
