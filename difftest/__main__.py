@@ -1,11 +1,11 @@
 """The `difftest` command.
 
-    difftest replay [--engine oracle|spark|both] [--report FILE.json] PATH...
+    difftest replay [--engine oracle|spark|both|streaming] [--micro-batches N] [--seed S] [--report FILE.json] PATH...
     difftest replay ... [--impl MODULE:FUNCTION]
     difftest bench [--engine oracle|spark] [--events N] [--keys K] [--window CLAUSE] [--repeat R] [--trace-frame]
                    [--report FILE.json]
     difftest run [--dialect D] [--window CLAUSE] [--examples N] [--seed S] [--budget SECONDS]
-                 [--impl MODULE:FUNCTION] [--report FILE.json]
+                 [--engine spark|streaming | --impl MODULE:FUNCTION] [--report FILE.json]
     difftest expect CASE.json [--write]
     difftest expect --window CLAUSE [--dialect D] [--time FIELD] [--until MS] EVENTS.jsonl|EVENTS.csv
     difftest show CASE.json [--engine oracle|spark|both] [--out FILE.svg|FILE.png]
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from difftest import bench, replay, runner
-from difftest.engines import ENGINE_NAMES, ImplEngine, SparkEngine, load_spark, make_engines
+from difftest.engines import ENGINE_NAMES, ImplEngine, SparkEngine, StreamingEngine, load_spark, make_engines
 from oracle.dialects import IMPLEMENTED
 from oracle.dialects import parse as oracle_parse
 from oracle.errors import WindowOracleError
@@ -76,6 +76,9 @@ def write_report(path: Path | None, report: dict[str, Any]) -> None:
 
 # --------------------------------------------------------------------------- replay
 
+#: `difftest run --engine streaming`: the batch function's shape, computed on a stream
+STREAMING_IMPL = "spark_impl.streaming:apply_window_as_stream"
+
 
 def add_replay(subparsers) -> None:
     p = subparsers.add_parser(
@@ -88,6 +91,10 @@ def add_replay(subparsers) -> None:
     p.add_argument("--impl", metavar="MODULE:FUNCTION",
                    help="replay against your implementation (shaped like spark_impl.apply_window) instead of "
                         "an engine; with --engine both, beside the oracle")
+    p.add_argument("--micro-batches", type=positive_int, default=3, metavar="N",
+                   help="--engine streaming: each trace cut into N micro-batches at random points (default: 3)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="--engine streaming: the seed of the cut points (default: 0)")
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the results as JSON")
     add_pictures_option(p, "each failing case's picture (expected above actual) goes to DIR; by default only a "
                            "failing saved finding's (a case in a folder named found), beside it")
@@ -107,7 +114,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         engines = [e for e in engines if not isinstance(e, SparkEngine)] if args.engine == "both" else []
         engines.append(impl)
     for engine in engines:
-        if isinstance(engine, SparkEngine):  # jobs of bounded size: say how far, on stderr
+        if isinstance(engine, StreamingEngine):
+            engine.batches, engine.seed = args.micro_batches, args.seed
+            engine.progress = lambda done, total: print(
+                f"streaming: query {done} of {total} done", file=sys.stderr, flush=True)
+        elif isinstance(engine, SparkEngine):  # jobs of bounded size: say how far, on stderr
             engine.progress = lambda done, total: total > 1 and print(
                 f"spark: job {done} of {total} done", file=sys.stderr, flush=True)
     results = replay.replay(args.paths, engines)
@@ -210,8 +221,12 @@ def add_run(subparsers) -> None:
                    help="the run's seed (default: drawn at random and printed, so a run can be repeated)")
     p.add_argument("--budget", type=positive_float, default=300.0, metavar="SECONDS",
                    help="stop drawing new batches after this long (default: 300)")
-    p.add_argument("--impl", default=runner.DEFAULT_IMPL, metavar="MODULE:FUNCTION",
-                   help="the implementation under test, shaped like spark_impl.apply_window (default: %(default)s)")
+    p.add_argument("--impl", default=None, metavar="MODULE:FUNCTION",
+                   help=f"the implementation under test, shaped like spark_impl.apply_window (default: "
+                        f"{runner.DEFAULT_IMPL}; with --engine streaming, {STREAMING_IMPL})")
+    p.add_argument("--engine", choices=("spark", "streaming"), default="spark",
+                   help="spark: the batch plans; streaming: each batch of traces fed to a Structured Streaming "
+                        "query as files, 3 micro-batches per trace at random cut points (default: spark)")
     p.add_argument("--found-dir", type=Path, default=Path("corpus/found"), metavar="DIR",
                    help="where minimal disagreeing cases are saved (default: corpus/found)")
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the results as JSON")
@@ -221,6 +236,10 @@ def add_run(subparsers) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.impl is not None and args.engine == "streaming":
+        raise UsageError("--engine streaming runs spark_impl.streaming; --impl names another implementation: "
+                         "give one of them")
+    args.impl = args.impl or (STREAMING_IMPL if args.engine == "streaming" else runner.DEFAULT_IMPL)
     if args.window is not None and args.kind:
         raise UsageError("--kind draws windows of a kind and --window checks one given window: give one of them")
     targets = runner.targets(args.dialect, args.window, args.kind)

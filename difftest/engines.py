@@ -14,6 +14,10 @@ that one pair. One bad pair never stops the others.
   an `EngineUnavailable` error, one sentence, not a JVM stack.
 * `both`: the two above, each on every pair; the caller compares each engine's
   outcomes with the expectation.
+* `streaming`: `spark_impl.streaming.run_cases(pairs)`: the traces fed to
+  Structured Streaming queries as files, one per micro-batch, each trace cut
+  at random points into several micro-batches (the processor runs the
+  oracle's window per trace: this checks the streaming plumbing).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ Pair = tuple[WindowSpec, Trace]
 Outcome = Union[tuple[Update, ...], Exception]
 RunCases = Callable[[list[Pair]], Sequence[object]]
 
-ENGINE_NAMES = ("oracle", "spark", "both")
+ENGINE_NAMES = ("oracle", "spark", "both", "streaming")
 SPARK_JAVA_VERSIONS = "17 or 21"  # Spark 4 runs on Java 17 and 21
 
 
@@ -144,6 +148,24 @@ class SparkEngine:
         return [r if isinstance(r, Exception) else tuple(r) for r in results]
 
 
+class StreamingEngine(SparkEngine):
+    """The windows on a stream (`spark_impl.streaming.run_cases`): every pair's
+    trace cut into `batches` micro-batches at points drawn from `seed`."""
+
+    name = "streaming"
+
+    def __init__(self, batches: int = 3, seed: int = 0, progress: Callable[[int, int], None] | None = None):
+        super().__init__(None, progress)
+        self.batches, self.seed = batches, seed
+
+    def run(self, pairs: Sequence[Pair]) -> list[Outcome]:
+        if not pairs:
+            return []
+        streamed = load_spark("spark_impl.streaming", "run_cases")
+        self._run_cases = lambda chosen, **kw: streamed(chosen, batches=self.batches, seed=self.seed, **kw)
+        return super().run(pairs)
+
+
 class ImplEngine:
     """A user's implementation under test (`--impl MODULE:FUNCTION`, shaped like
     `spark_impl.apply_window`): the cases of each window in one call and one
@@ -186,10 +208,12 @@ def make_engines(name: str) -> list[Engine]:
         raise ValueError(f"unknown engine {name!r}; known: {', '.join(ENGINE_NAMES)}")
     if name != "oracle":
         check_java()
-    return {"oracle": [OracleEngine()], "spark": [SparkEngine()], "both": [OracleEngine(), SparkEngine()]}[name]
+    return {"oracle": [OracleEngine()], "spark": [SparkEngine()], "both": [OracleEngine(), SparkEngine()],
+            "streaming": [StreamingEngine()]}[name]
 
 
 __all__ = [
     "ENGINE_NAMES", "Engine", "EngineFailure", "EngineUnavailable", "ImplEngine", "OracleEngine", "Outcome", "Pair", "SparkEngine",
+    "StreamingEngine",
     "check_java", "load_spark", "make_engines",
 ]

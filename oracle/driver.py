@@ -17,6 +17,13 @@
 * A `set` item changes the shared variables, then the window handles the
   change (`on_set`) as one unit of work at the current clock.
 * End of trace flushes nothing.
+
+Fed one item at a time (`Driver.step_keyed`, what a stream processor runs per
+trace), each update comes with its phase (0: a stop of the item's walk or its
+jump; 1: the item itself) and its ordinal among the updates of one unit of
+work: with the item's index and the update's time, the update key of
+spark_impl's output. A driver and its window pickle, so its state can be kept
+between one item and the next anywhere (a state store).
 """
 
 from __future__ import annotations
@@ -41,6 +48,10 @@ from oracle.windows.reasons import Reasons
 
 #: the driver's own rule: an item the window never sees
 REASONS = Reasons(rejected="where the spec rejects bad items, is one update with its error")
+
+
+#: the phase of an update: a timer's stop on an item's walk or jump, or the item itself
+TIMER, ARRIVAL = 0, 1
 
 
 def run(spec: WindowSpec, trace: Trace) -> tuple[Update, ...]:
@@ -72,25 +83,53 @@ class Driver:
         self.spec = spec  # None: every item is taken (a bare window under test)
         self.rejects = spec is not None and rejects_bad_items(spec)
         self.one_per_unit = window.delivery is Delivery.ONE_UPDATE_PER_UNIT
+        self.units: list[tuple[int, int]] | None = None  # while `step_keyed` runs: (phase, first update) per unit
 
     def feed(self, trace: Trace) -> list[Update]:
         """Every item of `trace` in turn; the updates posted so far."""
         for index, item in enumerate(trace.items):
-            try:
-                self.apply(index, item)
-            except EventError as exc:
-                raise InvalidTrace(str(exc), index) from None
-            except InvalidTrace as exc:
-                if exc.index is not None:
-                    raise
-                raise InvalidTrace(exc.reason, index) from None  # a window's refusal: named by the item
+            self.checked(index, item)
         return self.updates
+
+    def checked(self, index: int, item) -> None:
+        """`apply`, a window's refusal of the item raised as `InvalidTrace` naming `index`."""
+        try:
+            self.apply(index, item)
+        except EventError as exc:
+            raise InvalidTrace(str(exc), index) from None
+        except InvalidTrace as exc:
+            if exc.index is not None:
+                raise
+            raise InvalidTrace(exc.reason, index) from None  # a window's refusal: named by the item
 
     def step(self, index: int, item) -> list[Update]:
         """The updates one item posts (kept in `updates` too)."""
         start = len(self.updates)
         self.apply(index, item)
         return self.updates[start:]
+
+    def step_keyed(self, index: int, item) -> list[tuple[int, int, Update]]:
+        """The updates one item posts, each as (phase, ordinal, update): phase 0
+        for a stop of the item's walk or its jump, 1 for the item itself (an
+        arrival, a set, a rejected item); ordinal, the update's order among
+        those of its unit of work (0 unless the window posts an update per
+        post). Nothing is kept in `updates`, so a driver fed this way for
+        ever holds only its window. A refused item raises `InvalidTrace`
+        naming `index` (`checked`)."""
+        start = len(self.updates)
+        self.units = []
+        try:
+            self.checked(index, item)
+            units = self.units
+        finally:
+            self.units = None
+        posted = self.updates[start:]
+        del self.updates[start:]
+        keyed = []
+        for n, (phase, first) in enumerate(units):
+            last = units[n + 1][1] if n + 1 < len(units) else start + len(posted)
+            keyed += [(phase, ordinal, update) for ordinal, update in enumerate(posted[first - start:last - start])]
+        return keyed
 
     def apply(self, index: int, item) -> None:
         if isinstance(item, Arrive):
@@ -114,7 +153,7 @@ class Driver:
             self.clock = item.time
             due = self.window.next_timer()
             if due is not None and due <= item.time:
-                self.unit(index, item.time, self.window.on_timer(item.time))
+                self.unit(index, item.time, self.window.on_timer(item.time), TIMER)
         elif isinstance(item, SetVariables):
             self.variables.update(item.values)
             self.unit(index, self.clock, self.window.on_set(dict(item.values), self.clock))
@@ -127,16 +166,18 @@ class Driver:
             if due < self.clock:
                 raise AssertionError(f"window timer due at {due} is before the clock at {self.clock}")
             self.clock = due
-            self.unit(index, due, self.window.on_timer(due))
+            self.unit(index, due, self.window.on_timer(due), TIMER)
             fired, due = due, self.window.next_timer()
             if due == fired:
                 raise AssertionError(f"window rescheduled a timer at the instant it fired ({fired})")
         self.clock = target
 
-    def unit(self, index: int, time: int, posts: list[Post]) -> None:
+    def unit(self, index: int, time: int, posts: list[Post], phase: int = ARRIVAL) -> None:
         """One unit of work's posts, as updates by the window's delivery rule."""
         if not posts:
             return
+        if self.units is not None:
+            self.units.append((phase, len(self.updates)))
         if len(posts) == 1 or not self.one_per_unit:
             for post in posts:
                 if post.update or post.values is not None or post.error is not None or post.window is not None:

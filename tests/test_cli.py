@@ -606,3 +606,36 @@ def test_expect_names_what_is_wrong(tmp_path, capsys, args, text, words):
     assert main(["expect", *args, str(path)]) == 2
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err
+
+
+@pytest.fixture
+def fake_streaming(monkeypatch, java_home):
+    """A `spark_impl.streaming` whose run_cases runs the oracle and records the
+    micro-batch count and seed it was asked for."""
+    module = types.ModuleType("spark_impl.streaming")
+    module.calls = []
+
+    def run_cases(pairs, batches=3, seed=0, progress=None):
+        module.calls.append((len(pairs), batches, seed))
+        if progress:
+            progress(1, 1)
+        return [oracle.run(spec, trace) if "B" not in trace.events()[0].id else oracle.run(spec, trace)[:1]
+                for spec, trace in pairs]
+
+    module.run_cases = run_cases
+    monkeypatch.setitem(sys.modules, "spark_impl.streaming", module)
+    return module
+
+
+def test_replay_on_the_streaming_engine_passes_the_micro_batches_and_seed(tmp_path, capsys, fake_streaming):
+    a, b, c = three_cases(tmp_path)
+    code, lines, err = replay(capsys, "--engine", "streaming", "--micro-batches", "5", "--seed", "9", tmp_path)
+    assert fake_streaming.calls == [(3, 5, 9)]
+    assert lines[:3] == [f"PASS {a}", f"FAIL {b}", "  update 1 is missing (of 3 updates expected, 1 posted)"]
+    assert f"PASS {c}" in lines and lines[-1] == "2 passed, 1 failed"
+    assert code == 1 and "streaming: query 1 of 1 done" in err
+
+
+def test_run_on_the_streaming_engine_takes_no_other_implementation(capsys):
+    assert main(["run", "--engine", "streaming", "--impl", "mypkg:apply_window"]) == 2
+    assert "give one of them" in capsys.readouterr().err

@@ -56,6 +56,7 @@ from oracle.model.events import (
     SetVariables,
     Trace,
     TraceItem,
+    TraceCheck,
     TraceProperties,
     Update,
     check_trace,

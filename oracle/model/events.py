@@ -128,35 +128,52 @@ def check_trace(trace: Trace, mixed_kinds: bool = False) -> None:
     `MAX_CLOCK` ms from 0 (the start time: no index), a `set` of a variable the
     trace does not declare (as Esper refuses to set an undeclared variable), an
     event property `TraceProperties(mixed_kinds)` refuses."""
-    clock = trace.start_time
-    if abs(clock) > MAX_CLOCK:
-        raise InvalidTrace(f"the start time {clock} ms is further than 2**62 ms from 0")
-    seen: dict[str, int] = {}
-    properties = TraceProperties(mixed_kinds)
+    check = TraceCheck(trace.start_time, trace.variables, mixed_kinds)
     for index, item in enumerate(trace.items):
+        check.item(index, item)
+
+
+class TraceCheck:
+    """`check_trace`'s rules one item at a time, for a trace that arrives item
+    by item (a stream): `item(index, item)` raises `InvalidTrace` naming the
+    index. State: the clock, the declared variables' names, the properties'
+    kinds (`TraceProperties`) and, unless `ids=False`, every event id seen
+    (one entry per event: the only part that grows with the trace)."""
+
+    def __init__(self, start_time: int = 0, variables: Mapping[str, Any] = MappingProxyType({}),
+                 mixed_kinds: bool = False, ids: bool = True):
+        if abs(start_time) > MAX_CLOCK:
+            raise InvalidTrace(f"the start time {start_time} ms is further than 2**62 ms from 0")
+        self.clock = start_time
+        self.declared = frozenset(variables)
+        self.properties = TraceProperties(mixed_kinds)
+        self.seen: dict[str, int] | None = {} if ids else None
+
+    def item(self, index: int, item: TraceItem) -> None:
         kind = type(item)
         time = item.time if kind is not SetVariables else None
         if time is not None:
             if abs(time) > MAX_CLOCK:
                 raise InvalidTrace(f"the time {time} ms is further than 2**62 ms from 0 (clocks are 64-bit longs)",
                                    index)
-            if time < clock:
-                raise InvalidTrace(f"time goes backwards: {time} ms is before the clock at {clock} ms", index)
-            clock = time
+            if time < self.clock:
+                raise InvalidTrace(f"time goes backwards: {time} ms is before the clock at {self.clock} ms", index)
+            self.clock = time
         if kind is SetVariables:
-            undeclared = sorted(set(item.values) - set(trace.variables))
+            undeclared = sorted(set(item.values) - self.declared)
             if undeclared:
                 raise InvalidTrace(f"set: variable {undeclared[0]!r} is not declared (the case's 'variables' key "
                                    "declares each variable and its starting value)", index)
         if kind is Arrive:
             event_id = item.event.id
-            if event_id in seen or not event_id:
-                if not event_id:
-                    raise InvalidTrace("an event has an empty id", index)
-                raise InvalidTrace(f"duplicate event id {event_id!r} (first at item {seen[event_id]})", index)
-            seen[event_id] = index
+            if not event_id:
+                raise InvalidTrace("an event has an empty id", index)
+            if self.seen is not None:
+                if event_id in self.seen:
+                    raise InvalidTrace(f"duplicate event id {event_id!r} (first at item {self.seen[event_id]})", index)
+                self.seen[event_id] = index
             for name, value in item.event.props.items():
-                problem = properties.problem(name, value, index)
+                problem = self.properties.problem(name, value, index)
                 if problem is not None:
                     raise InvalidTrace(problem, index)
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Collection, Mapping, Sequence
-from types import MappingProxyType
 from typing import Any, Protocol
 
 from oracle.errors import WindowOracleError
@@ -124,12 +123,33 @@ class Window(Protocol):
     def contents(self) -> list[Event]: ...
 
 
+class _NoVariables(Mapping):
+    """The variables of a window no driver gave any: empty and read-only, like
+    a `MappingProxyType({})`, but a window holding it pickles (a stream
+    processor keeps windows in a state store, `oracle.driver`)."""
+
+    def __getitem__(self, name: str) -> Any:
+        raise KeyError(name)
+
+    def __iter__(self):
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __reduce__(self) -> str:
+        return "NO_VARIABLES"  # the module's one instance
+
+
+NO_VARIABLES = _NoVariables()
+
+
 class WindowBase:
     """The contract's defaults: one update per unit of work, no timer, no
     variables read, one timer handle."""
 
     delivery = Delivery.ONE_UPDATE_PER_UNIT
-    variables: Mapping[str, Any] = MappingProxyType({})
+    variables: Mapping[str, Any] = NO_VARIABLES
 
     def next_timer(self) -> int | None:
         return None

@@ -369,9 +369,27 @@ class PaneWindowBase(WindowBase):
     def contents(self) -> list[Event]:
         return [event for _, event in self.rows] + [event for _, _, event in self.held]
 
-    def _align(self, count: int):
-        zone = ZoneInfo(self.spec.time_zone)
-        return lambda t: aligned_end(t, count, self.spec.unit, zone)
+    def _align(self, count: int) -> _Align:
+        return _Align(count, self.spec.unit, ZoneInfo(self.spec.time_zone))
+
+
+class _Align:
+    """`aligned_end` for one count and unit: a function of `t` that pickles (a
+    lambda would not, and windows are kept in a stream's state store)."""
+
+    __slots__ = ("count", "unit", "zone")
+
+    def __init__(self, count: int, unit: int, zone: ZoneInfo):
+        self.count, self.unit, self.zone = count, unit, zone
+
+    def __call__(self, t: int) -> int:
+        return aligned_end(t, self.count, self.unit, self.zone)
+
+    def __getstate__(self) -> tuple:
+        return self.count, self.unit, self.zone
+
+    def __setstate__(self, state: tuple) -> None:
+        self.count, self.unit, self.zone = state
 
 
 def _posted(posts: list[Post | None]) -> list[Post]:

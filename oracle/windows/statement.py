@@ -283,6 +283,9 @@ class _Number(tuple):
     def __new__(cls, is_float: bool, value: Any):
         return super().__new__(cls, (is_float, value))
 
+    def __getnewargs__(self) -> tuple[bool, Any]:
+        return tuple(self)  # pickled as its two arguments (a tuple's own would be one)
+
 
 def _unhashable(key: Any) -> Any:
     return key[1] if isinstance(key, _Number) else key

@@ -1,0 +1,623 @@
+"""The windows on a live stream: Spark Structured Streaming, exact and restartable.
+
+    from spark_impl import streaming
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet("in/")
+    out = streaming.apply_window(stream, "#groupwin(symbol)#time(10 sec)")
+    out.writeStream.outputMode("append").option("checkpointLocation", "ckpt/").foreachBatch(sink).start()
+
+`apply_window(stream_df, window, dialect)` takes a streaming DataFrame of trace
+items (the input schema of `spark_impl.frames`: `trace_id`, `seq`, `kind`,
+`time`, `id`, `op`, `vars`, properties) and returns a streaming DataFrame with
+the batch `spark_impl.apply_window`'s output schema (the update key
+`(trace_id, after, phase, time, ordinal)`, `side`, `pos`, `id`, `values`,
+`error`, the properties, and `window` for eKuiper pane windows: the same
+columns of the same types; whether a struct's field may be null can differ,
+as it does between the batch's own families), in append mode, for every
+window kind and statement of every dialect.
+
+**What runs per key: the oracle.** The operator is `transformWithStateInPandas`
+keyed by `trace_id`, and its processor runs the oracle's own window state
+machine (`oracle.driver.Driver.step_keyed`, one item at a time): the
+specification itself, run per trace, so this module adds only the plumbing
+(order, state, rows). It is the one module of `spark_impl` allowed to use the
+oracle's runtime (tests/spark/test_spark_imports.py), and it imports it only in
+the processor; the batch plans (`spark_impl.pipeline`, `spark_impl.windows`) stay
+a formulation of their own and never import this module. A differential run
+(`difftest replay --engine streaming`) so checks the plumbing against the oracle
+and, through the same cases, against the batch plans.
+
+**Rules.**
+
+* A trace's items may arrive over any number of micro-batches, in any order
+  within and across them. Items run in `seq` order: an item whose `seq` is
+  ahead of a gap is held in state until the gap fills (an item that never
+  comes holds back everything after it: its updates are not posted, never
+  guessed).
+* The optional `start` row (seq -1: the creation clock and the declared
+  variables) must arrive no later than seq 0's micro-batch: the window is
+  created when seq 0 runs, at clock 0 without variables if no start row has
+  come. A start row after that fails the query, naming the trace.
+* An item whose `seq` has run already, or arrives twice, fails the query
+  naming the trace and seq: it is a replayed input (files read twice), never
+  silently dropped or run twice. So does an item the oracle refuses (time going
+  back, a repeated event id, a property of two kinds: `oracle.model.TraceCheck`;
+  what a window refuses, as `oracle.driver` names it) and a bad `kind` or
+  operation code (`pipeline.check_input`, the batch's own check).
+  A window whose spec rejects bad items (a CCL keyed window) posts an `error`
+  row instead, as in batch.
+* Time is the trace's logical clock (advances, jumps, event arrival clocks),
+  as in batch: no Spark timer and no watermark; the end of a trace (no more
+  items) flushes nothing.
+* Updates are posted in the micro-batch their causing item runs in; every
+  row carries its update key, so a consumer orders them exactly as the batch
+  output (`orderBy(trace_id, after, phase, time, ordinal, side, pos)`). `pos`
+  is `(due, slot, n)` = (the update's time, 0, the row's place within its
+  side): it orders a side's rows as the batch's `pos` does, but its values are
+  not the batch's (which name the timer and sub-window that posted a row).
+* Property values leave as they came, re-encoded from the event: a JSON text
+  column's values (lists, objects; eKuiper's mixed kinds) in canonical form
+  (keys sorted, no spaces), as `spark_impl.frames` writes them.
+
+**State per key** (one `ValueState` of one binary column, `trace`): a pickle
+(protocol 5) of the trace's driver (the window with its held events, pending
+timers and variables, the clock), the item check (`TraceCheck`: the clock,
+each property's kind and, with `validate`, every event id seen: one entry per
+event, the only part that grows with the trace rather than the window), the
+next `seq` to run, and the items held ahead of a gap. Its size is the window's
+contents plus the held items (plus the ids); it is read and written once per
+key per micro-batch that has rows of the key. The pickle holds the spec it
+runs; a restart from a checkpoint with a different window fails naming both.
+The oracle's classes are in the pickle, so a checkpoint is read back by the
+same version of this package.
+
+**Restart.** State is versioned by Spark per micro-batch; a query stopped (or
+failed) after any micro-batch and started again from its checkpoint re-runs
+the micro-batch that did not commit from the state before it, so the stream's
+output is exactly a run without a stop, to a sink that is idempotent per batch
+id (`foreachBatch` writing by batch id, a file sink).
+
+**Settings.** The operator needs the RocksDB state store provider
+(`spark.sql.streaming.stateStore.providerClass =
+org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider`);
+`apply_window` sets it on the session (`set_provider=False`: it raises
+`InvalidFrame` naming the setting where it is not set). The state clients need
+`protobuf`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from oracle.dialects import parse
+from oracle.errors import InvalidTrace, WindowOracleError
+from oracle.model import PANE_WINDOWS, Statement, WindowSpec
+from spark_impl import pipeline
+from spark_impl.errors import InvalidFrame
+from spark_impl.frames import BASE_COLUMNS, JSON_TEXT, OUTPUT_COLUMNS, START_SEQ
+from spark_impl.windows.base import quoted
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+#: the state's format: a checkpoint written by another format is refused by name
+STATE_VERSION = 1
+#: the operator's own output columns before the properties (structs built after it)
+_FLAT = (("trace_id", "string"), ("after", "bigint"), ("phase", "int"), ("time", "bigint"), ("ordinal", "int"),
+         ("side", "string"), ("#due", "bigint"), ("#slot", "bigint"), ("#n", "bigint"), ("id", "string"),
+         ("values", "string"), ("error", "string"), ("#wstart", "bigint"), ("#wend", "bigint"))
+_INTEGRAL = ("bigint", "int", "smallint", "tinyint")
+
+
+def has_panes(spec: WindowSpec) -> bool:
+    """Whether the batch output of `spec` has the `window` column (an eKuiper
+    pane window, or a query over one)."""
+    return isinstance(spec, PANE_WINDOWS) or (isinstance(spec, Statement) and spec.rules.posted == "pane")
+
+
+def ensure_provider(spark, set_provider: bool = True) -> None:
+    """The RocksDB state store the operator needs: set on the session, or
+    (`set_provider=False`) `InvalidFrame` naming the setting if it is not."""
+    if spark.conf.get(PROVIDER, None) == ROCKSDB:
+        return
+    if not set_provider:
+        raise InvalidFrame(f"streaming windows keep their state with transformWithStateInPandas, which needs "
+                           f"the RocksDB state store: set {PROVIDER}={ROCKSDB} on the session")
+    spark.conf.set(PROVIDER, ROCKSDB)
+
+
+def apply_window(stream_df, window: str | WindowSpec, dialect: str = "esper", *, validate: bool = True,
+                 set_provider: bool = True):
+    """The updates `window` (a clause in `dialect`'s syntax, or a spec) posts
+    over every trace of the streaming frame `stream_df`, as a streaming frame
+    with the batch `apply_window`'s output schema (module docstring), to write
+    in append mode. `validate=False` keeps no event ids in state (a repeated id
+    is then not caught). Raises `InvalidFrame` naming a missing or mistyped
+    column (the batch's check), the parser's errors for a bad clause."""
+    spec = parse(window, dialect) if isinstance(window, str) else window
+    _check_streaming(stream_df)
+    validated = pipeline.check_input(stream_df, spec)  # the batch's columns, kinds and operation codes
+    return _apply(validated, lambda _trace_id: spec, pane_column=has_panes(spec), validate=validate,
+                  set_provider=set_provider)
+
+
+def apply_windows(stream_df, specs: Mapping[str, WindowSpec], *, validate: bool = True, set_provider: bool = True):
+    """Each trace under its own window (`specs`: trace id -> spec; a trace
+    not named fails the query naming it): many windows in one query, as the
+    differential harness runs them. The frame must have the columns of every
+    window (checked as the batch checks them); an operation code a window
+    does not take fails the query naming the item (the oracle's refusal). The
+    output always has the `window` column (null but for pane windows)."""
+    table = dict(specs)
+    if not table:
+        raise ValueError("apply_windows needs at least one (trace id, spec) pair")
+    _check_streaming(stream_df)
+    for spec in dict.fromkeys(table.values()):
+        pipeline.check_input(stream_df, spec)
+    props = [c for c in stream_df.columns if c not in BASE_COLUMNS]
+    validated = stream_df.selectExpr("trace_id", "CAST(seq AS BIGINT) AS seq", "kind", "CAST(time AS BIGINT) AS time",
+                                     "id", "op" if "op" in stream_df.columns else "CAST(NULL AS STRING) AS op",
+                                     "vars" if "vars" in stream_df.columns else "CAST(NULL AS STRING) AS vars",
+                                     *(quoted(c) for c in props))
+
+    def spec_of(trace_id: str) -> WindowSpec:
+        try:
+            return table[trace_id]
+        except KeyError:
+            raise InvalidTrace(f"trace {trace_id!r} has no window (apply_windows names a spec per trace)") from None
+
+    return _apply(validated, spec_of, pane_column=True, validate=validate, set_provider=set_provider)
+
+
+def _check_streaming(frame) -> None:
+    if not frame.isStreaming:
+        raise InvalidFrame("streaming.apply_window takes a streaming DataFrame (spark.readStream...); "
+                           "for a recorded frame use spark_impl.apply_window")
+
+
+def _apply(validated, spec_of: Callable[[str], WindowSpec], *, pane_column: bool, validate: bool,
+           set_provider: bool):
+    ensure_provider(validated.sparkSession, set_provider)
+    props = [(f.name, f.dataType.simpleString(), bool(f.metadata.get(JSON_TEXT)))
+             for f in validated.schema.fields if f.name not in BASE_COLUMNS]
+    for name, kind, _ in props:
+        if kind not in _INTEGRAL + ("double", "float", "boolean", "string"):
+            raise InvalidFrame(f"property column {name!r} is {kind}; a streaming window takes integer, double, "
+                               "boolean and string properties (lists and objects as JSON text)")
+    codec = tuple((name, _codec(kind, is_json)) for name, kind, is_json in props)
+    # every property crosses the operator as text: a long stays exact and a NaN stays apart from a null
+    items = validated.selectExpr(*(quoted(c) for c in BASE_COLUMNS),
+                                 *(f"CAST({quoted(n)} AS STRING) AS {quoted(n)}" for n, _, _ in props))
+    schema = ", ".join(f"{quoted(n)} {t}" for n, t in _FLAT) + "".join(f", {quoted(n)} string" for n, _, _ in props)
+    processor = TraceProcessor(spec_of, codec, validate)
+    posted = items.groupBy("trace_id").transformWithStateInPandas(
+        statefulProcessor=processor, outputStructType=schema, outputMode="Append", timeMode="None")
+    pos = "CASE WHEN side IS NOT NULL THEN named_struct('due', `#due`, 'slot', `#slot`, 'n', `#n`) END AS pos"
+    window = (["CASE WHEN `#wend` IS NOT NULL THEN named_struct('start', `#wstart`, 'end', `#wend`) END AS window"]
+              if pane_column else [])
+    return posted.selectExpr(
+        *(quoted(c) if c != "pos" else pos for c in OUTPUT_COLUMNS),
+        *(f"CAST({quoted(n)} AS {t}) AS {quoted(n)}" for n, t, _ in props), *window)
+
+
+# --------------------------------------------------------------------------- values across the operator
+
+
+def _codec(kind: str, is_json: bool) -> str:
+    if is_json:
+        return "json"
+    if kind in _INTEGRAL:
+        return "long"
+    return {"double": "double", "float": "double", "boolean": "boolean"}.get(kind, "string")
+
+
+def _decode(text: str, codec: str) -> Any:
+    if codec == "string":
+        return text
+    if codec == "long":
+        return int(text)
+    if codec == "double":
+        return float(text)  # Spark writes NaN, Infinity, -Infinity, 1.0E-5: float() reads them all
+    if codec == "boolean":
+        return text == "true"
+    return json.loads(text)
+
+
+def _encode(value: Any, codec: str) -> str | None:
+    if value is None:
+        return None
+    if codec == "json":
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    if codec == "boolean":
+        return "true" if value else "false"
+    if codec == "double":
+        value = float(value)
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return repr(value)
+    if codec == "long":
+        return str(int(value))
+    return str(value)
+
+
+# --------------------------------------------------------------------------- the processor
+
+
+def _stateful_processor_base():
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    return StatefulProcessor
+
+
+class TraceProcessor(_stateful_processor_base()):
+    """One trace per key: its rows of a micro-batch (unordered) are held by
+    `seq`, then every item whose turn has come runs through the trace's oracle
+    driver, and each update it posts becomes its output rows (module
+    docstring)."""
+
+    def __init__(self, spec_of: Callable[[str], WindowSpec], codec: tuple[tuple[str, str], ...], validate: bool):
+        self.spec_of, self.codec, self.validate = spec_of, codec, validate
+        self.columns = [n for n, _ in _FLAT] + [n for n, _ in codec]
+
+    def init(self, handle) -> None:
+        self.state = handle.getValueState("trace", "blob binary")
+
+    def handleInputRows(self, key, rows, timerValues) -> Iterator:
+        import pandas as pd
+
+        trace_id = key[0]
+        state = self._load(trace_id)
+        out: list[tuple] = []
+        for frame in rows:
+            self._hold(trace_id, state, frame)
+        self._run(trace_id, state, out)
+        self.state.update((pickle.dumps(state, protocol=5),))
+        if out:
+            frame = pd.DataFrame(out, columns=self.columns)
+            for name, kind in _FLAT:
+                if kind in ("bigint", "int"):
+                    frame[name] = frame[name].astype("Int64" if kind == "bigint" else "Int32")
+            yield frame
+
+    def close(self) -> None:
+        pass
+
+    # ----------------------------------------------------------- state
+
+    def _load(self, trace_id: str) -> dict:
+        spec = self.spec_of(trace_id)
+        if not self.state.exists():
+            return {"version": STATE_VERSION, "spec": spec, "driver": None, "check": None, "next": None,
+                    "held": {}, "start": None}
+        state = pickle.loads(self.state.get()[0])
+        if state.get("version") != STATE_VERSION:
+            raise InvalidTrace(f"trace {trace_id!r}: the checkpoint's state has format {state.get('version')!r}, "
+                               f"this version reads format {STATE_VERSION}")
+        if state["spec"] != spec:
+            raise InvalidTrace(f"trace {trace_id!r}: the checkpoint's state was made by the window {state['spec']!r}, "
+                               f"not {spec!r}: restart a changed window from a new checkpoint")
+        return state
+
+    def _hold(self, trace_id: str, state: dict, frame) -> None:
+        cols = {c: frame[c].tolist() for c in frame.columns}
+        props = [(name, codec, cols[name]) for name, codec in self.codec]
+        for i, seq in enumerate(cols["seq"]):
+            seq, kind, time = int(seq), cols["kind"][i], int(cols["time"][i])
+            where = f"trace {trace_id!r} seq {seq}"
+            if kind == "start":
+                if seq != START_SEQ:
+                    raise InvalidTrace(f"{where}: a start row has seq {START_SEQ}")
+                if state["start"] is not None or state["next"] is not None:
+                    raise InvalidTrace(f"{where}: a start row after the trace began (it must come no later "
+                                       "than seq 0's micro-batch) or a second one")
+                state["start"] = (time, json.loads(cols["vars"][i]) if cols["vars"][i] else {})
+                continue
+            if seq < 0:
+                raise InvalidTrace(f"{where}: a {kind} item with a negative seq")
+            if (state["next"] is not None and seq < state["next"]) or seq in state["held"]:
+                raise InvalidTrace(f"{where}: the item arrived twice (a replayed input?)")
+            state["held"][seq] = _held(where, kind, time, cols["id"][i], cols["op"][i], cols["vars"][i],
+                                       [(name, codec, values[i]) for name, codec, values in props])
+
+    def _run(self, trace_id: str, state: dict, out: list) -> None:
+        held = state["held"]
+        if state["driver"] is None:
+            if 0 not in held:
+                return
+            self._start(trace_id, state)
+            state["next"] = 0
+        driver, check, seq = state["driver"], state["check"], state["next"]
+        while seq in held:
+            item = _item(held.pop(seq))
+            try:
+                check.item(seq, item)
+                keyed = driver.step_keyed(seq, item)
+            except WindowOracleError as exc:
+                reason = exc.reason if isinstance(exc, InvalidTrace) else str(exc)
+                raise InvalidTrace(f"trace {trace_id!r} seq {seq}: {reason}") from None
+            for phase, ordinal, update in keyed:
+                self._rows(trace_id, phase, ordinal, update, out)
+            seq += 1
+        state["next"] = seq
+
+    def _start(self, trace_id: str, state: dict) -> None:
+        from oracle.driver import start  # the oracle's runtime: this module only, in the processor only
+        from oracle.model import Trace, TraceCheck
+
+        spec = state["spec"]
+        start_time, variables = state["start"] or (0, {})
+        try:
+            trace = Trace((), start_time, variables)
+            state["driver"] = start(spec, trace)
+            state["check"] = TraceCheck(start_time, trace.variables, spec.MIXED_KINDS, ids=self.validate)
+        except WindowOracleError as exc:
+            raise InvalidTrace(f"trace {trace_id!r} start: {exc}") from None
+
+    # ----------------------------------------------------------- rows
+
+    def _rows(self, trace_id: str, phase: int, ordinal: int, update, out: list) -> None:
+        key = (trace_id, update.after, phase, update.time, ordinal)
+        pane = (update.window.start, update.window.end) if update.window is not None else (None, None)
+        blank = (None,) * len(self.codec)
+        if update.error is not None:
+            out.append(key + ("error", update.time, 0, 0, None, None, update.error, None, None) + blank)
+            return
+        n = 0
+        for side in ("insert", "remove", "update"):
+            for i, event in enumerate(getattr(update, side)):
+                cells = tuple(_encode(event.props.get(name), codec) for name, codec in self.codec)
+                out.append(key + (side, update.time, 0, i, event.id, None, None) + pane + cells)
+                n += 1
+            if update.values is not None:
+                for i, row in enumerate(getattr(update.values, side)):
+                    text = json.dumps(dict(row), separators=(",", ":"))
+                    out.append(key + (side, update.time, 0, i, None, text, None) + pane + blank)
+                    n += 1
+        if n == 0:  # an empty update (FORCE_UPDATE), or a query's pane of no row ("[]")
+            values = "[]" if update.values is not None else None
+            out.append(key + (None, None, None, None, None, values, None) + pane + blank)
+
+
+def _held(where: str, kind: str, time: int, id_, op, vars_, props) -> tuple:
+    """A row as it waits in state: plain values (kind, time, id, op, the
+    variables set, the properties), made a trace item when it runs (`_item`)."""
+    if kind == "event":
+        if id_ is None:
+            raise InvalidTrace(f"{where}: an event without an id")
+        return (kind, time, id_, op, {name: _decode(text, codec) for name, codec, text in props if text is not None})
+    if kind in ("advance", "jump"):
+        return (kind, time, None, None, None)
+    if kind == "set":
+        return (kind, time, None, None, json.loads(vars_) if vars_ else {})
+    raise InvalidTrace(f"{where}: kind must be one of event, advance, jump, set, not {kind!r}")
+
+
+def _item(held: tuple):
+    from oracle.model import Advance, Arrive, Event, Jump, SetVariables
+
+    kind, time, id_, op, values = held
+    if kind == "event":
+        return Arrive(Event(id_, values), time=time, op=op)
+    if kind == "advance":
+        return Advance(time)
+    if kind == "jump":
+        return Jump(time)
+    return SetVariables(values)
+
+
+# --------------------------------------------------------------------------- cases as a stream of files
+
+
+#: the file source reads one file per micro-batch
+FILES_PER_TRIGGER = 1
+
+
+def micro_batches(rows: list[tuple], batches: int, rng, early: float = 0.0, seq_at: int = 1) -> list[list[tuple]]:
+    """One trace's input rows (in seq order, the start row first) cut at
+    random points into `batches` runs, one per micro-batch (none empty when
+    the trace has that many rows). With `early` > 0 each item is moved, with that probability, to a
+    random earlier micro-batch: it arrives ahead of a gap and is held. The
+    start row goes no later than seq 0 (the processor's rule)."""
+    if len(rows) >= batches:  # every micro-batch gets some of the trace
+        cuts = sorted(rng.sample(range(1, len(rows)), batches - 1))
+    else:
+        cuts = sorted(rng.randint(0, len(rows)) for _ in range(batches - 1))
+    where = []
+    for index in range(len(rows)):
+        batch = sum(1 for c in cuts if c <= index)
+        if early and batch and rng.random() < early:
+            batch = rng.randint(0, batch - 1)
+        where.append(batch)
+    seqs = [row[seq_at] for row in rows]
+    if START_SEQ in seqs and 0 in seqs:
+        start, first = seqs.index(START_SEQ), seqs.index(0)
+        where[start] = min(where[start], where[first])
+    out: list[list[tuple]] = [[] for _ in range(batches)]
+    for row, batch in zip(rows, where):
+        out[batch].append(row)
+    return out
+
+
+def write_files(folder, batches: list[list[tuple]], schema, first: int = 0) -> int:
+    """Each non-empty micro-batch's rows as one Parquet file in `folder`, in
+    order (names and modification times ascending, as the file source takes
+    them), numbered from `first` (more files for a stream already read);
+    the number of files."""
+    import os
+    import time
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow = to_arrow_schema(schema)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = 0
+    stamp = time.time() - 10_000 + first
+    for rows in batches:
+        if not rows:
+            continue
+        path = folder / f"batch-{first + written:05d}.parquet"
+        columns = list(zip(*rows))
+        pq.write_table(pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, arrow)],
+                                            schema=arrow), path)
+        os.utime(path, (stamp + written, stamp + written))
+        written += 1
+    return written
+
+
+def run_files(spark, folder, schema, specs: Mapping[str, WindowSpec], checkpoint, *,
+              fail_after: int | None = None) -> dict[int, list]:
+    """Run the files of `folder` through `apply_windows` to the end
+    (`availableNow`, one file per micro-batch), from `checkpoint`: the rows
+    each micro-batch posted, by batch id (a sink that writes by batch id).
+    `fail_after`: the sink fails on the batch after that many (a crash, for
+    restart tests); the batches before it are returned with the exception."""
+    stream = (spark.readStream.schema(schema).option("maxFilesPerTrigger", FILES_PER_TRIGGER)
+              .parquet(str(folder)))
+    return _drain(apply_windows(stream, specs), checkpoint, fail_after)
+
+
+def run_cases(pairs, spark=None, *, batches: int = 3, seed: int = 0, early: float = 0.1, folder=None,
+              progress: Callable[[int, int], None] | None = None) -> list:
+    """The updates of each (spec, trace) pair, as `spark_impl.run_cases` gives
+    them, computed on a stream: each trace's rows cut at random points
+    (`seed`) into `batches` micro-batches, some items moved ahead of a gap
+    (`early`), written as one file per micro-batch and read by a streaming
+    query per group of traces whose property types agree (`apply_windows`).
+    A pair that cannot run gets its exception (`InvalidTrace` as the batch
+    names it); a query that fails gives each of its pairs a `JobFailed`."""
+    import random
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from spark_impl import _batches, _first_line
+    from spark_impl.errors import JobFailed
+    from spark_impl.frames import PropertyTypes, check_pair, input_schema, spec_properties, trace_rows, updates_from_rows
+    from spark_impl.session import get_spark
+
+    results: list = [None] * len(pairs)
+    members: dict[bool, list] = {}
+    for index, (spec, trace) in enumerate(pairs):
+        trace_id = str(index)
+        try:
+            check_pair(spec, trace)
+            types = PropertyTypes(spec_properties(spec), mixed=spec.MIXED_KINDS)
+            types.merge(PropertyTypes.of_trace(trace_id, trace, mixed=spec.MIXED_KINDS))
+            members.setdefault(spec.MIXED_KINDS, []).append((trace_id, trace, types))
+        except InvalidTrace as exc:
+            results[index] = InvalidTrace(exc.reason.removeprefix(f"trace {trace_id!r}: "), exc.index)
+        except WindowOracleError as exc:
+            results[index] = exc
+    groups = [batch for mixed in members.values() for batch in _batches(mixed)]
+    if not groups:
+        return results
+    spark = spark or get_spark()
+    rng = random.Random(seed)
+    root = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="window-oracle-stream-"))
+    try:
+        for done, (types, batch) in enumerate(groups, 1):
+            schema_map = types.schema()
+            schema = input_schema(schema_map)
+            files: list[list[tuple]] = [[] for _ in range(batches)]
+            for trace_id, trace in batch:
+                for n, rows in enumerate(micro_batches(trace_rows(trace_id, trace, schema_map), batches, rng, early)):
+                    files[n] += rows
+            for rows in files:
+                rng.shuffle(rows)  # a micro-batch's rows come in no order
+            here = root / f"group-{done}"
+            write_files(here / "in", files, schema)
+            traces = dict(batch)
+            specs = {tid: pairs[int(tid)][0] for tid in traces}
+            try:
+                posted = run_files(spark, here / "in", schema, specs, here / "checkpoint")
+            except Exception as exc:  # noqa: BLE001 - a failed query fails its own cases, not the others
+                failure = JobFailed(f"the streaming query failed: {type(exc).__name__}: {_first_line(exc)}")
+                for trace_id in traces:
+                    results[int(trace_id)] = failure
+            else:
+                rows = [row for batch_id in sorted(posted) for row in posted[batch_id]]
+                for trace_id, found in updates_from_rows(rows, traces).items():
+                    results[int(trace_id)] = found
+            if progress:
+                progress(done, len(groups))
+    finally:
+        if folder is None:
+            shutil.rmtree(root, ignore_errors=True)
+    return results
+
+
+def apply_window_as_stream(trace_df, window: str | WindowSpec, dialect: str = "esper", *, batches: int = 3,
+                           seed: int = 0, early: float = 0.1):
+    """`spark_impl.apply_window`'s shape, computed on a stream (the harness's
+    `--impl spark_impl.streaming:apply_window_as_stream`, `difftest run
+    --engine streaming`): the recorded frame's rows are collected, each
+    trace's cut at random points (`seed`) into `batches` micro-batches (some
+    items moved ahead of a gap, `early`), written as one Parquet file per
+    micro-batch, read by a streaming query of `apply_window` to the end, and
+    the rows it posted returned as a recorded frame."""
+    import random
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    spark = trace_df.sparkSession
+    spec = parse(window, dialect) if isinstance(window, str) else window
+    schema = trace_df.schema
+    rng = random.Random(seed)
+    by_trace: dict[str, list[tuple]] = {}
+    for row in trace_df.collect():
+        by_trace.setdefault(row["trace_id"], []).append(tuple(row))
+    files: list[list[tuple]] = [[] for _ in range(batches)]
+    seq_at = schema.fieldNames().index("seq")
+    for rows in by_trace.values():
+        rows.sort(key=lambda r: r[seq_at])
+        for n, part in enumerate(micro_batches(rows, batches, rng, early, seq_at=seq_at)):
+            files[n] += part
+    for rows in files:
+        rng.shuffle(rows)
+    root = Path(tempfile.mkdtemp(prefix="window-oracle-stream-"))
+    try:
+        write_files(root / "in", files, schema)
+        stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", FILES_PER_TRIGGER).parquet(str(root / "in"))
+        out = apply_window(stream, spec)
+        posted = _drain(out, root / "checkpoint")
+        rows = [row for batch_id in sorted(posted) for row in posted[batch_id]]
+        return spark.createDataFrame(rows, out.schema)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _drain(out, checkpoint, fail_after: int | None = None) -> dict[int, list]:
+    """Run the streaming frame `out` over what its source has now
+    (`availableNow`), from `checkpoint`, into a sink that keeps each
+    micro-batch's rows by batch id (a batch run again replaces its rows).
+    `fail_after`: the sink fails from that batch id on (a crash, for restart
+    tests), and the batches before it are returned."""
+    posted: dict[int, list] = {}
+
+    def sink(frame, batch_id):
+        if fail_after is not None and batch_id >= fail_after:
+            raise RuntimeError(f"the sink stops at batch {batch_id} (a crash, on purpose)")
+        posted[batch_id] = frame.collect()
+
+    query = (out.writeStream.outputMode("append").option("checkpointLocation", str(checkpoint))
+             .foreachBatch(sink).trigger(availableNow=True).start())
+    try:
+        query.awaitTermination()
+    except Exception:  # noqa: BLE001 - a crash the caller asked for; any other error is raised
+        if fail_after is None:
+            raise
+    finally:
+        query.stop()
+    return posted
+
+
+__all__ = ["apply_window", "apply_window_as_stream", "apply_windows", "micro_batches", "run_cases", "run_files", "write_files", "ensure_provider", "has_panes", "ROCKSDB", "PROVIDER"]

@@ -1,0 +1,211 @@
+"""The streaming processor (spark_impl/streaming.py) without a JVM: pyspark's
+`TwsTester` hands it a key's rows of one micro-batch, as the operator does,
+with an in-memory state. Every corpus case, its items cut at random points
+into micro-batches, some moved ahead of a gap, the rows of a batch shuffled,
+the state pickled between batches: the rows it posts, read back as updates,
+are the case's expected updates. (The same processor in a real streaming
+query, with restarts: tests/spark/test_streaming.py.)"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("google.protobuf")
+
+from difftest.compare import compare  # noqa: E402
+from oracle.cases import case_files, load_case  # noqa: E402
+from oracle.dialects import case_spec, parse  # noqa: E402
+from oracle.errors import InvalidTrace, WindowOracleError  # noqa: E402
+from oracle.model import Advance, Arrive, Event, Trace  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _text(value, kind):
+    """A cell as the operator's input has it: every property cast to a string by Spark."""
+    if value is None:
+        return None
+    if kind == "boolean":
+        return "true" if value else "false"
+    if kind == "double":
+        text = repr(float(value))
+        return {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}.get(text, text.replace("e", "E"))
+    return str(value)
+
+
+def _codec(schema):
+    from spark_impl.streaming import _codec
+
+    return tuple((name, _codec("bigint" if kind == "long" else kind, kind == "json")) for name, kind in schema.items())
+
+
+class Harness:
+    """One processor over many traces (each under its own spec), fed micro-batch by micro-batch."""
+
+    def __init__(self, specs, schema, validate=True):
+        from pyspark.sql.streaming.tws_tester import TwsTester
+
+        from spark_impl.streaming import TraceProcessor
+
+        self.schema = dict(schema)
+        self.processor = TraceProcessor(lambda tid: specs[tid], _codec(self.schema), validate)
+        self.tester = TwsTester(self.processor)
+
+    def feed(self, trace_id, rows):
+        import pandas as pd
+
+        from spark_impl.frames import BASE_COLUMNS
+
+        names = list(BASE_COLUMNS) + list(self.schema)
+        kinds = [None] * len(BASE_COLUMNS) + list(self.schema.values())
+        cells = [tuple(v if k is None else _text(v, k) for v, k in zip(row, kinds)) for row in rows]
+        frame = pd.DataFrame(cells, columns=names)
+        out = self.tester.testInPandas(trace_id, frame)
+        # the state between micro-batches is what the store holds: bytes
+        blob = self.tester.peekValueState("trace", trace_id)
+        assert isinstance(blob[0], bytes)
+        return [_row(r) for r in out.to_dict("records")] if len(out) else []
+
+
+def _row(record):
+    """An output record as the frame after the operator has it (structs built)."""
+    def value(v):
+        return None if v is None or (isinstance(v, float) and v != v) else v
+
+    row = {k: value(v) for k, v in record.items()}
+    row["pos"] = (row["#due"], row["#slot"], row["#n"]) if row["side"] is not None else None
+    row["window"] = {"start": row["#wstart"], "end": row["#wend"]} if row["#wend"] is not None else None
+    return row
+
+
+def _cases():
+    out = []
+    for path in case_files([ROOT / "corpus"]):
+        case = load_case(path)
+        try:
+            spec = case_spec(case)
+            from oracle import run
+
+            run(spec, case.trace)
+        except WindowOracleError:
+            continue
+        out.append((path.relative_to(ROOT / "corpus").as_posix(), case, spec))
+    return out
+
+
+def _run(pairs, batches, seed, early):
+    """Feed `pairs` ((trace id, spec, trace)) as a stream; the updates per trace id."""
+    from spark_impl.frames import PropertyTypes, spec_properties, trace_rows, updates_from_rows
+    from spark_impl.streaming import micro_batches
+
+    rng = random.Random(seed)
+    found = {}
+    for trace_id, spec, trace in pairs:
+        types = PropertyTypes(spec_properties(spec), mixed=spec.MIXED_KINDS)
+        types.merge(PropertyTypes.of_trace(trace_id, trace, mixed=spec.MIXED_KINDS))
+        harness = Harness({trace_id: spec}, types.schema())
+        rows = []
+        for part in micro_batches(trace_rows(trace_id, trace, types.schema()), batches, rng, early):
+            rng.shuffle(part)
+            if part:
+                rows += harness.feed(trace_id, part)
+        found.update(updates_from_rows(rows, {trace_id: trace}))
+    return found
+
+
+@pytest.mark.parametrize("seed", [1])
+def test_every_corpus_case_on_a_stream_posts_its_expected_updates(seed):
+    cases = _cases()
+    assert len(cases) > 400
+    pairs = [(str(n), spec, case.trace) for n, (_, case, spec) in enumerate(cases)]
+    found = _run(pairs, batches=4, seed=seed, early=0.15)
+    failures = [(name, diff) for n, (name, case, _) in enumerate(cases)
+                if (diff := compare(case.expected, found[str(n)])) is not None]
+    assert not failures, failures[:3]
+
+
+def test_an_item_ahead_of_a_gap_waits_for_it():
+    spec = parse("#length(1)")
+    trace = Trace([Arrive(Event("E1")), Arrive(Event("E2"), time=5), Arrive(Event("E3"), time=7)])
+    from spark_impl.frames import trace_rows
+
+    rows = trace_rows("t", trace, {})
+    harness = Harness({"t": spec}, {})
+    assert harness.feed("t", [rows[0], rows[3]]) == []  # the start row and seq 2: seq 0 and 1 missing, nothing runs
+    posted = harness.feed("t", [rows[2]])  # seq 1 still missing
+    assert posted == []
+    posted = harness.feed("t", [rows[1]])  # seq 0 fills the gap: 0, 1, 2 run now
+    assert [(r["after"], r["side"], r["id"]) for r in sorted(posted, key=lambda r: (r["after"], r["side"]))] == [
+        (0, "insert", "E1"), (1, "insert", "E2"), (1, "remove", "E1"), (2, "insert", "E3"), (2, "remove", "E2")]
+
+
+def _raises(harness, trace_id, rows, text):
+    with pytest.raises(InvalidTrace) as info:
+        harness.feed(trace_id, rows)
+    assert text in str(info.value)
+    return str(info.value)
+
+
+def test_an_item_twice_fails_naming_the_trace_and_seq():
+    from spark_impl.frames import trace_rows
+
+    trace = Trace([Arrive(Event("E1")), Advance(10)])
+    rows = trace_rows("t", trace, {})
+    harness = Harness({"t": parse("#length(1)")}, {})
+    harness.feed("t", rows[:2])
+    message = _raises(harness, "t", [rows[1]], "arrived twice")
+    assert "trace 't' seq 0" in message
+    harness = Harness({"t": parse("#length(1)")}, {})
+    _raises(harness, "t", [rows[1], rows[1]], "arrived twice")
+
+
+def test_a_start_row_after_the_trace_began_fails():
+    from spark_impl.frames import trace_rows
+
+    trace = Trace([Arrive(Event("E1"))], start_time=5)
+    rows = trace_rows("t", trace, {})
+    harness = Harness({"t": parse("#length(1)")}, {})
+    assert [r["id"] for r in harness.feed("t", [rows[1]])] == ["E1"]  # no start row yet: created at 0
+    _raises(harness, "t", [rows[0]], "a start row after the trace began")
+
+
+def test_what_the_oracle_refuses_fails_naming_the_trace_and_seq():
+    from spark_impl.frames import trace_rows
+
+    trace = Trace([Arrive(Event("E1"), time=10), Arrive(Event("E2"), time=20)])
+    rows = trace_rows("t", trace, {})
+    back = rows[2][:3] + (5,) + rows[2][4:]  # seq 1 at 5 ms, after the clock reached 10
+    harness = Harness({"t": parse("#length(1)")}, {})
+    _raises(harness, "t", [rows[0], rows[1], back], "trace 't' seq 1: time goes backwards")
+    again = rows[2][:4] + ("E1",) + rows[2][5:]
+    harness = Harness({"t": parse("#length(1)")}, {})
+    _raises(harness, "t", [rows[0], rows[1], again], "duplicate event id 'E1'")
+    harness = Harness({"t": parse("#length(1)")}, {}, validate=False)  # no ids kept: not caught
+    assert len(harness.feed("t", [rows[0], rows[1], again])) == 3
+
+
+def test_a_checkpoint_of_another_window_is_refused():
+    from spark_impl.frames import trace_rows
+
+    rows = trace_rows("t", Trace([Arrive(Event("E1")), Arrive(Event("E2"))]), {})
+    harness = Harness({"t": parse("#length(1)")}, {})
+    harness.feed("t", rows[:2])
+    harness.processor.spec_of = lambda tid: parse("#length(2)")
+    _raises(harness, "t", rows[2:], "was made by the window")
+
+
+def test_properties_leave_as_they_came():
+    """Longs past 2**53 stay exact, a NaN stays apart from a null, a list is JSON text."""
+    from spark_impl.frames import trace_rows
+
+    trace = Trace([Arrive(Event("E1", {"big": 2**62 + 1, "x": float("nan"), "l": [1, {"b": 2, "a": 1}]})),
+                   Arrive(Event("E2", {"big": None, "x": None, "l": None}))])
+    schema = {"big": "long", "x": "double", "l": "json"}
+    harness = Harness({"t": parse("#length(5)")}, schema)
+    posted = sorted(harness.feed("t", trace_rows("t", trace, schema)), key=lambda r: r["after"])
+    assert [(r["big"], r["x"], r["l"]) for r in posted] == [
+        (str(2**62 + 1), "NaN", '[1,{"a":1,"b":2}]'), (None, None, None)]
