@@ -75,9 +75,9 @@ class _Explaining(Driver):
         self.__dict__.update(driver.__dict__)
         self.reasons: list[dict[str, list[Reason | None]]] = []
 
-    def unit(self, index: int, time: int, posts: list[Post]) -> None:
+    def unit(self, index: int, time: int, posts: list[Post], *phase: int) -> None:
         before = len(self.updates)
-        super().unit(index, time, posts)
+        super().unit(index, time, posts, *phase)
         made = len(self.updates) - before
         groups = [[post] for post in posts] if made == len(posts) and made > 1 else [posts] if made else []
         for group in groups:
