@@ -6,13 +6,21 @@
                    [--report FILE.json]
     difftest run [--dialect D] [--window CLAUSE] [--examples N] [--seed S] [--budget SECONDS]
                  [--impl MODULE:FUNCTION] [--report FILE.json]
+
+    replay, run and bench take [--master URL | --remote sc://HOST:PORT]: where Spark runs
+    (default: local[2], or Spark Connect at $SPARK_REMOTE when set)
     difftest expect CASE.json [--write]
     difftest expect --window CLAUSE [--dialect D] [--time FIELD] [--until MS] EVENTS.jsonl|EVENTS.csv
 
 Each subcommand is a pair of functions: `add_<name>(subparsers)` declares its
 arguments and `cmd_<name>(args) -> exit code` runs it; `SUBCOMMANDS` lists the
 adders. An error caused by user input (a `WindowOracleError`: a missing Java, an
-unreadable report path ...) prints one sentence to stderr and exits 2.
+unreadable report path, a master or Connect server that cannot be reached ...)
+prints one sentence to stderr and exits 2.
+
+`--master URL` opens the classic session on that master before any work, and
+everything after runs on it; `--remote URL` is `SPARK_REMOTE=URL` for the
+command (a Spark Connect client: no Java needed), its session opened first too.
 
 Output is plain text, coloured with rich only when stdout is a terminal.
 """
@@ -22,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import random
 import sys
 from collections.abc import Sequence
@@ -72,6 +81,32 @@ def write_report(path: Path | None, report: dict[str, Any]) -> None:
         raise UsageError(f"cannot write the report {path}: {exc.strerror or exc}") from None
 
 
+# --------------------------------------------------------------------------- session
+
+
+def add_session_options(p) -> None:
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--master", metavar="URL",
+                       help="run Spark on this master: spark://HOST:PORT (a standalone cluster), local[N], yarn, ... "
+                            "(default: local[2])")
+    where.add_argument("--remote", metavar="sc://HOST:PORT",
+                       help="run Spark through this Spark Connect server (default: $SPARK_REMOTE when set)")
+
+
+def open_session(args: argparse.Namespace, spark_used: bool) -> None:
+    """The session `--master` or `--remote` names, opened before any work (a bad URL
+    or a server that does not answer is one sentence, exit 2); nothing without them."""
+    master, remote = getattr(args, "master", None), getattr(args, "remote", None)
+    if not (master or remote):
+        return
+    if not spark_used:
+        raise UsageError(f"{'--master' if master else '--remote'} applies where Spark runs: --engine spark or both, "
+                         "or --impl")
+    if remote:
+        os.environ["SPARK_REMOTE"] = remote
+    load_spark("spark_impl.session", "get_spark")(master=master, remote=remote)
+
+
 # --------------------------------------------------------------------------- replay
 
 
@@ -87,10 +122,12 @@ def add_replay(subparsers) -> None:
                    help="replay against your implementation (shaped like spark_impl.apply_window) instead of "
                         "an engine; with --engine both, beside the oracle")
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the results as JSON")
+    add_session_options(p)
     p.set_defaults(handler=cmd_replay)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    open_session(args, args.engine != "oracle" or bool(args.impl))
     engines = make_engines(args.engine)
     if args.impl:  # the user's function in the place of spark_impl
         impl = ImplEngine(runner.load_impl(args.impl), args.impl)
@@ -128,6 +165,7 @@ def add_bench(subparsers) -> None:
     p.add_argument("--repeat", type=positive_int, metavar="R",
                    help="timed runs, best counts (default: 3 for the oracle, 2 per size for spark)")
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the figures as JSON")
+    add_session_options(p)
     p.set_defaults(handler=cmd_bench)
 
 
@@ -152,6 +190,7 @@ def positive_float(text: str) -> float:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    open_session(args, args.engine == "spark")
     if args.engine == "spark":
         return load_spark("spark_impl.bench", "main")(args) or 0
     for option, value in (("--keys", args.keys), ("--window", args.window)):
@@ -199,6 +238,7 @@ def add_run(subparsers) -> None:
     p.add_argument("--found-dir", type=Path, default=Path("corpus/found"), metavar="DIR",
                    help="where minimal disagreeing cases are saved (default: corpus/found)")
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the results as JSON")
+    add_session_options(p)
     p.set_defaults(handler=cmd_run)
 
 
@@ -206,6 +246,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.window is not None and args.kind:
         raise UsageError("--kind draws windows of a kind and --window checks one given window: give one of them")
     targets = runner.targets(args.dialect, args.window, args.kind)
+    open_session(args, True)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     dialects = sorted({t.dialect or args.dialect for t in targets}, key=(runner.ALL_DIALECTS, *IMPLEMENTED).index)
     print(f"difftest run: {len(targets)} window kind{'s' * (len(targets) != 1)} of {', '.join(dialects)}, "
