@@ -6,8 +6,9 @@ Rules:
 * A master is `local`, `local[N]`, `local[*]`, `local[N,F]`, `local-cluster[...]`,
   `spark://HOST:PORT[,HOST:PORT...]`, `yarn`, or `k8s://...`; anything else is
   refused naming those forms. A `spark://` master must answer on one of its
-  ports (a TCP connection within `TIMEOUT` seconds): Spark itself would retry
-  registering for a minute, then fail with a stack trace.
+  ports (a TCP connection within `TIMEOUT` seconds), and not with HTTP (the
+  master's web UI, 8080, given for its RPC port, 7077): Spark itself would
+  retry registering for a minute, then fail with a stack trace.
 * A Connect URL is `sc://HOST[:PORT][/;key=value...]` (port 15002 by default,
   as pyspark reads it); the server must answer on that port, and (without
   `use_ssl`) speak gRPC: an HTTP/2 channel must be ready within `TIMEOUT`
@@ -66,7 +67,21 @@ def check_master(url: str) -> str:
     if len(reasons) == len(masters):
         raise SparkUnavailable(f"cannot reach the Spark master {url} ({'; '.join(reasons)}); "
                                "is the master running there?")
+    web = [f"{host}:{port}" for host, port in masters if answers_http(host, port)]
+    if web:
+        raise SparkUnavailable(f"{web[0]} answers HTTP: a web UI, not a Spark master's RPC port (the master "
+                               "prints both when it starts: `Starting Spark master at spark://HOST:PORT`)")
     return url
+
+
+def answers_http(host: str, port: int, timeout: float = 2.0) -> bool:
+    """Whether host:port answers an HTTP request (a Spark RPC port closes or stays silent)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.sendall(b"GET / HTTP/1.0\r\nHost: " + host.encode() + b"\r\n\r\n")
+            return s.recv(5) == b"HTTP/"
+    except OSError:
+        return False
 
 
 def check_remote(url: str) -> str:

@@ -205,13 +205,14 @@ def environment(folder: Path) -> dict[str, str]:
 
 
 def main() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # `timeout`, `kill`: stop the JVMs too
     with Cluster() as cluster:
         print(f"master: {cluster.url} (web UI http://127.0.0.1:{cluster.ui}), logs in {cluster.folder}", flush=True)
         if "--connect" in sys.argv:
             print(f"connect: {cluster.start_connect()}", flush=True)
         try:
             signal.pause()
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, SystemExit):
             pass
 
 
