@@ -32,8 +32,9 @@ _LOCAL = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?|local-cluster\[\d+,\s*\d+,\s*\
 MASTER_FORMS = "spark://HOST:PORT, local[N], yarn or k8s://HOST:PORT"
 
 
-def reachable(host: str, port: int, timeout: float = TIMEOUT) -> str | None:
+def reachable(host: str, port: int, timeout: float | None = None) -> str | None:
     """None when something accepts a TCP connection at host:port, else why not."""
+    timeout = TIMEOUT if timeout is None else timeout
     try:
         with socket.create_connection((host, port), timeout=timeout):
             return None
@@ -102,8 +103,10 @@ def check_remote(url: str) -> str:
     return url
 
 
-def speaks_grpc(host: str, port: int, timeout: float = TIMEOUT) -> bool:
-    """Whether an insecure gRPC (HTTP/2) channel to host:port gets ready in time."""
+def speaks_grpc(host: str, port: int, timeout: float | None = None) -> bool:
+    """Whether an insecure gRPC (HTTP/2) channel to host:port gets ready in time
+    (`TIMEOUT` seconds by default)."""
+    timeout = TIMEOUT if timeout is None else timeout
     try:
         import grpc
     except ImportError:
