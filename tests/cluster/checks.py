@@ -20,7 +20,8 @@ def assert_same_rows(local: dict, other: dict) -> None:
     assert not differ, f"{len(differ)} rows differ from local[2]'s, the first:\n{differ[0][0]}\n{differ[0][1]}"
 
 
-RUN = ["-m", "difftest", "run", "--dialect", "all", "--examples", "8", "--batch-size", "8", "--budget", "100000",
+#: a batch of 4 traces of one window per kind of every dialect (one Spark job each)
+RUN = ["-m", "difftest", "run", "--dialect", "all", "--examples", "4", "--batch-size", "8", "--budget", "100000",
        "--seed", "29", "--in-flight", "2"]
 
 

@@ -170,7 +170,7 @@ class Cluster:
             argv += ["--conf", f"{key}={value}"]
         server = Process("connect server", argv, self.folder / "connect-server.log", self.env)
         self.processes.append(server)
-        wait_until(lambda: listening(self.connect_port), [server], "the Connect server", 120)
+        wait_until(lambda: listening(self.connect_port), [server], "the Connect server", 300)
         return self.connect_url
 
     @property

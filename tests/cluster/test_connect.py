@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from checks import RUN, assert_run_report, assert_same_rows
-from conftest import OBSERVED, ROOT, output_rows, run
+from conftest import ROOT, output_rows, run
 
 
 @pytest.fixture(scope="module")
