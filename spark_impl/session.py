@@ -130,9 +130,16 @@ _BUILT: list = []  # the last session built here: a Connect session is active in
 
 
 def _built_here():
-    if _BUILT and not getattr(_BUILT[-1], "is_stopped", False):
-        return _BUILT[-1]
-    return None
+    """The last session built here while it still runs (a Connect session is
+    active only in the thread that built it; other threads find it here)."""
+    if not _BUILT:
+        return None
+    spark = _BUILT[-1]
+    if is_connect(spark):
+        return None if spark.is_stopped else spark
+    from pyspark import SparkContext
+
+    return spark if SparkContext._active_spark_context is not None else None
 
 
 def _classic(master: str | None):
