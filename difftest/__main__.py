@@ -6,6 +6,9 @@
                    [--report FILE.json]
     difftest run [--dialect D] [--window CLAUSE] [--examples N] [--seed S] [--budget SECONDS]
                  [--engine spark|streaming | --impl MODULE:FUNCTION] [--report FILE.json]
+
+    replay, run and bench take [--master URL | --remote sc://HOST:PORT]: where Spark runs
+    (default: local[2], or Spark Connect at $SPARK_REMOTE when set)
     difftest expect CASE.json [--write]
     difftest expect --window CLAUSE [--dialect D] [--time FIELD] [--until MS] EVENTS.jsonl|EVENTS.csv
     difftest show CASE.json [--engine oracle|spark|both] [--out FILE.svg|FILE.png]
@@ -14,7 +17,12 @@
 Each subcommand is a pair of functions: `add_<name>(subparsers)` declares its
 arguments and `cmd_<name>(args) -> exit code` runs it; `SUBCOMMANDS` lists the
 adders. An error caused by user input (a `WindowOracleError`: a missing Java, an
-unreadable report path ...) prints one sentence to stderr and exits 2.
+unreadable report path, a master or Connect server that cannot be reached ...)
+prints one sentence to stderr and exits 2.
+
+`--master URL` opens the classic session on that master before any work, and
+everything after runs on it; `--remote URL` is `SPARK_REMOTE=URL` for the
+command (a Spark Connect client: no Java needed), its session opened first too.
 
 Output is plain text, coloured with rich only when stdout is a terminal.
 """
@@ -24,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import random
 import sys
 from collections.abc import Sequence
@@ -74,6 +83,32 @@ def write_report(path: Path | None, report: dict[str, Any]) -> None:
         raise UsageError(f"cannot write the report {path}: {exc.strerror or exc}") from None
 
 
+# --------------------------------------------------------------------------- session
+
+
+def add_session_options(p) -> None:
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--master", metavar="URL",
+                       help="run Spark on this master: spark://HOST:PORT (a standalone cluster), local[N], yarn, ... "
+                            "(default: local[2])")
+    where.add_argument("--remote", metavar="sc://HOST:PORT",
+                       help="run Spark through this Spark Connect server (default: $SPARK_REMOTE when set)")
+
+
+def open_session(args: argparse.Namespace, spark_used: bool) -> None:
+    """The session `--master` or `--remote` names, opened before any work (a bad URL
+    or a server that does not answer is one sentence, exit 2); nothing without them."""
+    master, remote = getattr(args, "master", None), getattr(args, "remote", None)
+    if not (master or remote):
+        return
+    if not spark_used:
+        raise UsageError(f"{'--master' if master else '--remote'} applies where Spark runs: --engine spark or both, "
+                         "or --impl")
+    if remote:
+        os.environ["SPARK_REMOTE"] = remote
+    load_spark("spark_impl.session", "get_spark")(master=master, remote=remote)
+
+
 # --------------------------------------------------------------------------- replay
 
 #: `difftest run --engine streaming`: the batch function's shape, computed on a stream
@@ -98,6 +133,7 @@ def add_replay(subparsers) -> None:
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the results as JSON")
     add_pictures_option(p, "each failing case's picture (expected above actual) goes to DIR; by default only a "
                            "failing saved finding's (a case in a folder named found), beside it")
+    add_session_options(p)
     p.set_defaults(handler=cmd_replay)
 
 
@@ -108,6 +144,7 @@ def add_pictures_option(p, what: str) -> None:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    open_session(args, args.engine != "oracle" or bool(args.impl))
     engines = make_engines(args.engine)
     if args.impl:  # the user's function in the place of spark_impl
         impl = ImplEngine(runner.load_impl(args.impl), args.impl)
@@ -155,6 +192,7 @@ def add_bench(subparsers) -> None:
     p.add_argument("--trace-frame", action="store_true",
                    help="spark: also measure each window through apply_window on the events as a trace frame")
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the figures as JSON")
+    add_session_options(p)
     p.set_defaults(handler=cmd_bench)
 
 
@@ -179,6 +217,7 @@ def positive_float(text: str) -> float:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    open_session(args, args.engine == "spark")
     if args.engine == "spark":
         return load_spark("spark_impl.bench", "main")(args) or 0
     for option, value in (("--keys", args.keys), ("--window", args.window), ("--trace-frame", args.trace_frame or None)):
@@ -232,6 +271,7 @@ def add_run(subparsers) -> None:
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the results as JSON")
     add_pictures_option(p, "each saved case's picture (the oracle's output above the implementation's) goes to "
                            "DIR (default: beside the saved case)")
+    add_session_options(p)
     p.set_defaults(handler=cmd_run)
 
 
@@ -243,6 +283,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.window is not None and args.kind:
         raise UsageError("--kind draws windows of a kind and --window checks one given window: give one of them")
     targets = runner.targets(args.dialect, args.window, args.kind)
+    open_session(args, True)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     dialects = sorted({t.dialect or args.dialect for t in targets}, key=(runner.ALL_DIALECTS, *IMPLEMENTED).index)
     print(f"difftest run: {len(targets)} window kind{'s' * (len(targets) != 1)} of {', '.join(dialects)}, "

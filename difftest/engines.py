@@ -86,7 +86,11 @@ class OracleEngine:
 
 def check_java() -> None:
     """Raise `EngineUnavailable` unless Spark's launcher can find Java: `$JAVA_HOME/bin/java`
-    when JAVA_HOME is set (pyspark's spark-class uses it first), else `java` on PATH."""
+    when JAVA_HOME is set (pyspark's spark-class uses it first), else `java` on PATH.
+    A Spark Connect client (`SPARK_REMOTE` set, as `--remote` sets it) starts no JVM:
+    nothing to check."""
+    if os.environ.get("SPARK_REMOTE"):
+        return
     java_home = os.environ.get("JAVA_HOME")
     if java_home:
         java = Path(java_home, "bin", "java")

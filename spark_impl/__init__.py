@@ -114,7 +114,8 @@ ROWS_PER_JOB = 250_000
 
 
 def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
-              progress: Callable[[int, int], None] | None = None) -> list[tuple[Update, ...] | WindowOracleError]:
+              progress: Callable[[int, int], None] | None = None,
+              on_rows: Callable[[list], None] | None = None) -> list[tuple[Update, ...] | WindowOracleError]:
     """The updates of each (spec, trace) pair, in order; a pair that cannot run
     (`UnsupportedWindow`, `InvalidTrace`) gets its exception and the others run.
 
@@ -125,7 +126,9 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
     a replay of thousands of cases runs in a few jobs of bounded memory. A job
     of small traces (frames.ONE_PARTITION_ROWS rows in all) runs without code
     generation (`session.interpreted`). A job that fails gives each of its pairs
-    a `JobFailed` naming the error; the other jobs run."""
+    a `JobFailed` naming the error; the other jobs run. `on_rows(rows)` sees each
+    job's collected output rows (OUTPUT_COLUMNS, `window` where a plan has it;
+    `trace_id` the pair's index) before they become updates."""
     results: list = [None] * len(pairs)
     groups: dict[WindowSpec, list[tuple[str, Trace, PropertyTypes]]] = defaultdict(list)
     for index, (spec, trace) in enumerate(pairs):
@@ -169,6 +172,8 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
             for trace_id in traces:
                 results[int(trace_id)] = failure
         else:
+            if on_rows:
+                on_rows(collected)
             for trace_id, found in frames.updates_from_rows(collected, traces).items():
                 results[int(trace_id)] = found
         if progress:

@@ -1,5 +1,6 @@
 """`difftest bench --engine spark [--events N] [--keys K] [--window CLAUSE ...] [--report FILE.json]`:
-the Spark implementation's throughput on local[2], beside the bare Spark plan on
+the Spark implementation's throughput on local[2] (or the session's master:
+`--master`, `--remote`), beside the bare Spark plan on
 the same data, from Parquet as users' data arrives.
 
 Input: one trace of N events over K keys (default 10,000), one event per ms: an
@@ -208,8 +209,15 @@ def baseline_name(query: str) -> str:
 
 
 def exchanges(frame) -> tuple[int, int]:
-    """(shuffles, broadcasts) in the frame's physical plan, as planned."""
-    plan = frame._jdf.queryExecution().executedPlan().toString()
+    """(shuffles, broadcasts) in the frame's physical plan, as planned (read from
+    `explain()`, which a Spark Connect session has too)."""
+    import contextlib
+    import io
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        frame.explain()
+    plan = printed.getvalue()
     shuffles = len(re.findall(r"(?<!Broadcast)(?<!Reused)Exchange (hash|range|single|round)", plan))
     broadcasts = len(re.findall(r"BroadcastExchange ", plan))
     return shuffles, broadcasts
@@ -329,7 +337,12 @@ def table(rows: list[dict]) -> list[str]:
 
 
 def peak_memory(spark) -> str:
-    """The JVM's peak resident memory (VmHWM), where /proc tells it."""
+    """The driver JVM's peak resident memory (VmHWM), where /proc tells it (in
+    local mode the driver is the executor; over Spark Connect it is unknown)."""
+    from spark_impl.session import is_connect
+
+    if is_connect(spark):
+        return "unknown (a Spark Connect session)"
     try:
         pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -344,13 +357,14 @@ def main(args) -> int:
     """Entry point of `difftest bench --engine spark`: `args.events` (None: 1 M and
     10 M), `args.keys`, `args.window` (None: WINDOWS), `args.repeat`
     (runs per size, the best counts), `args.report`."""
-    from spark_impl.session import get_spark
+    from spark_impl.session import active_master, get_spark
 
     sizes = SIZES if getattr(args, "events", None) is None else (args.events,)
     keys = getattr(args, "keys", None) or KEYS
     windows = tuple(getattr(args, "window", None) or WINDOWS)
-    spark = get_spark()
-    print(f"spark {spark.version}, {spark.sparkContext.master}, "
+    spark = get_spark()  # the session `difftest bench --master/--remote` opened, or local[2]
+    master = active_master(spark)
+    print(f"spark {spark.version}, {master}, "
           f"{spark.conf.get('spark.sql.shuffle.partitions')} shuffle partitions, {keys:,d} keys, input from Parquet, "
           f"best of {getattr(args, 'repeat', None) or 2}",
           flush=True)
@@ -365,7 +379,7 @@ def main(args) -> int:
     memory = peak_memory(spark)
     print(f"peak JVM resident memory: {memory}")
     if getattr(args, "report", None):
-        report = {"keys": keys, "master": spark.sparkContext.master, "input": "parquet", "rows": rows,
+        report = {"keys": keys, "master": master, "input": "parquet", "rows": rows,
                   "peak_jvm_memory": memory, "timings": [asdict(t) | {"events_per_s": round(t.rate)} for t in timings]}
         Path(args.report).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -7,7 +7,9 @@ from oracle.errors import WindowOracleError
 
 
 class SparkUnavailable(WindowOracleError):
-    """Spark cannot start here: no Java to run its JVM."""
+    """Spark cannot start or be reached here: no Java to run its JVM, a master or
+    Spark Connect URL of an unknown form or where nothing (or the wrong thing)
+    answers, a second session in one process (`spark_impl.session`)."""
 
 
 class InvalidFrame(WindowOracleError):
