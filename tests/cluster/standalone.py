@@ -14,7 +14,9 @@ Rules:
   unless set: the Connect server's Python functions run with its environment's
   `PYSPARK_PYTHON`, whatever the client asks.
 * Each process leads a process group of its own, and `stop()` ends the group
-  (SIGTERM, then SIGKILL after 15 s): no JVM is left behind. A process that
+  (SIGTERM, then SIGKILL after 15 s), ignoring SIGTERM itself meanwhile (`timeout`
+  signals its whole group: a second SIGTERM must not cut the stopping short):
+  no JVM is left behind. A process that
   exits or does not get ready in time is an error quoting the end of its log.
 * Run as a script it starts a master and two workers (and with `--connect` a
   Connect server on them), prints their URLs and waits for Ctrl-C.
@@ -183,15 +185,28 @@ class Cluster:
             self.processes.remove(p)
 
     def stop(self) -> None:
-        for process in reversed(self.processes):
-            process.stop()
-        self.processes.clear()
+        """End every process, the later started first; a signal arriving meanwhile
+        (a second SIGTERM from `timeout`) is held off until all are stopped."""
+        previous = signal.signal(signal.SIGTERM, signal.SIG_IGN) if _main_thread() else None
+        try:
+            for process in reversed(self.processes):
+                process.stop()
+            self.processes.clear()
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
 
     def __enter__(self) -> Cluster:
         return self
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 def environment(folder: Path) -> dict[str, str]:
