@@ -13,8 +13,12 @@ each in the source's posting order:
 
 * A point is a row whose statistic's properties are all not null: it counts
   +1 inserted, -1 removed; `#size` counts every row.
-* The running count is a running SUM. `BaseStatisticsBean` resets every sum
-  to exactly 0 when a removal takes the count to 0, so the rows are cut into
+* The running count is a running SUM held at 0 from below: `BaseStatisticsBean`
+  sets the count to 0 when a removal takes it to 0 or below, which happens when
+  an intersection posts as removed an arrival it never inserted. A sum floored
+  at 0 is the plain running sum S less the lowest min(0, S) met so far.
+* `BaseStatisticsBean` resets every sum
+  to exactly 0 when a removal takes the count to 0 or below, so the rows are cut into
   segments after each such removal, and the sums (x, x², y, y², xy: a
   removed point adds the negated terms) are running SUMs per segment, 0 on
   the resetting row itself. A running SUM over `ROWS UNBOUNDED PRECEDING`
@@ -248,7 +252,10 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
         "*", "CASE WHEN side = 'remove' THEN 1 ELSE 0 END AS `#side`",
         f"CASE WHEN {point} THEN {sign} ELSE 0 END AS `#d`",
         *(f"{v} AS `#v{i}`" for i, v in enumerate(values)))
-    staged = staged.selectExpr("*", f"sum(`#d`) {_RUNNING} AS `#n`")
+    # the count never goes below 0 (a point removed from none): the running SUM
+    # reflected at 0, S - min(0, lowest S so far)
+    staged = staged.selectExpr("*", f"sum(`#d`) {_RUNNING} AS `#S`")
+    staged = staged.selectExpr("*", f"`#S` - least(0, min(`#S`) {_RUNNING}) AS `#n`").drop("#S")
     if isinstance(spec, (Uni, Linest, Correl)):
         y = "`#v1`" if len(values) == 2 else "0D"
         terms = {"#sx": "`#v0`", "#sxx": "`#v0` * `#v0`", "#sy": y, "#syy": f"{y} * {y}", "#sxy": f"`#v0` * {y}"}
