@@ -1,4 +1,4 @@
-"""The streaming processor (spark_impl/streaming.py) without a JVM: pyspark's
+"""The streaming processor (spark_impl/streaming/traces.py) without a JVM: pyspark's
 `TwsTester` hands it a key's rows of one micro-batch, as the operator does,
 with an in-memory state. Every corpus case, its items cut at random points
 into micro-batches, some moved ahead of a gap, the rows of a batch shuffled,
@@ -38,7 +38,7 @@ def _text(value, kind):
 
 
 def _codec(schema):
-    from spark_impl.streaming import _codec
+    from spark_impl.streaming.traces import _codec
 
     return tuple((name, _codec("bigint" if kind == "long" else kind, kind == "json")) for name, kind in schema.items())
 

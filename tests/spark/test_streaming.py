@@ -1,4 +1,4 @@
-"""Windows on a live stream (spark_impl/streaming.py) in real Structured
+"""Windows on a live stream (spark_impl/streaming/) in real Structured
 Streaming queries: a file source read one file per micro-batch, the
 `transformWithStateInPandas` operator on the RocksDB state store, a
 `foreachBatch` sink that keeps rows by batch id.
