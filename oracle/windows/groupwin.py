@@ -3,6 +3,7 @@ esper.md §5)."""
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 from oracle.model import DERIVED_WINDOWS, DerivedValues, Event, GroupWin
@@ -33,6 +34,10 @@ class GroupWinWindow(WindowBase):
     * A `set` item reaches every group, in first-seen order; their posts make
       one update (a group created later reads the variables' values then).
     * Groups are never reclaimed (no `reclaim_group_aged` hint).
+    * Bookkeeping, not a rule: each group's next due time is kept in a heap
+      (`due`, entries `(time, first-seen, key)`, pushed whenever a group may
+      have changed its timers, a stale entry dropped when met), so an item
+      costs the groups it touches, not every group.
     * Grouped statistics (a derived-value window per group): each group's
       window posts its own new and old rows, the first old row its
       statistics over nothing; the keys' values are added to every row
@@ -52,6 +57,8 @@ class GroupWinWindow(WindowBase):
         window = spec.window
         self.adds_keys = isinstance(window, DERIVED_WINDOWS) and not all(window.has_field(k) for k in spec.keys)
         self.added: dict[tuple[Any, ...], dict[str, Any]] = {}  # group key -> the keys' values its rows carry
+        self.seen: dict[tuple[Any, ...], int] = {}  # group key -> its first-seen place
+        self.due: list[tuple[int, int, tuple[Any, ...]]] = []  # (a group's next due time, first-seen, key)
 
     def on_event(self, event: Event, now: int) -> list[Post]:
         key = key_of(event, self.spec.keys)
@@ -59,16 +66,40 @@ class GroupWinWindow(WindowBase):
         if group is None:
             group = self.groups[key] = _make(self.spec.window, now, self.variables)
             self.added[key] = {name: event.get(name) for name in self.spec.keys}
-        return self._keyed(key, group.on_event(event, now))
+            self.seen[key] = len(self.seen)
+        posts = self._keyed(key, group.on_event(event, now))
+        self._track(key)
+        return posts
 
     def on_timer(self, now: int) -> list[Post]:
-        due = [(at, order, handle, key) for order, (key, group) in enumerate(self.groups.items())
-               for at, handle in group.timer_handles() if at <= now]
+        keys = self._due_by(now)
+        due = [(at, self.seen[key], handle, key) for key in keys
+               for at, handle in self.groups[key].timer_handles() if at <= now]
         due.sort(key=lambda entry: entry[:3])
         posts: list[Post] = []
         for _, _, handle, key in due:
             posts += self._keyed(key, self.groups[key].fire(handle, now))
+        for key in keys:
+            self._track(key)
         return posts
+
+    def _track(self, key: tuple[Any, ...]) -> None:
+        """The group's next due time into the heap (after anything that may move it)."""
+        at = self.groups[key].next_timer()
+        if at is not None:
+            heapq.heappush(self.due, (at, self.seen[key], key))
+
+    def _current(self, entry: tuple[int, int, tuple[Any, ...]]) -> bool:
+        return self.groups[entry[2]].next_timer() == entry[0]
+
+    def _due_by(self, now: int) -> list[tuple[Any, ...]]:
+        """The groups with a timer due by `now`, in first-seen order, taken off the heap."""
+        keys: set[tuple[Any, ...]] = set()
+        while self.due and self.due[0][0] <= now:
+            entry = heapq.heappop(self.due)
+            if self._current(entry):
+                keys.add(entry[2])
+        return sorted(keys, key=self.seen.__getitem__)
 
     def _keyed(self, key: tuple[Any, ...], posts: list[Post]) -> list[Post]:
         """A statistics group's rows with its keys added (class docstring)."""
@@ -83,15 +114,22 @@ class GroupWinWindow(WindowBase):
         return posts
 
     def on_set(self, values, now: int) -> list[Post]:
-        return [post for key, group in self.groups.items() for post in self._keyed(key, group.on_set(values, now))]
+        posts = [post for key, group in self.groups.items() for post in self._keyed(key, group.on_set(values, now))]
+        for key in self.groups:
+            self._track(key)
+        return posts
 
     def discard(self, gone) -> None:
         """`gone` left elsewhere (a keyed window's delete): each group drops those it holds."""
-        for group in self.groups.values():
+        for key, group in self.groups.items():
             group.discard(gone)
+            self._track(key)
 
     def next_timer(self) -> int | None:
-        return min((at for group in self.groups.values() if (at := group.next_timer()) is not None), default=None)
+        """The earliest due time over the groups."""
+        while self.due and not self._current(self.due[0]):
+            heapq.heappop(self.due)
+        return self.due[0][0] if self.due else None
 
     def contents(self) -> list[Event]:
         return [event for group in self.groups.values() for event in group.contents()]
