@@ -24,7 +24,7 @@ PACKAGE = Path(spark_impl.__file__).parent
 #: the one module allowed the oracle's runtime (module docstring), and what it may import beyond ALLOWED
 #: the modules of the streaming package, the one place allowed the oracle's runtime
 STREAMING = "streaming/"
-RUNTIME_ALLOWED = {"streaming/traces.py": ("oracle.driver",)}
+RUNTIME_ALLOWED = {"streaming/traces.py": ("oracle.driver",), "streaming/events.py": ("oracle.driver",)}
 
 
 def oracle_imports(source: str) -> list[tuple[int, str]]:
