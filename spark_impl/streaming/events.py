@@ -33,18 +33,25 @@ column to filter by, and every row reaches the processor.
 * The clock is the events' time, as Esper's external clock: an event at time
   T walks the clock to T first (the timers due by T fire, each at its own due
   time, a timer due exactly at T before the event), then arrives.
-* A row waits in state (held) until the watermark reaches its time (W >= T);
-  then the held rows are fed in (time, order value) order: ties in time go by
-  `order_col`. After them the clock walks to W: the timers due by W fire,
-  each at its own due time, as the batch walks them to `until`. A trace with
-  no new row is reached by a Spark event-time timer, registered at the
-  earliest of its first held row's time and its window's next due time, so
-  its timers fire when the watermark passes them (event-time timers).
+* A row waits in state (held) until the watermark passes its time (W > T:
+  no row of time T can come any more, so ties are complete); then the held
+  rows are fed in (time, order value) order: ties in time go by `order_col`.
+  After them the clock walks to W: the timers due by W fire, each at its own
+  due time, as the batch walks them to `until`. A trace with no new row is
+  reached by a Spark event-time timer, registered at the earliest of its
+  first held row's time + 1 and its window's next due time, so its timers
+  fire when the watermark passes them (event-time timers).
+* In a call, the held rows the watermark passed are fed and the clock walked
+  first, then the call's new rows are checked: so a key's output does not
+  depend on whether Spark runs its timer before or after its rows (a
+  micro-batch's rows come first, but a restart can put a micro-batch of no
+  rows at the same watermark before them).
 * A row is **rejected** (never fed, never silently dropped) when its time is
   before the watermark of the micro-batch it comes in (**late**: the window
-  may have walked past it; a row exactly at the watermark is not late: it
-  arrives after the timers due then, as it would have); when its time is
-  before the window's `start`; when its trace, order value, time or `id` is
+  may have walked past it; a row exactly at the watermark is not late: it is
+  held, and arrives after the timers due then, as it would have; Spark's own
+  rule, which this replaces, drops rows at or below the previous
+  micro-batch's watermark); when its time is before the window's `start`; when its trace, order value, time or `id` is
   null or its order value negative; when its order value is held already
   (the first stays); when, at its turn, its order value is not above the
   last fed event's (the order goes back along time: each trace's order
@@ -67,7 +74,7 @@ column to filter by, and every row reaches the processor.
   order value instead: the same order of updates, another `after`.
 * So, when each trace's order values are consecutive and nothing is
   rejected, the output is exactly the batch `apply_window_to_events` over the
-  events with time <= the final watermark W (put in order), with `until` =
+  events with time < the final watermark W (put in order), with `until` =
   W and the same `start`: the property tests/spark/test_streaming_events.py
   checks. The window of a trace is created (at `start`, 0 by default) when its
   first row arrives, so a timer armed at creation (`#firsttime`, a
@@ -85,7 +92,7 @@ driver (the window with its held events and pending timers, the clock), the
 trace check (each property's kind; with an `id` column and `validate`, every
 id seen: one entry per event, the only part that grows with the trace), the
 held rows (order value -> time, id, properties as text: the rows not yet
-reached by the watermark, about `delay` ms of the trace's events plus one
+passed by the watermark, about `delay` ms of the trace's events plus one
 micro-batch), the last fed (time, order value), the count of rejected rows,
 and the Spark timer registered (one per trace, in Spark's timer state). Read
 and written once per call: a key with rows in the micro-batch, or whose timer
@@ -174,7 +181,7 @@ def apply_window_to_events(stream_df, window: str | WindowSpec, *, order_col: st
 
 class EventProcessor(KeyedProcessor):
     """One trace per key: rows are checked as they come (late, bad values),
-    held until the watermark reaches them, fed in (time, order) order to the
+    held until the watermark passes them, fed in (time, order) order to the
     trace's oracle driver, and the clock walked to the watermark; a Spark
     event-time timer brings the key back when the watermark passes its next
     held row or due timer (module docstring)."""
@@ -190,6 +197,7 @@ class EventProcessor(KeyedProcessor):
         watermark = timerValues.getCurrentWatermarkInMs()
         state = self._load(trace_id)
         out: list[tuple] = []
+        self._advance(trace_id, state, watermark, out)  # first: as if the key's timer had fired before its rows
         arrived = []
         for frame in rows:
             cols = {c: frame[c].tolist() for c in frame.columns}
@@ -198,9 +206,8 @@ class EventProcessor(KeyedProcessor):
                                 tuple(_text(cols[name][i]) for name, _ in self.codec)))
         # a micro-batch's rows come in no order: checked in (time, order, id) order, nulls first
         arrived.sort(key=lambda r: (r[1] is not None, r[1] or 0, r[0] is not None, r[0] or 0, r[2] or ""))
-        for row in arrived:
+        for row in arrived:  # at or after the watermark, or rejected: none is fed in this call
             self._arrive(trace_id, state, row, watermark, out)
-        self._advance(trace_id, state, watermark, out)
         self._arm(state, None)
         self.save(state)
         if out:
@@ -236,9 +243,10 @@ class EventProcessor(KeyedProcessor):
 
     def _arm(self, state: dict, expiring: int | None) -> None:
         """Keep one Spark timer for the key, at the earliest of its first held
-        row's time and its window's next due time (none if neither). The
-        timer firing now (`expiring`) is deleted by Spark after the call."""
-        dues = [held[0] for held in state["held"].values()]
+        row's time + 1 (a held row is fed when the watermark passes its time)
+        and its window's next due time; none if neither. The timer firing now
+        (`expiring`) is deleted by Spark after the call."""
+        dues = [held[0] + 1 for held in state["held"].values()]
         if state["driver"] is not None:
             due = state["driver"].window.next_timer()
             if due is not None:
@@ -288,13 +296,13 @@ class EventProcessor(KeyedProcessor):
         state["held"][n] = (t, id_, cells)
 
     def _advance(self, trace_id, state: dict, watermark: int, out: list) -> None:
-        """Feed the held rows the watermark has reached, in (time, order)
+        """Feed the held rows the watermark has passed, in (time, order)
         order, then walk the clock to the watermark."""
         from oracle.model import Advance, Arrive, Event
 
         driver = self._driver(trace_id, state)
         held = state["held"]
-        for t, n in sorted((held_t, n) for n, (held_t, _, _) in held.items() if held_t <= watermark):
+        for t, n in sorted((held_t, n) for n, (held_t, _, _) in held.items() if held_t < watermark):
             _, id_, cells = held.pop(n)
             last = state["last"]
             if last is not None and n <= last[1]:
