@@ -78,7 +78,7 @@ class Stream:
         self.schema = dict(schema)
         codec = tuple((name, _codec("bigint" if kind == "long" else kind, kind == "json"))
                       for name, kind in self.schema.items())
-        self.processor = EventProcessor(spec, codec, start=start, delay=delay, ids=ids, names=("n", "t", trace_col))
+        self.processor = EventProcessor(lambda _trace_id: spec, codec, start=start, delay=delay, ids=ids, names=("n", "t", trace_col))
         self.tester = TwsTester(self.processor, timeMode="EventTime", eventTimeExtractor=lambda row: NEVER_LATE)
         self.delay, self.watermark, self.latest = delay, 0, None
         self.posted: list[dict] = []
@@ -370,7 +370,7 @@ def test_the_window_s_own_refusal_fails_naming_the_trace_and_order_value():
 def test_a_checkpoint_of_another_window_is_refused():
     stream = Stream(parse("#length(1)"), {}, delay=0)
     stream.batch([("a", 0, 0, "E0")])
-    stream.processor.spec = parse("#length(2)")
+    stream.processor.spec_of = lambda _trace_id: parse("#length(2)")
     with pytest.raises(InvalidTrace, match="was made by the window"):
         stream.batch([("a", 1, 10, "E1")])
 

@@ -110,7 +110,7 @@ a sink idempotent per batch id.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from oracle.dialects import parse
 from oracle.errors import InvalidTrace, WindowOracleError
@@ -152,14 +152,46 @@ def apply_window_to_events(stream_df, window: str | WindowSpec, *, order_col: st
     or `start`, a recorded (not streaming) frame; the parser's errors for a
     bad clause."""
     spec = parse(window, dialect) if isinstance(window, str) else window
+    return _apply(stream_df, lambda _trace_id: spec, [spec], pane_column=has_panes(spec), order_col=order_col,
+                  time_col=time_col, delay=delay, trace_col=trace_col, start=start, validate=validate,
+                  set_provider=set_provider)
+
+
+def apply_windows_to_events(stream_df, specs: Mapping[str, WindowSpec], *, order_col: str, time_col: str,
+                            delay: int, trace_col: str, start: int | None = None, validate: bool = True,
+                            set_provider: bool = True):
+    """Each trace under its own window (`specs`: trace id -> spec; a trace
+    not named fails the query naming it): several windows in one query, as
+    the tests run them. The output always has the `window` column (null but
+    for pane windows). Otherwise `apply_window_to_events`."""
+    table = dict(specs)
+    if not table:
+        raise ValueError("apply_windows_to_events needs at least one (trace id, spec) pair")
+
+    def spec_of(trace_id: str) -> WindowSpec:
+        try:
+            return table[trace_id]
+        except KeyError:
+            raise InvalidTrace(f"trace {trace_id!r} has no window (apply_windows_to_events names a spec per "
+                               "trace)") from None
+
+    return _apply(stream_df, spec_of, list(dict.fromkeys(table.values())), pane_column=True, order_col=order_col,
+                  time_col=time_col, delay=delay, trace_col=trace_col, start=start, validate=validate,
+                  set_provider=set_provider)
+
+
+def _apply(stream_df, spec_of: Callable[[str], WindowSpec], specs: list[WindowSpec], *, pane_column: bool,
+           order_col: str, time_col: str, delay: int, trace_col: str | None, start: int | None, validate: bool,
+           set_provider: bool):
     if not stream_df.isStreaming:
         raise InvalidFrame("streaming.apply_window_to_events takes a streaming DataFrame (spark.readStream...); "
                            "for a recorded table use spark_impl.apply_window_to_events")
     if isinstance(delay, bool) or not isinstance(delay, int) or delay < 0 or delay > MAX_CLOCK:
         raise InvalidFrame(f"delay must be a whole number of ms from 0 to 2**62 (the watermark delay), got {delay!r}")
     check_clock("start", start)
-    rows = event_rows(stream_df, order_col=order_col, time_col=time_col, trace_col=trace_col)
-    validated = pipeline.check_input(rows, spec, jumps=False)  # the window's property columns
+    validated = event_rows(stream_df, order_col=order_col, time_col=time_col, trace_col=trace_col)
+    for spec in specs:
+        validated = pipeline.check_input(validated, spec, jumps=False)  # the window's property columns
     ensure_provider(validated.sparkSession, set_provider)
     items, props, codec = operator_input(validated)
     from pyspark.sql import functions as F
@@ -168,12 +200,12 @@ def apply_window_to_events(stream_df, window: str | WindowSpec, *, order_col: st
     # operator's input column that carries the watermark, and here none does, so late rows reach the processor
     marked = (items.withColumn(_MARK, F.timestamp_millis(F.col("time"))).withWatermark(_MARK, f"{delay} milliseconds")
               .drop(_MARK))
-    processor = EventProcessor(spec, codec, start=start or 0, delay=delay, ids=validate and "id" in stream_df.columns,
-                               names=(order_col, time_col, trace_col))
+    processor = EventProcessor(spec_of, codec, start=start or 0, delay=delay,
+                               ids=validate and "id" in stream_df.columns, names=(order_col, time_col, trace_col))
     posted = marked.groupBy("trace_id").transformWithStateInPandas(
         statefulProcessor=processor, outputStructType=operator_schema(props), outputMode="Append",
         timeMode="EventTime")
-    return operator_output(posted, props, has_panes(spec))
+    return operator_output(posted, props, pane_column)
 
 
 # --------------------------------------------------------------------------- the processor
@@ -186,10 +218,10 @@ class EventProcessor(KeyedProcessor):
     event-time timer brings the key back when the watermark passes its next
     held row or due timer (module docstring)."""
 
-    def __init__(self, spec: WindowSpec, codec: tuple[tuple[str, str], ...], *, start: int = 0, delay: int = 0,
-                 ids: bool = False, names: tuple[str, str, str | None] = ("order", "time", None)):
+    def __init__(self, spec_of: Callable[[str], WindowSpec], codec: tuple[tuple[str, str], ...], *, start: int = 0,
+                 delay: int = 0, ids: bool = False, names: tuple[str, str, str | None] = ("order", "time", None)):
         super().__init__(codec)
-        self.spec, self.start, self.delay, self.ids = spec, start, delay, ids
+        self.spec_of, self.start, self.delay, self.ids = spec_of, start, delay, ids
         self.order_col, self.time_col, self.trace_col = names
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator:
@@ -226,17 +258,18 @@ class EventProcessor(KeyedProcessor):
     # ----------------------------------------------------------- state
 
     def _load(self, trace_id: str) -> dict:
-        return self.load(trace_id, self.spec, lambda: {"driver": None, "check": None, "held": {}, "last": None,
+        return self.load(trace_id, self.spec_of(trace_id), lambda: {"driver": None, "check": None, "held": {}, "last": None,
                                                         "rejected": 0, "timer": None})
 
     def _driver(self, trace_id: str, state: dict):
         if state["driver"] is None:
+            spec = state["spec"]
             from oracle.driver import start  # the oracle's runtime: this package only, in the processor only
             from oracle.model import Trace, TraceCheck
 
             try:
-                state["driver"] = start(self.spec, Trace((), self.start, {}))
-                state["check"] = TraceCheck(self.start, {}, self.spec.MIXED_KINDS, ids=self.ids)
+                state["driver"] = start(spec, Trace((), self.start, {}))
+                state["check"] = TraceCheck(self.start, {}, spec.MIXED_KINDS, ids=self.ids)
             except WindowOracleError as exc:
                 raise InvalidTrace(f"trace {trace_id!r} start: {exc}") from None
         return state["driver"]
@@ -367,16 +400,21 @@ def _canonical(text: str | None, codec: str) -> str | None:
 # --------------------------------------------------------------------------- event tables as a stream of files
 
 
-def run_event_files(spark, folder, schema, window: str | WindowSpec, checkpoint, *, fail_after: int | None = None,
-                    **options) -> dict[int, list]:
+def run_event_files(spark, folder, schema, window: str | WindowSpec | Mapping[str, WindowSpec], checkpoint, *,
+                    fail_after: int | None = None, **options) -> dict[int, list]:
     """Run the Parquet files of `folder` (an event table of `schema`, one
     file per micro-batch: `traces.write_files`) through
-    `apply_window_to_events(..., **options)` to the end (`availableNow`), from
+    `apply_window_to_events(..., **options)` (`window` a mapping of trace ids
+    to specs: `apply_windows_to_events`) to the end (`availableNow`), from
     `checkpoint`: the rows each micro-batch posted, by batch id.
     `fail_after`: the sink fails from that batch id on (a crash, for restart
     tests)."""
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", FILES_PER_TRIGGER).parquet(str(folder))
-    return _drain(apply_window_to_events(stream, window, **options), checkpoint, fail_after)
+    if isinstance(window, Mapping):
+        out = apply_windows_to_events(stream, window, **options)
+    else:
+        out = apply_window_to_events(stream, window, **options)
+    return _drain(out, checkpoint, fail_after)
 
 
-__all__ = ["apply_window_to_events", "run_event_files", "EventProcessor", "REJECTED"]
+__all__ = ["apply_window_to_events", "apply_windows_to_events", "run_event_files", "EventProcessor", "REJECTED"]
