@@ -109,6 +109,7 @@ _FLAT = (("trace_id", "string"), ("after", "bigint"), ("phase", "int"), ("time",
          ("side", "string"), ("#due", "bigint"), ("#slot", "bigint"), ("#n", "bigint"), ("id", "string"),
          ("values", "string"), ("error", "string"), ("#wstart", "bigint"), ("#wend", "bigint"))
 _INTEGRAL = ("bigint", "int", "smallint", "tinyint")
+_TIMESTAMPS = ("timestamp", "timestamp_ntz")
 
 
 def has_panes(spec: WindowSpec) -> bool:
@@ -192,17 +193,20 @@ def operator_input(validated):
     columns (`pipeline.check_input`'s): (the frame of `BASE_COLUMNS` and every
     property as text, the properties as (name, Spark type, is JSON text), the
     codec: (name, codec) per property). Every property crosses as text: a long
-    stays exact and a NaN stays apart from a null. Other columns are left out.
-    Raises `InvalidFrame` naming a property of a type a stream cannot take."""
+    stays exact and a NaN stays apart from a null; a timestamp crosses as
+    epoch ms (what the window reads; sub-millisecond digits are dropped).
+    Other columns are left out. Raises `InvalidFrame` naming a property of a
+    type a stream cannot take."""
     props = [(f.name, f.dataType.simpleString(), bool(f.metadata.get(JSON_TEXT)))
              for f in validated.schema.fields if f.name not in BASE_COLUMNS]
     for name, kind, _ in props:
-        if kind not in _INTEGRAL + ("double", "float", "boolean", "string"):
+        if kind not in _INTEGRAL + _TIMESTAMPS + ("double", "float", "boolean", "string"):
             raise InvalidFrame(f"property column {name!r} is {kind}; a streaming window takes integer, double, "
-                               "boolean and string properties (lists and objects as JSON text)")
+                               "boolean, string and timestamp properties (lists and objects as JSON text)")
     codec = tuple((name, _codec(kind, is_json)) for name, kind, is_json in props)
-    items = validated.selectExpr(*(quoted(c) for c in BASE_COLUMNS),
-                                 *(f"CAST({quoted(n)} AS STRING) AS {quoted(n)}" for n, _, _ in props))
+    items = validated.selectExpr(*(quoted(c) for c in BASE_COLUMNS), *(
+        f"CAST(unix_millis(CAST({quoted(n)} AS TIMESTAMP)) AS STRING) AS {quoted(n)}" if kind in _TIMESTAMPS
+        else f"CAST({quoted(n)} AS STRING) AS {quoted(n)}" for n, kind, _ in props))
     return items, props, codec
 
 
@@ -219,7 +223,8 @@ def operator_output(posted, props, pane_column: bool):
               if pane_column else [])
     return posted.selectExpr(
         *(quoted(c) if c != "pos" else pos for c in OUTPUT_COLUMNS),
-        *(f"CAST({quoted(n)} AS {t}) AS {quoted(n)}" for n, t, _ in props), *window)
+        *(f"CAST(timestamp_millis(CAST({quoted(n)} AS BIGINT)) AS {t}) AS {quoted(n)}" if t in _TIMESTAMPS
+          else f"CAST({quoted(n)} AS {t}) AS {quoted(n)}" for n, t, _ in props), *window)
 
 
 # --------------------------------------------------------------------------- values across the operator
@@ -228,7 +233,7 @@ def operator_output(posted, props, pane_column: bool):
 def _codec(kind: str, is_json: bool) -> str:
     if is_json:
         return "json"
-    if kind in _INTEGRAL:
+    if kind in _INTEGRAL + _TIMESTAMPS:
         return "long"
     return {"double": "double", "float": "double", "boolean": "boolean"}.get(kind, "string")
 
