@@ -140,7 +140,8 @@ def apply_window_to_events(stream_df, window: str | WindowSpec, *, order_col: st
     * `order_col`, `time_col`, `trace_col`, `start`: as the batch's (an
       integer position growing with time in each trace; the event time, ms or
       a timestamp; independent traces; the clock the window is created at,
-      default 0).
+      default 0: with epoch times, a window that arms a timer at creation, a
+      START_EAGER batch, walks from there).
     * `delay`: the watermark delay, whole ms >= 0: a row may come up to this
       much after the latest event time of the earlier micro-batches and still
       be put in order; a later row is rejected (an `error` row).
@@ -258,8 +259,8 @@ class EventProcessor(KeyedProcessor):
     # ----------------------------------------------------------- state
 
     def _load(self, trace_id: str) -> dict:
-        return self.load(trace_id, self.spec_of(trace_id), lambda: {"driver": None, "check": None, "held": {}, "last": None,
-                                                        "rejected": 0, "timer": None})
+        return self.load(trace_id, self.spec_of(trace_id), lambda: {
+            "driver": None, "check": None, "held": {}, "last": None, "rejected": 0, "timer": None})
 
     def _driver(self, trace_id: str, state: dict):
         if state["driver"] is None:
