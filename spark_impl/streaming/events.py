@@ -375,16 +375,22 @@ class EventProcessor(KeyedProcessor):
                    + tuple(_canonical(text, codec) for (_, codec), text in zip(self.codec, cells)))
 
 
+def _missing(value) -> bool:
+    """Whether a cell pandas hands over is null: None, a NaN (a long column
+    with nulls arrives as floats) or pandas' NA (a nullable column)."""
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    return type(value).__name__ == "NAType"
+
+
 def _whole(value) -> int | None:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return int(value)
+    return None if _missing(value) else int(value)
 
 
 def _text(value) -> str | None:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return str(value)
+    return None if _missing(value) else str(value)
 
 
 def _canonical(text: str | None, codec: str) -> str | None:
