@@ -119,6 +119,7 @@ from spark_impl import pipeline
 from spark_impl.errors import InvalidFrame
 from spark_impl.event_table import MAX_CLOCK, check_clock, event_rows
 from spark_impl.frames import START_SEQ
+from spark_impl.windows.base import quoted
 from spark_impl.streaming.traces import (
     FILES_PER_TRIGGER, KeyedProcessor, _decode, _drain, _encode, ensure_provider, has_panes, operator_input,
     operator_output, operator_schema)
@@ -199,8 +200,8 @@ def _apply(stream_df, spec_of: Callable[[str], WindowSpec], specs: list[WindowSp
 
     # the watermark on a copy of the time that the operator does not get: Spark filters late rows by the
     # operator's input column that carries the watermark, and here none does, so late rows reach the processor
-    marked = (items.withColumn(_MARK, F.timestamp_millis(F.col("time"))).withWatermark(_MARK, f"{delay} milliseconds")
-              .drop(_MARK))
+    marked = (items.withColumn(_MARK, F.timestamp_millis(F.col("time")))
+              .withWatermark(quoted(_MARK), f"{delay} milliseconds").drop(_MARK))
     processor = EventProcessor(spec_of, codec, start=start or 0, delay=delay,
                                ids=validate and "id" in stream_df.columns, names=(order_col, time_col, trace_col))
     posted = marked.groupBy("trace_id").transformWithStateInPandas(

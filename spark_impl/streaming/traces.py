@@ -501,7 +501,7 @@ def write_files(folder, batches: list[list[tuple]], schema, first: int = 0) -> i
     import pyarrow.parquet as pq
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    arrow = to_arrow_schema(schema)
+    arrow = to_arrow_schema(schema, timezone="UTC")  # a timestamp column: instants, written as UTC
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     written = 0

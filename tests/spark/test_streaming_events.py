@@ -251,14 +251,14 @@ def test_the_public_function_takes_a_timestamp_column_and_gives_the_batch_schema
     assert len(want) > 10 and got == want
 
 
-def test_bad_arguments_are_refused_naming_them(spark):
+def test_bad_arguments_are_refused_naming_them(spark, tmp_path):
     from spark_impl.errors import InvalidFrame
     from spark_impl.streaming import apply_window_to_events
 
     recorded = spark.createDataFrame([(1, 0)], "n long, t long")
     with pytest.raises(InvalidFrame, match="streaming DataFrame"):
         apply_window_to_events(recorded, "#length(2)", order_col="n", time_col="t", delay=0)
-    stream = spark.readStream.schema("n long, t long, x string").parquet("/nonexistent-window-oracle-input")
+    stream = spark.readStream.schema("n long, t long, x string").parquet(str(tmp_path))
     with pytest.raises(InvalidFrame, match="delay must be a whole number of ms"):
         apply_window_to_events(stream, "#length(2)", order_col="n", time_col="t", delay="5 seconds")
     with pytest.raises(InvalidFrame, match="time_col 'x' must be integer ms or a timestamp"):
