@@ -20,7 +20,7 @@ that pushes the watermark past every event:
   started again from its checkpoint posts, over the whole stream, exactly
   the rows of the run without a stop.
 
-About a minute and a half on two cores; `pytest -m streaming` runs it with
+About 70 s on two cores; `pytest -m streaming` runs it with
 tests/spark/test_streaming.py.
 """
 
