@@ -65,11 +65,48 @@ def apply_window_to_events(events_df: DataFrame, window: str | WindowSpec, *, or
     """
     spec = parse(window, dialect) if isinstance(window, str) else window
     for name, value in (("until", until), ("start", start)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise InvalidFrame(f"{name} must be a whole number of ms, got {value!r}")
-        if value is not None and abs(value) > MAX_CLOCK:
-            raise InvalidFrame(f"{name}={value} ms is further than 2**62 ms from 0 (a clock plus a period must fit "
-                               "a 64-bit long)")
+        check_clock(name, value)
+    rows = event_rows(events_df, order_col=order_col, time_col=time_col, trace_col=trace_col)
+    has_ids = "id" in events_df.columns
+    if validate or until is not None:
+        check_events(rows, order_col=order_col, time_col=time_col, trace_col=trace_col, until=until, order=validate,
+                     start=(start or 0) if validate else None)
+    if validate and has_ids:
+        _check_ids(rows, trace_col)
+    if until is not None:
+        ends = rows.groupBy("trace_id").agg(F.max("seq").alias("_last"))
+        rows = rows.unionByName(ends.select(
+            "trace_id", (F.col("_last") + 1).alias("seq"), F.lit("advance").alias("kind"),
+            F.lit(until).cast("long").alias("time"),
+        ), allowMissingColumns=True)
+    if start is not None:
+        rows = rows.unionByName(rows.select("trace_id").distinct().select(
+            "trace_id", F.lit(frames.START_SEQ).cast("long").alias("seq"), F.lit("start").alias("kind"),
+            F.lit(start).cast("long").alias("time"),
+        ), allowMissingColumns=True)
+    out = pipeline.apply(rows, spec, jumps=False, pane_rows=pane_rows, one_trace=None if trace_col else ONE_TRACE)
+    return pipeline.numbered(out) if numbered else out
+
+
+def check_clock(name: str, value) -> None:
+    """Raise `InvalidFrame` naming `name` unless `value` is None or a whole
+    number of ms within 2**62 of 0."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise InvalidFrame(f"{name} must be a whole number of ms, got {value!r}")
+    if value is not None and abs(value) > MAX_CLOCK:
+        raise InvalidFrame(f"{name}={value} ms is further than 2**62 ms from 0 (a clock plus a period must fit "
+                           "a 64-bit long)")
+
+
+def event_rows(events_df: DataFrame, *, order_col: str, time_col: str, trace_col: str | None) -> DataFrame:
+    """An event table's rows as trace items (`trace_id`, `seq`, `kind`
+    'event', `time` in ms, `id`, then the properties): the order column is
+    `seq`, the time column `time` (a timestamp as epoch ms), the trace column
+    `trace_id` (ONE_TRACE without it), the `id` column or else the order value
+    as text the event's id; every other column a property (the order and time
+    columns too, unless named like a column the input uses). Raises
+    `InvalidFrame` naming a missing or mistyped column, a column that is not
+    an identifier or clashes with a reserved name. Values are not checked."""
     fields = {f.name: f.dataType for f in events_df.schema.fields}
     for role, name in (("order_col", order_col), ("time_col", time_col), ("trace_col", trace_col)):
         if name is not None and name not in fields:
@@ -100,24 +137,7 @@ def apply_window_to_events(events_df: DataFrame, window: str | WindowSpec, *, or
         trace_id.alias("trace_id"), _col(order_col).cast("long").alias("seq"), F.lit("event").alias("kind"),
         arrival.alias("time"), event_id.alias("id"), *props,
     )
-    if validate or until is not None:
-        check_events(rows, order_col=order_col, time_col=time_col, trace_col=trace_col, until=until, order=validate,
-                     start=(start or 0) if validate else None)
-    if validate and "id" in fields:
-        _check_ids(rows, trace_col)
-    if until is not None:
-        ends = rows.groupBy("trace_id").agg(F.max("seq").alias("_last"))
-        rows = rows.unionByName(ends.select(
-            "trace_id", (F.col("_last") + 1).alias("seq"), F.lit("advance").alias("kind"),
-            F.lit(until).cast("long").alias("time"),
-        ), allowMissingColumns=True)
-    if start is not None:
-        rows = rows.unionByName(rows.select("trace_id").distinct().select(
-            "trace_id", F.lit(frames.START_SEQ).cast("long").alias("seq"), F.lit("start").alias("kind"),
-            F.lit(start).cast("long").alias("time"),
-        ), allowMissingColumns=True)
-    out = pipeline.apply(rows, spec, jumps=False, pane_rows=pane_rows, one_trace=None if trace_col else ONE_TRACE)
-    return pipeline.numbered(out) if numbered else out
+    return rows
 
 
 def _col(name: str):

@@ -109,6 +109,7 @@ _FLAT = (("trace_id", "string"), ("after", "bigint"), ("phase", "int"), ("time",
          ("side", "string"), ("#due", "bigint"), ("#slot", "bigint"), ("#n", "bigint"), ("id", "string"),
          ("values", "string"), ("error", "string"), ("#wstart", "bigint"), ("#wend", "bigint"))
 _INTEGRAL = ("bigint", "int", "smallint", "tinyint")
+_TIMESTAMPS = ("timestamp", "timestamp_ntz")
 
 
 def has_panes(spec: WindowSpec) -> bool:
@@ -180,26 +181,50 @@ def _check_streaming(frame) -> None:
 def _apply(validated, spec_of: Callable[[str], WindowSpec], *, pane_column: bool, validate: bool,
            set_provider: bool):
     ensure_provider(validated.sparkSession, set_provider)
+    items, props, codec = operator_input(validated)
+    processor = TraceProcessor(spec_of, codec, validate)
+    posted = items.groupBy("trace_id").transformWithStateInPandas(
+        statefulProcessor=processor, outputStructType=operator_schema(props), outputMode="Append", timeMode="None")
+    return operator_output(posted, props, pane_column)
+
+
+def operator_input(validated):
+    """What crosses into the operator, from a frame of the batch's input
+    columns (`pipeline.check_input`'s): (the frame of `BASE_COLUMNS` and every
+    property as text, the properties as (name, Spark type, is JSON text), the
+    codec: (name, codec) per property). Every property crosses as text: a long
+    stays exact and a NaN stays apart from a null; a timestamp crosses as
+    epoch ms (what the window reads; sub-millisecond digits are dropped).
+    Other columns are left out. Raises `InvalidFrame` naming a property of a
+    type a stream cannot take."""
     props = [(f.name, f.dataType.simpleString(), bool(f.metadata.get(JSON_TEXT)))
              for f in validated.schema.fields if f.name not in BASE_COLUMNS]
     for name, kind, _ in props:
-        if kind not in _INTEGRAL + ("double", "float", "boolean", "string"):
+        if kind not in _INTEGRAL + _TIMESTAMPS + ("double", "float", "boolean", "string"):
             raise InvalidFrame(f"property column {name!r} is {kind}; a streaming window takes integer, double, "
-                               "boolean and string properties (lists and objects as JSON text)")
+                               "boolean, string and timestamp properties (lists and objects as JSON text)")
     codec = tuple((name, _codec(kind, is_json)) for name, kind, is_json in props)
-    # every property crosses the operator as text: a long stays exact and a NaN stays apart from a null
-    items = validated.selectExpr(*(quoted(c) for c in BASE_COLUMNS),
-                                 *(f"CAST({quoted(n)} AS STRING) AS {quoted(n)}" for n, _, _ in props))
-    schema = ", ".join(f"{quoted(n)} {t}" for n, t in _FLAT) + "".join(f", {quoted(n)} string" for n, _, _ in props)
-    processor = TraceProcessor(spec_of, codec, validate)
-    posted = items.groupBy("trace_id").transformWithStateInPandas(
-        statefulProcessor=processor, outputStructType=schema, outputMode="Append", timeMode="None")
+    items = validated.selectExpr(*(quoted(c) for c in BASE_COLUMNS), *(
+        f"CAST(unix_millis(CAST({quoted(n)} AS TIMESTAMP)) AS STRING) AS {quoted(n)}" if kind in _TIMESTAMPS
+        else f"CAST({quoted(n)} AS STRING) AS {quoted(n)}" for n, kind, _ in props))
+    return items, props, codec
+
+
+def operator_schema(props) -> str:
+    """The operator's output schema (DDL): the flat columns, then each property as text."""
+    return ", ".join(f"{quoted(n)} {t}" for n, t in _FLAT) + "".join(f", {quoted(n)} string" for n, _, _ in props)
+
+
+def operator_output(posted, props, pane_column: bool):
+    """The operator's output shaped as the batch output: `pos` and `window`
+    built as structs, each property cast back to its type."""
     pos = "CASE WHEN side IS NOT NULL THEN named_struct('due', `#due`, 'slot', `#slot`, 'n', `#n`) END AS pos"
     window = (["CASE WHEN `#wend` IS NOT NULL THEN named_struct('start', `#wstart`, 'end', `#wend`) END AS window"]
               if pane_column else [])
     return posted.selectExpr(
         *(quoted(c) if c != "pos" else pos for c in OUTPUT_COLUMNS),
-        *(f"CAST({quoted(n)} AS {t}) AS {quoted(n)}" for n, t, _ in props), *window)
+        *(f"CAST(timestamp_millis(CAST({quoted(n)} AS BIGINT)) AS {t}) AS {quoted(n)}" if t in _TIMESTAMPS
+          else f"CAST({quoted(n)} AS {t}) AS {quoted(n)}" for n, t, _ in props), *window)
 
 
 # --------------------------------------------------------------------------- values across the operator
@@ -208,7 +233,7 @@ def _apply(validated, spec_of: Callable[[str], WindowSpec], *, pane_column: bool
 def _codec(kind: str, is_json: bool) -> str:
     if is_json:
         return "json"
-    if kind in _INTEGRAL:
+    if kind in _INTEGRAL + _TIMESTAMPS:
         return "long"
     return {"double": "double", "float": "double", "boolean": "boolean"}.get(kind, "string")
 
@@ -253,46 +278,28 @@ def _stateful_processor_base():
     return StatefulProcessor
 
 
-class TraceProcessor(_stateful_processor_base()):
-    """One trace per key: its rows of a micro-batch (unordered) are held by
-    `seq`, then every item whose turn has come runs through the trace's oracle
-    driver, and each update it posts becomes its output rows (module
-    docstring)."""
+class KeyedProcessor(_stateful_processor_base()):
+    """What the stream processors share: one `ValueState` (`trace`) per key
+    holding a pickle of the key's state, read and written once per call;
+    the update rows an oracle update becomes; the output frame."""
 
-    def __init__(self, spec_of: Callable[[str], WindowSpec], codec: tuple[tuple[str, str], ...], validate: bool):
-        self.spec_of, self.codec, self.validate = spec_of, codec, validate
+    def __init__(self, codec: tuple[tuple[str, str], ...]):
+        self.codec = codec
         self.columns = [n for n, _ in _FLAT] + [n for n, _ in codec]
 
     def init(self, handle) -> None:
+        self.handle = handle
         self.state = handle.getValueState("trace", "blob binary")
-
-    def handleInputRows(self, key, rows, timerValues) -> Iterator:
-        import pandas as pd
-
-        trace_id = key[0]
-        state = self._load(trace_id)
-        out: list[tuple] = []
-        for frame in rows:
-            self._hold(trace_id, state, frame)
-        self._run(trace_id, state, out)
-        self.state.update((pickle.dumps(state, protocol=5),))
-        if out:
-            frame = pd.DataFrame(out, columns=self.columns)
-            for name, kind in _FLAT:
-                if kind in ("bigint", "int"):
-                    frame[name] = frame[name].astype("Int64" if kind == "bigint" else "Int32")
-            yield frame
 
     def close(self) -> None:
         pass
 
-    # ----------------------------------------------------------- state
-
-    def _load(self, trace_id: str) -> dict:
-        spec = self.spec_of(trace_id)
+    def load(self, trace_id: str, spec: WindowSpec, fresh: Callable[[], dict]) -> dict:
+        """The key's state, or `fresh()` (with the format and the spec) when it
+        has none; `InvalidTrace` naming the trace for a state of another
+        format or window (a checkpoint of another query)."""
         if not self.state.exists():
-            return {"version": STATE_VERSION, "spec": spec, "driver": None, "check": None, "next": None,
-                    "held": {}, "start": None}
+            return {"version": STATE_VERSION, "spec": spec, **fresh()}
         state = pickle.loads(self.state.get()[0])
         if state.get("version") != STATE_VERSION:
             raise InvalidTrace(f"trace {trace_id!r}: the checkpoint's state has format {state.get('version')!r}, "
@@ -301,6 +308,69 @@ class TraceProcessor(_stateful_processor_base()):
             raise InvalidTrace(f"trace {trace_id!r}: the checkpoint's state was made by the window {state['spec']!r}, "
                                f"not {spec!r}: restart a changed window from a new checkpoint")
         return state
+
+    def save(self, state: dict) -> None:
+        self.state.update((pickle.dumps(state, protocol=5),))
+
+    def frame(self, out: list[tuple]):
+        """The output rows as the operator's pandas frame (integer columns nullable)."""
+        import pandas as pd
+
+        frame = pd.DataFrame(out, columns=self.columns)
+        for name, kind in _FLAT:
+            if kind in ("bigint", "int"):
+                frame[name] = frame[name].astype("Int64" if kind == "bigint" else "Int32")
+        return frame
+
+    def _rows(self, trace_id: str, phase: int, ordinal: int, update, out: list) -> None:
+        key = (trace_id, update.after, phase, update.time, ordinal)
+        pane = (update.window.start, update.window.end) if update.window is not None else (None, None)
+        blank = (None,) * len(self.codec)
+        if update.error is not None:
+            out.append(key + ("error", update.time, 0, 0, None, None, update.error, None, None) + blank)
+            return
+        n = 0
+        for side in ("insert", "remove", "update"):
+            for i, event in enumerate(getattr(update, side)):
+                cells = tuple(_encode(event.props.get(name), codec) for name, codec in self.codec)
+                out.append(key + (side, update.time, 0, i, event.id, None, None) + pane + cells)
+                n += 1
+            if update.values is not None:
+                for i, row in enumerate(getattr(update.values, side)):
+                    text = json.dumps(dict(row), separators=(",", ":"))
+                    out.append(key + (side, update.time, 0, i, None, text, None) + pane + blank)
+                    n += 1
+        if n == 0:  # an empty update (FORCE_UPDATE), or a query's pane of no row ("[]")
+            values = "[]" if update.values is not None else None
+            out.append(key + (None, None, None, None, None, values, None) + pane + blank)
+
+
+class TraceProcessor(KeyedProcessor):
+    """One trace per key: its rows of a micro-batch (unordered) are held by
+    `seq`, then every item whose turn has come runs through the trace's oracle
+    driver, and each update it posts becomes its output rows (module
+    docstring)."""
+
+    def __init__(self, spec_of: Callable[[str], WindowSpec], codec: tuple[tuple[str, str], ...], validate: bool):
+        super().__init__(codec)
+        self.spec_of, self.validate = spec_of, validate
+
+    def handleInputRows(self, key, rows, timerValues) -> Iterator:
+        trace_id = key[0]
+        state = self._load(trace_id)
+        out: list[tuple] = []
+        for frame in rows:
+            self._hold(trace_id, state, frame)
+        self._run(trace_id, state, out)
+        self.save(state)
+        if out:
+            yield self.frame(out)
+
+    # ----------------------------------------------------------- state
+
+    def _load(self, trace_id: str) -> dict:
+        return self.load(trace_id, self.spec_of(trace_id),
+                         lambda: {"driver": None, "check": None, "next": None, "held": {}, "start": None})
 
     def _hold(self, trace_id: str, state: dict, frame) -> None:
         cols = {c: frame[c].tolist() for c in frame.columns}
@@ -356,30 +426,6 @@ class TraceProcessor(_stateful_processor_base()):
             state["check"] = TraceCheck(start_time, trace.variables, spec.MIXED_KINDS, ids=self.validate)
         except WindowOracleError as exc:
             raise InvalidTrace(f"trace {trace_id!r} start: {exc}") from None
-
-    # ----------------------------------------------------------- rows
-
-    def _rows(self, trace_id: str, phase: int, ordinal: int, update, out: list) -> None:
-        key = (trace_id, update.after, phase, update.time, ordinal)
-        pane = (update.window.start, update.window.end) if update.window is not None else (None, None)
-        blank = (None,) * len(self.codec)
-        if update.error is not None:
-            out.append(key + ("error", update.time, 0, 0, None, None, update.error, None, None) + blank)
-            return
-        n = 0
-        for side in ("insert", "remove", "update"):
-            for i, event in enumerate(getattr(update, side)):
-                cells = tuple(_encode(event.props.get(name), codec) for name, codec in self.codec)
-                out.append(key + (side, update.time, 0, i, event.id, None, None) + pane + cells)
-                n += 1
-            if update.values is not None:
-                for i, row in enumerate(getattr(update.values, side)):
-                    text = json.dumps(dict(row), separators=(",", ":"))
-                    out.append(key + (side, update.time, 0, i, None, text, None) + pane + blank)
-                    n += 1
-        if n == 0:  # an empty update (FORCE_UPDATE), or a query's pane of no row ("[]")
-            values = "[]" if update.values is not None else None
-            out.append(key + (None, None, None, None, None, values, None) + pane + blank)
 
 
 def _held(where: str, kind: str, time: int, id_, op, vars_, props) -> tuple:
@@ -455,7 +501,7 @@ def write_files(folder, batches: list[list[tuple]], schema, first: int = 0) -> i
     import pyarrow.parquet as pq
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    arrow = to_arrow_schema(schema)
+    arrow = to_arrow_schema(schema, timezone="UTC")  # a timestamp column: instants, written as UTC
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     written = 0

@@ -11,7 +11,8 @@ Streaming queries: a file source read one file per micro-batch, the
   and restarted from its checkpoint posts, over the whole stream, exactly
   the rows of a run without a stop.
 
-About 2 minutes on two cores; `pytest -m streaming` runs this file alone.
+About 2.5 minutes on two cores; `pytest -m streaming` runs it with
+tests/spark/test_streaming_events.py.
 `STREAMING_ALL_K=1` restarts after every k of the 10-batch stream.
 """
 
