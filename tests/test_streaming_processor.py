@@ -209,3 +209,19 @@ def test_properties_leave_as_they_came():
     posted = sorted(harness.feed("t", trace_rows("t", trace, schema)), key=lambda r: r["after"])
     assert [(r["big"], r["x"], r["l"]) for r in posted] == [
         (str(2**62 + 1), "NaN", '[1,{"a":1,"b":2}]'), (None, None, None)]
+
+
+def test_a_clock_past_2_to_the_53_stays_exact_beside_an_empty_update():
+    """The output frame's integer columns are built from the ints themselves: an
+    empty update's null `pos` beside other rows in one micro-batch does not make
+    the column a float column (which rounds a clock past 2**53)."""
+    from spark_impl.frames import trace_rows
+
+    start = 2**60 + 1
+    trace = Trace([Arrive(Event("E1")), Advance(start + 3000)], start_time=start)
+    harness = Harness({"t": parse("#time_batch(1 sec, 'FORCE_UPDATE')")}, {})
+    posted = sorted(harness.feed("t", trace_rows("t", trace, {})), key=lambda r: r["time"])
+    assert [(r["time"], r["side"], r["pos"]) for r in posted] == [
+        (start + 1000, "insert", (start + 1000, 0, 0)), (start + 2000, "remove", (start + 2000, 0, 0)),
+        (start + 3000, None, None)]
+    assert all(type(r["time"]) is int for r in posted)

@@ -103,7 +103,7 @@ from spark_impl.windows.base import quoted
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 #: the state's format: a checkpoint written by another format is refused by name
-STATE_VERSION = 1
+STATE_VERSION = 2
 #: the operator's own output columns before the properties (structs built after it)
 _FLAT = (("trace_id", "string"), ("after", "bigint"), ("phase", "int"), ("time", "bigint"), ("ordinal", "int"),
          ("side", "string"), ("#due", "bigint"), ("#slot", "bigint"), ("#n", "bigint"), ("id", "string"),
@@ -244,6 +244,20 @@ def _encode(value: Any, codec: str) -> str | None:
     return str(value)
 
 
+def _long_text(value: Any) -> str:
+    return str(value) if type(value) is int else _encode(value, "long")
+
+
+#: per codec, `_decode` of a non-null text and `_encode` of a non-null value, as one function each
+_DECODERS = {"string": str, "long": int, "double": float, "boolean": lambda text: text == "true",
+             "json": json.loads}
+_ENCODERS = {"string": lambda value: _encode(value, "string"), "long": _long_text,
+             "double": lambda value: _encode(value, "double"), "boolean": lambda value: _encode(value, "boolean"),
+             "json": lambda value: _encode(value, "json")}
+#: the operator's integer columns, as the nullable pandas types its output frame gives them
+_INT_COLUMNS = {name: "Int64" if kind == "bigint" else "Int32" for name, kind in _FLAT if kind in ("bigint", "int")}
+
+
 # --------------------------------------------------------------------------- the processor
 
 
@@ -262,26 +276,22 @@ class TraceProcessor(_stateful_processor_base()):
     def __init__(self, spec_of: Callable[[str], WindowSpec], codec: tuple[tuple[str, str], ...], validate: bool):
         self.spec_of, self.codec, self.validate = spec_of, codec, validate
         self.columns = [n for n, _ in _FLAT] + [n for n, _ in codec]
+        self.encoders = tuple((name, _ENCODERS[kind]) for name, kind in codec)
+        self.blank = (None,) * len(codec)
 
     def init(self, handle) -> None:
         self.state = handle.getValueState("trace", "blob binary")
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator:
-        import pandas as pd
-
         trace_id = key[0]
         state = self._load(trace_id)
-        out: list[tuple] = []
         for frame in rows:
             self._hold(trace_id, state, frame)
+        out: list[tuple] = []
         self._run(trace_id, state, out)
         self.state.update((pickle.dumps(state, protocol=5),))
         if out:
-            frame = pd.DataFrame(out, columns=self.columns)
-            for name, kind in _FLAT:
-                if kind in ("bigint", "int"):
-                    frame[name] = frame[name].astype("Int64" if kind == "bigint" else "Int32")
-            yield frame
+            yield _frame(out, self.columns)
 
     def close(self) -> None:
         pass
@@ -303,25 +313,43 @@ class TraceProcessor(_stateful_processor_base()):
         return state
 
     def _hold(self, trace_id: str, state: dict, frame) -> None:
-        cols = {c: frame[c].tolist() for c in frame.columns}
-        props = [(name, codec, cols[name]) for name, codec in self.codec]
-        for i, seq in enumerate(cols["seq"]):
-            seq, kind, time = int(seq), cols["kind"][i], int(cols["time"][i])
-            where = f"trace {trace_id!r} seq {seq}"
-            if kind == "start":
-                if seq != START_SEQ:
-                    raise InvalidTrace(f"{where}: a start row has seq {START_SEQ}")
-                if state["start"] is not None or state["next"] is not None:
-                    raise InvalidTrace(f"{where}: a start row after the trace began (it must come no later "
-                                       "than seq 0's micro-batch) or a second one")
-                state["start"] = (time, json.loads(cols["vars"][i]) if cols["vars"][i] else {})
-                continue
-            if seq < 0:
-                raise InvalidTrace(f"{where}: a {kind} item with a negative seq")
-            if (state["next"] is not None and seq < state["next"]) or seq in state["held"]:
-                raise InvalidTrace(f"{where}: the item arrived twice (a replayed input?)")
-            state["held"][seq] = _held(where, kind, time, cols["id"][i], cols["op"][i], cols["vars"][i],
-                                       [(name, codec, values[i]) for name, codec, values in props])
+        """Every row of `frame` checked and held by `seq` as the trace item it
+        is (all of a micro-batch's rows before any runs, so a bad row fails
+        the batch whatever its place). Column by column, then one pass over
+        the rows: an event's properties decoded by their codec."""
+        Arrive, Event = _model().Arrive, _model().Event
+        seqs, kinds, times = frame["seq"].tolist(), frame["kind"].tolist(), frame["time"].tolist()
+        ids, ops = frame["id"].tolist(), frame["op"].tolist()
+        props = [(name, _DECODERS[codec], frame[name].tolist()) for name, codec in self.codec]
+        held, after = state["held"], state["next"]
+        for i, seq in enumerate(seqs):
+            if kinds[i] == "event" and seq >= 0 and (after is None or seq >= after) and seq not in held \
+                    and ids[i] is not None:  # the common row, checked as the general path below checks it
+                held[seq] = Arrive(Event(ids[i], {name: decode(column[i]) for name, decode, column in props
+                                                  if column[i] is not None}), time=times[i], op=ops[i])
+            else:
+                self._hold_other(trace_id, state, frame, i, props)
+
+    def _hold_other(self, trace_id: str, state: dict, frame, i: int, props) -> None:
+        """Row `i` of `frame` that is not a plainly new event: a start row, an
+        advance, jump or set, or a row that fails the query."""
+        seq, kind, time = int(frame["seq"].iat[i]), frame["kind"].iat[i], int(frame["time"].iat[i])
+        vars_ = frame["vars"].iat[i]
+        where = f"trace {trace_id!r} seq {seq}"
+        if kind == "start":
+            if seq != START_SEQ:
+                raise InvalidTrace(f"{where}: a start row has seq {START_SEQ}")
+            if state["start"] is not None or state["next"] is not None:
+                raise InvalidTrace(f"{where}: a start row after the trace began (it must come no later "
+                                   "than seq 0's micro-batch) or a second one")
+            state["start"] = (time, json.loads(vars_) if vars_ else {})
+            return
+        if seq < 0:
+            raise InvalidTrace(f"{where}: a {kind} item with a negative seq")
+        if (state["next"] is not None and seq < state["next"]) or seq in state["held"]:
+            raise InvalidTrace(f"{where}: the item arrived twice (a replayed input?)")
+        state["held"][seq] = _item(where, kind, time, frame["id"].iat[i], frame["op"].iat[i], vars_,
+                                   [(name, decode, column[i]) for name, decode, column in props])
 
     def _run(self, trace_id: str, state: dict, out: list) -> None:
         held = state["held"]
@@ -331,17 +359,17 @@ class TraceProcessor(_stateful_processor_base()):
             self._start(trace_id, state)
             state["next"] = 0
         driver, check, seq = state["driver"], state["check"], state["next"]
-        while seq in held:
-            item = _item(held.pop(seq))
-            try:
+        rows = self._rows
+        try:
+            while seq in held:
+                item = held.pop(seq)
                 check.item(seq, item)
-                keyed = driver.step_keyed(seq, item)
-            except WindowOracleError as exc:
-                reason = exc.reason if isinstance(exc, InvalidTrace) else str(exc)
-                raise InvalidTrace(f"trace {trace_id!r} seq {seq}: {reason}") from None
-            for phase, ordinal, update in keyed:
-                self._rows(trace_id, phase, ordinal, update, out)
-            seq += 1
+                for phase, ordinal, update in driver.step_keyed(seq, item):
+                    rows(trace_id, phase, ordinal, update, out)
+                seq += 1
+        except WindowOracleError as exc:
+            reason = exc.reason if isinstance(exc, InvalidTrace) else str(exc)
+            raise InvalidTrace(f"trace {trace_id!r} seq {seq}: {reason}") from None
         state["next"] = seq
 
     def _start(self, trace_id: str, state: dict) -> None:
@@ -360,53 +388,76 @@ class TraceProcessor(_stateful_processor_base()):
     # ----------------------------------------------------------- rows
 
     def _rows(self, trace_id: str, phase: int, ordinal: int, update, out: list) -> None:
-        key = (trace_id, update.after, phase, update.time, ordinal)
-        pane = (update.window.start, update.window.end) if update.window is not None else (None, None)
-        blank = (None,) * len(self.codec)
+        after, at = update.after, update.time
+        w0, w1 = (update.window.start, update.window.end) if update.window is not None else (None, None)
         if update.error is not None:
-            out.append(key + ("error", update.time, 0, 0, None, None, update.error, None, None) + blank)
+            out.append((trace_id, after, phase, at, ordinal, "error", at, 0, 0, None, None, update.error, None, None,
+                        *self.blank))
             return
-        n = 0
+        encoders, n = self.encoders, 0
         for side in ("insert", "remove", "update"):
-            for i, event in enumerate(getattr(update, side)):
-                cells = tuple(_encode(event.props.get(name), codec) for name, codec in self.codec)
-                out.append(key + (side, update.time, 0, i, event.id, None, None) + pane + cells)
-                n += 1
+            events = getattr(update, side)
+            if events:
+                for i, event in enumerate(events):
+                    props = event.props
+                    out.append((trace_id, after, phase, at, ordinal, side, at, 0, i, event.id, None, None, w0, w1,
+                                *[None if (v := props.get(name)) is None else encode(v) for name, encode in encoders]))
+                n += len(events)
             if update.values is not None:
                 for i, row in enumerate(getattr(update.values, side)):
                     text = json.dumps(dict(row), separators=(",", ":"))
-                    out.append(key + (side, update.time, 0, i, None, text, None) + pane + blank)
+                    out.append((trace_id, after, phase, at, ordinal, side, at, 0, i, None, text, None, w0, w1,
+                                *self.blank))
                     n += 1
         if n == 0:  # an empty update (FORCE_UPDATE), or a query's pane of no row ("[]")
             values = "[]" if update.values is not None else None
-            out.append(key + (None, None, None, None, None, values, None) + pane + blank)
+            out.append((trace_id, after, phase, at, ordinal, None, None, None, None, None, values, None, w0, w1,
+                        *self.blank))
 
 
-def _held(where: str, kind: str, time: int, id_, op, vars_, props) -> tuple:
-    """A row as it waits in state: plain values (kind, time, id, op, the
-    variables set, the properties), made a trace item when it runs (`_item`)."""
+def _model():
+    """`oracle.model`, imported once the processor first runs (on the worker)."""
+    import oracle.model
+
+    return oracle.model
+
+
+def _frame(out: list[tuple], columns: list[str]):
+    """The operator's output rows as a pandas frame, column by column: an
+    integer column is a nullable integer array built from the Python ints
+    themselves (a frame built from the rows would make a column holding a
+    null a float column, and a clock past 2**53 inexact)."""
+    import numpy as np
+    import pandas as pd
+
+    data = {}
+    for name, values in zip(columns, zip(*out)):
+        kind = _INT_COLUMNS.get(name)
+        if kind is None:
+            data[name] = pd.array(values, dtype=object)
+            continue
+        try:  # no null: one numpy array of the ints (a long past 64 bits raises too, and is refused below)
+            data[name] = pd.array(np.array(values, dtype=np.int64), dtype=kind)
+        except (TypeError, OverflowError):
+            data[name] = pd.array(values, dtype=kind)
+    return pd.DataFrame(data, copy=False)
+
+
+def _item(where: str, kind: str, time: int, id_, op, vars_, props):
+    """A row as the trace item it is (an event's properties decoded)."""
+    model = _model()
     if kind == "event":
         if id_ is None:
             raise InvalidTrace(f"{where}: an event without an id")
-        return (kind, time, id_, op, {name: _decode(text, codec) for name, codec, text in props if text is not None})
-    if kind in ("advance", "jump"):
-        return (kind, time, None, None, None)
-    if kind == "set":
-        return (kind, time, None, None, json.loads(vars_) if vars_ else {})
-    raise InvalidTrace(f"{where}: kind must be one of event, advance, jump, set, not {kind!r}")
-
-
-def _item(held: tuple):
-    from oracle.model import Advance, Arrive, Event, Jump, SetVariables
-
-    kind, time, id_, op, values = held
-    if kind == "event":
-        return Arrive(Event(id_, values), time=time, op=op)
+        return model.Arrive(model.Event(id_, {name: decode(text) for name, decode, text in props if text is not None}),
+                            time=time, op=op)
     if kind == "advance":
-        return Advance(time)
+        return model.Advance(time)
     if kind == "jump":
-        return Jump(time)
-    return SetVariables(values)
+        return model.Jump(time)
+    if kind == "set":
+        return model.SetVariables(json.loads(vars_) if vars_ else {})
+    raise InvalidTrace(f"{where}: kind must be one of event, advance, jump, set, not {kind!r}")
 
 
 # --------------------------------------------------------------------------- cases as a stream of files
