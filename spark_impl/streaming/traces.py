@@ -229,7 +229,7 @@ def _encode(value: Any, codec: str) -> str | None:
     if value is None:
         return None
     if codec == "json":
-        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+        return _CANONICAL_JSON(value)
     if codec == "boolean":
         return "true" if value else "false"
     if codec == "double":
@@ -242,6 +242,11 @@ def _encode(value: Any, codec: str) -> str | None:
     if codec == "long":
         return str(int(value))
     return str(value)
+
+
+#: `json.dumps(value, sort_keys=True, separators=(",", ":"))` and the same without sorting, made once
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def _long_text(value: Any) -> str:
@@ -405,7 +410,7 @@ class TraceProcessor(_stateful_processor_base()):
                 n += len(events)
             if update.values is not None:
                 for i, row in enumerate(getattr(update.values, side)):
-                    text = json.dumps(dict(row), separators=(",", ":"))
+                    text = _COMPACT_JSON(dict(row))
                     out.append((trace_id, after, phase, at, ordinal, side, at, 0, i, None, text, None, w0, w1,
                                 *self.blank))
                     n += 1
