@@ -35,7 +35,9 @@ default `WORKLOADS`):
   where /proc does not tell (a Spark Connect session).
 * **the batch**: `spark_impl.apply_window` with its defaults on the same
   files read as a recorded trace frame, every output column to `noop`:
-  seconds (its table check included), events/s, and the same peaks.
+  seconds (its table check included), events/s, and the same peaks; then,
+  untimed, its rows counted, to print beside the stream's (the sink's
+  `numOutputRows`): a stream that went through every event posts as many.
 
 Before the timed runs one tiny stream (a single file of 1,000 events) runs
 through the first workload untimed, so the first timed query does not pay the
@@ -324,8 +326,8 @@ def run_batch(spark, folder: Path, window: str, peaks: Peaks, events: int) -> Fi
     frame.write.format("noop").mode("overwrite").save()
     seconds = time.perf_counter() - started
     jvm, worker, workers_sum, workers = peaks.stop()
-    return Figure(window, "batch", events, seconds, jvm_peak_bytes=jvm, worker_peak_bytes=worker,
-                  workers_peak_sum_bytes=workers_sum, workers=workers)
+    return Figure(window, "batch", events, seconds, output_rows=frame.count(), jvm_peak_bytes=jvm,
+                  worker_peak_bytes=worker, workers_peak_sum_bytes=workers_sum, workers=workers)
 
 
 def measure(spark, events: int, keys: int, batch_rows: int, windows: Sequence[str], folder: Path, *,
@@ -368,6 +370,10 @@ def _size(n: int | float | None) -> str:
     return f"{int(n)} B"
 
 
+def _count(n: int | None) -> str:
+    return "unknown" if n is None else f"{n:,d}"
+
+
 def _line(f: Figure) -> str:
     stopped = f" (stopped by the budget after {f.batches} micro-batches)" if f.stopped else ""
     return f"{f.events:,d} events in {f.seconds:.2f} s: {f.rate:,.0f} events/s{stopped}"
@@ -398,6 +404,12 @@ def table(figures: list[Figure], events: int) -> list[str]:
             f"{rows if rows is not None else '-':>10} {_size(f.state_peak.get('memoryUsedBytes')):>10s} "
             f"{_size(f.state_peak.get('rocksdbSstFileSize')):>10s} {_size(f.jvm_peak_bytes):>10s} "
             f"{_size(f.worker_peak_bytes):>11s}  {verdict(f, events)}".rstrip())
+    rows = {(f.workload, f.mode): f.output_rows for f in figures}
+    for f in figures:
+        if f.mode == "stream" and (f.workload, "batch") in rows:
+            lines.append(f"{f.workload}: output rows, stream {_count(f.output_rows)}, batch "
+                         f"{_count(rows[(f.workload, 'batch')])}"
+                         + (" (the stream stopped early)" if f.stopped else ""))
     lines.append(f"target: >= {TARGET_RATE:,d} events/s end to end per workload (issue 28); state: the largest "
                  "over the micro-batches; peaks: resident (VmHWM), the largest Python worker")
     return lines
