@@ -63,12 +63,18 @@ and, through the same cases, against the batch plans.
 timers and variables, the clock), the item check (`TraceCheck`: the clock,
 each property's kind and, with `validate`, every event id seen: one entry per
 event, the only part that grows with the trace rather than the window), the
-next `seq` to run, and the items held ahead of a gap. Its size is the window's
-contents plus the held items (plus the ids); it is read and written once per
-key per micro-batch that has rows of the key. The pickle holds the spec it
-runs; a restart from a checkpoint with a different window fails naming both.
-The oracle's classes are in the pickle, so a checkpoint is read back by the
-same version of this package.
+next `seq` to run, and the items held ahead of a gap (as the oracle's trace
+items). Its size is the window's contents plus the held items (plus the
+ids); it is read and written once per key per micro-batch that has rows of
+the key. The pickle holds the spec it runs; a restart from a checkpoint with
+a different window fails naming both. The oracle's classes are in the
+pickle, so a checkpoint is read back by the same version of this package
+(`STATE_VERSION`: a checkpoint of another format is refused naming both).
+
+**Output rows.** Built as tuples while the items run, then one pandas frame
+column by column: the integer columns are nullable integer arrays made from
+the Python ints themselves (a frame made from the rows would make an integer
+column holding a null a float column, and a clock past 2**53 inexact).
 
 **Restart.** State is versioned by Spark per micro-batch; a query stopped (or
 failed) after any micro-batch and started again from its checkpoint re-runs
