@@ -64,7 +64,8 @@ timers and variables, the clock), the item check (`TraceCheck`: the clock,
 each property's kind and, with `validate`, every event id seen: one entry per
 event, the only part that grows with the trace rather than the window), the
 next `seq` to run, and the items held ahead of a gap (as the oracle's trace
-items). Its size is the window's contents plus the held items (plus the
+items; a set item as the dict of its values, since the oracle's
+`SetVariables` holds a read-only mapping that does not pickle). Its size is the window's contents plus the held items (plus the
 ids); it is read and written once per key per micro-batch that has rows of
 the key. The pickle holds the spec it runs; a restart from a checkpoint with
 a different window fails naming both. The oracle's classes are in the
@@ -414,6 +415,8 @@ class TraceProcessor(_stateful_processor_base()):
         try:
             while seq in held:
                 item = held.pop(seq)
+                if type(item) is dict:  # a set item, held as its plain values (module docstring)
+                    item = _model().SetVariables(item)
                 check.item(seq, item)
                 for phase, ordinal, update in driver.step_keyed(seq, item):
                     rows(trace_id, phase, ordinal, update, out)
@@ -495,7 +498,9 @@ def _frame(out: list[tuple], columns: list[str]):
 
 
 def _item(where: str, kind: str, time: int, id_, op, vars_, props):
-    """A row as the trace item it is (an event's properties decoded)."""
+    """A row as it is held: the trace item it is (an event's properties
+    decoded), but a set item as the dict of its values (made a `SetVariables`
+    when it runs)."""
     model = _model()
     if kind == "event":
         if id_ is None:
@@ -506,8 +511,8 @@ def _item(where: str, kind: str, time: int, id_, op, vars_, props):
         return model.Advance(time)
     if kind == "jump":
         return model.Jump(time)
-    if kind == "set":
-        return model.SetVariables(json.loads(vars_) if vars_ else {})
+    if kind == "set":  # its values as a plain dict: `SetVariables` holds a read-only mapping, which does not pickle
+        return json.loads(vars_) if vars_ else {}
     raise InvalidTrace(f"{where}: kind must be one of event, advance, jump, set, not {kind!r}")
 
 
