@@ -73,3 +73,16 @@ def test_the_verdict_is_the_target_on_a_stream_that_went_through_every_event():
                          _figure("batch", 1_000, 0.5)], 1_000)
     assert "100,000" in lines[1] and "3.00 MiB" in lines[1] and "2.00 GiB" in lines[1] and "100.00 MiB" in lines[1]
     assert lines[2].split()[1:4] == ["batch", "1,000", "0.50"]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="peaks are read from /proc")
+def test_peaks_count_python_programs_only_not_a_child_whose_arguments_name_python():
+    """A child forked by the JVM keeps the JVM's command line for a moment (its
+    class path names pyspark's folder): it is not a Python worker."""
+    child = subprocess.Popen(["sleep", "3", "/site-packages/python3.11/pyspark"])
+    try:
+        peaks = bench.Peaks(os.getpid())
+        assert child.pid not in peaks._python_pids()
+    finally:
+        child.kill()
+        child.wait()

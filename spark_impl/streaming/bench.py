@@ -30,7 +30,8 @@ default `WORKLOADS`):
 * **peak memory**: the peak resident memory (`VmHWM`, reset through
   `/proc/PID/clear_refs` before each run) of the JVM (in local mode the
   driver is the executor) and of the Python worker processes under it
-  (pyspark's daemon and the workers it forks, sampled every 0.2 s: the
+  (pyspark's daemon and the workers it forks, each a process whose program
+  is a `python*`, sampled every 0.2 s: the
   largest single worker and the sum of their peaks), on Linux; "unknown"
   where /proc does not tell (a Spark Connect session).
 * **the batch**: `spark_impl.apply_window` with its defaults on the same
@@ -216,7 +217,10 @@ class Peaks:
         while changed:
             grown = below | {pid for pid, parent in parents.items() if parent in below}
             changed, below = grown != below, grown
-        return [pid for pid in below if pid != self.jvm_pid and "python" in names.get(pid, "")]
+        # by the program run (argv[0]): a child the JVM is forking still has the JVM's command line, whose
+        # class path names pyspark's folder, and for a moment the JVM's resident memory
+        return [pid for pid in below
+                if pid != self.jvm_pid and Path(names.get(pid, "").split("\0")[0]).name.startswith("python")]
 
 
 def _hwm(pid: int) -> int | None:
