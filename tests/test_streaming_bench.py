@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -79,9 +80,10 @@ def test_the_verdict_is_the_target_on_a_stream_that_went_through_every_event():
 def test_peaks_count_python_programs_only_not_a_child_whose_arguments_name_python():
     """A child forked by the JVM keeps the JVM's command line for a moment (its
     class path names pyspark's folder): it is not a Python worker."""
-    child = subprocess.Popen(["sleep", "3", "/site-packages/python3.11/pyspark"])
+    child = subprocess.Popen(["sh", "-c", "sleep 3; true", "/site-packages/python3.11/pyspark/jars"])
     try:
         peaks = bench.Peaks(os.getpid())
+        assert b"python3.11" in Path(f"/proc/{child.pid}/cmdline").read_bytes()
         assert child.pid not in peaks._python_pids()
     finally:
         child.kill()
