@@ -2,8 +2,8 @@
 
     difftest replay [--engine oracle|spark|both|streaming] [--micro-batches N] [--seed S] [--report FILE.json] PATH...
     difftest replay ... [--impl MODULE:FUNCTION]
-    difftest bench [--engine oracle|spark] [--events N] [--keys K] [--window CLAUSE] [--repeat R] [--trace-frame]
-                   [--report FILE.json]
+    difftest bench [--engine oracle|spark|streaming] [--events N] [--keys K] [--window CLAUSE] [--repeat R]
+                   [--trace-frame] [--batch-rows R] [--budget SECONDS] [--report FILE.json]
     difftest run [--dialect D] [--window CLAUSE] [--examples N] [--seed S] [--budget SECONDS]
                  [--engine spark|streaming | --impl MODULE:FUNCTION] [--report FILE.json]
 
@@ -177,20 +177,28 @@ def add_bench(subparsers) -> None:
     p = subparsers.add_parser(
         "bench", help="measure an engine's throughput",
         description="Measure the oracle's events/s on #length(100) and #time(10 sec) beside a bare deque loop "
-                    "(targets: >= 300,000 events/s, <= 3.5x the loop); --engine spark runs spark_impl.bench.",
+                    "(targets: >= 300,000 events/s, <= 3.5x the loop); --engine spark runs spark_impl.bench, "
+                    "--engine streaming spark_impl.streaming.bench (the windows on a stream beside the batch).",
     )
-    p.add_argument("--engine", choices=("oracle", "spark"), default="oracle", help="engine to measure (default: oracle)")
+    p.add_argument("--engine", choices=("oracle", "spark", "streaming"), default="oracle",
+                   help="engine to measure (default: oracle)")
     p.add_argument("--events", type=positive_int, metavar="N",
-                   help="events per trace (default: 200000 for the oracle; 1 M and 10 M for spark)")
+                   help="events per trace (default: 200000 for the oracle; 1 M and 10 M for spark; 1 M for streaming)")
     p.add_argument("--keys", type=positive_int, metavar="K",
-                   help="spark: distinct keys of the events (default: 10000; 1 puts every event on one key)")
+                   help="spark, streaming: distinct keys of the events (default: 10000; 1 puts every event on one key)")
     p.add_argument("--window", action="append", metavar="CLAUSE",
-                   help="spark: a window to measure (repeatable): an Esper clause, `<dialect>: <clause>`, "
-                        "or an eKuiper SELECT (default: spark_impl.bench.WINDOWS)")
+                   help="spark, streaming: a window to measure (repeatable): an Esper clause, `<dialect>: <clause>`, "
+                        "or an eKuiper SELECT (default: spark_impl.bench.WINDOWS, "
+                        "spark_impl.streaming.bench.WORKLOADS)")
     p.add_argument("--repeat", type=positive_int, metavar="R",
-                   help="timed runs, best counts (default: 3 for the oracle, 2 per size for spark)")
+                   help="timed runs, best counts (default: 3 for the oracle, 2 per size for spark, 1 for streaming)")
     p.add_argument("--trace-frame", action="store_true",
                    help="spark: also measure each window through apply_window on the events as a trace frame")
+    p.add_argument("--batch-rows", type=positive_int, metavar="R",
+                   help="streaming: rows per micro-batch (one Parquet file each; default 100000)")
+    p.add_argument("--budget", type=positive_float, metavar="SECONDS",
+                   help="streaming: stop a stream still running after this long; its figures are those of the "
+                        "micro-batches it completed (default: no limit)")
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the figures as JSON")
     add_session_options(p)
     p.set_defaults(handler=cmd_bench)
@@ -217,9 +225,19 @@ def positive_float(text: str) -> float:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    open_session(args, args.engine == "spark")
+    open_session(args, args.engine in ("spark", "streaming"))
+    streaming_only = (("--batch-rows", args.batch_rows), ("--budget", args.budget))
+    if args.engine != "streaming":
+        for option, value in streaming_only:
+            if value is not None:
+                raise UsageError(f"{option} applies to --engine streaming only")
     if args.engine == "spark":
         return load_spark("spark_impl.bench", "main")(args) or 0
+    if args.engine == "streaming":
+        if args.trace_frame:
+            raise UsageError("--trace-frame applies to --engine spark only; the streaming bench runs each window "
+                             "beside the batch apply_window of the same trace")
+        return load_spark("spark_impl.streaming.bench", "main")(args) or 0
     for option, value in (("--keys", args.keys), ("--window", args.window), ("--trace-frame", args.trace_frame or None)):
         if value is not None:
             raise UsageError(f"{option} applies to --engine spark only; the oracle's bench measures "

@@ -379,6 +379,19 @@ def test_bench_spark_hands_over_to_spark_impl_bench(monkeypatch, java_home):
     assert seen == [("spark", 10), ("spark", None)]
 
 
+def test_bench_streaming_hands_over_to_the_streaming_bench(monkeypatch, java_home):
+    seen = []
+    module = types.ModuleType("spark_impl.streaming.bench")
+    module.main = lambda args: seen.append((args.engine, args.events, args.keys, args.batch_rows, args.budget,
+                                            args.window)) or 0
+    monkeypatch.setitem(sys.modules, "spark_impl.streaming.bench", module)
+    assert main(["bench", "--engine", "streaming", "--events", "3000", "--keys", "50", "--batch-rows", "1000",
+                 "--budget", "2.5", "--window", "ccl: KEEP 10 ROWS PER(k)"]) == 0
+    assert main(["bench", "--engine", "streaming"]) == 0  # the module's own defaults: 1 M events, 10,000 keys
+    assert seen == [("streaming", 3000, 50, 1000, 2.5, ["ccl: KEEP 10 ROWS PER(k)"]),
+                    ("streaming", None, None, None, None, None)]
+
+
 def test_bench_rejects_a_bad_event_count(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["bench", "--events", "0"])
@@ -545,6 +558,9 @@ def test_spark_bench_runs_its_workloads_in_turn_so_none_is_measured_warmer(monke
     (["run", "--window", "#length(2)", "--kind", "length"], "give one of them"),
     (["bench", "--keys", "5"], "--keys applies to --engine spark only"),
     (["bench", "--window", "#length(3)"], "--window applies to --engine spark only"),
+    (["bench", "--batch-rows", "10"], "--batch-rows applies to --engine streaming only"),
+    (["bench", "--engine", "spark", "--budget", "10"], "--budget applies to --engine streaming only"),
+    (["bench", "--engine", "streaming", "--trace-frame"], "--trace-frame applies to --engine spark only"),
 ])
 def test_options_that_do_not_apply_are_refused(capsys, monkeypatch, args, words):
     from difftest import __main__ as cli

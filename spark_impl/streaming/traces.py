@@ -63,12 +63,59 @@ and, through the same cases, against the batch plans.
 timers and variables, the clock), the item check (`TraceCheck`: the clock,
 each property's kind and, with `validate`, every event id seen: one entry per
 event, the only part that grows with the trace rather than the window), the
-next `seq` to run, and the items held ahead of a gap. Its size is the window's
-contents plus the held items (plus the ids); it is read and written once per
-key per micro-batch that has rows of the key. The pickle holds the spec it
-runs; a restart from a checkpoint with a different window fails naming both.
-The oracle's classes are in the pickle, so a checkpoint is read back by the
-same version of this package.
+next `seq` to run, and the items held ahead of a gap (as the oracle's trace
+items; a set item as the dict of its values, since the oracle's
+`SetVariables` holds a read-only mapping that does not pickle). Its size is the window's contents plus the held items (plus the
+ids); it is read and written once per key per micro-batch that has rows of
+the key. The pickle holds the spec it runs; a restart from a checkpoint with
+a different window fails naming both. The oracle's classes are in the
+pickle, so a checkpoint is read back by the same version of this package
+(`STATE_VERSION`: a checkpoint of another format is refused naming both).
+
+**Output rows.** Built as tuples while the items run, then one pandas frame
+column by column: the integer columns are nullable integer arrays made from
+the Python ints themselves (a frame made from the rows would make an integer
+column holding a null a float column, and a clock past 2**53 inexact).
+
+**Throughput, and why sub-windows are not keyed apart.** A trace is one key:
+its items run one after another in one Python worker, so one trace goes at
+the speed of one core running the oracle, whatever the cluster (the bench:
+`difftest bench --engine streaming`, spark_impl/streaming/bench.py; figures
+in the README, "On a stream"). Measured without a JVM (the processor fed by
+`TwsTester`, 100,000-row micro-batches, one trace, CPU time): the oracle's own
+`step_keyed` and item check take 6 to 22 us an event with 10 keys (45,000
+events/s for `#groupwin(k)#time(10 sec)`, 80,000 for `#groupwin(k)#length(10)`,
+111,000 for `KEEP 10 ROWS PER(k)`, 167,000 for an eKuiper tumbling count), and
+this module's plumbing (rows to items, updates to rows, the state's pickle)
+about as much again. With 10,000 keys the grouped windows fall to 2,800 to
+3,800 events/s in the oracle alone, and `#groupwin(k)#time(10 sec)` to 360
+to 510 through the processor over its first 20,000 events: the oracle's `#groupwin` (`GroupWinWindow`, which
+CCL's `PER` runs too) takes its next timer as a minimum over every group and
+scans every group when a timer fires, on every item. Keeping those groups'
+due times in a heap instead (a prototype, not in the oracle: that is the
+specification's to decide) made the processor run 27,000 to 29,000 events/s
+with 10,000 keys.
+
+Keying the sub-windows apart (one key per trace and group, issue 28) would
+spread one trace's groups over the cluster's cores, but not exactly with the
+input this module takes:
+
+* A group's items are numbered by the trace's `seq`, not the group's: a
+  processor holding group g's rows cannot tell whether g's next item is still
+  to come (held ahead of a gap) or belongs to another group. Only a stage
+  that sees the whole trace can order it, and that stage is a key per trace
+  again (a chained second stateful operator, fed items numbered per group).
+* A time-based sub-window fires on the trace's clock: its removal is posted
+  by the first item of any group whose time passes the due time (`after` is
+  that item's seq), and two groups due at one time post one update. Each
+  group would need every clock-moving item of its trace (every event, in a
+  stream of events: the whole trace copied to every group), or a third stage
+  joining each due time to the clock.
+* On the two cores of `local[2]` it would at best double the rate, where the
+  oracle's grouped window alone costs a factor of 10 to 80 at 10,000 keys.
+
+So the sub-windows run in their trace's key, exactly as in the oracle; a
+stream of many traces spreads over the cluster by trace.
 
 **Restart.** State is versioned by Spark per micro-batch; a query stopped (or
 failed) after any micro-batch and started again from its checkpoint re-runs
@@ -103,7 +150,7 @@ from spark_impl.windows.base import quoted
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 #: the state's format: a checkpoint written by another format is refused by name
-STATE_VERSION = 1
+STATE_VERSION = 2
 #: the operator's own output columns before the properties (structs built after it)
 _FLAT = (("trace_id", "string"), ("after", "bigint"), ("phase", "int"), ("time", "bigint"), ("ordinal", "int"),
          ("side", "string"), ("#due", "bigint"), ("#slot", "bigint"), ("#n", "bigint"), ("id", "string"),
@@ -254,7 +301,7 @@ def _encode(value: Any, codec: str) -> str | None:
     if value is None:
         return None
     if codec == "json":
-        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+        return _CANONICAL_JSON(value)
     if codec == "boolean":
         return "true" if value else "false"
     if codec == "double":
@@ -267,6 +314,25 @@ def _encode(value: Any, codec: str) -> str | None:
     if codec == "long":
         return str(int(value))
     return str(value)
+
+
+#: `json.dumps(value, sort_keys=True, separators=(",", ":"))` and the same without sorting, made once
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _long_text(value: Any) -> str:
+    return str(value) if type(value) is int else _encode(value, "long")
+
+
+#: per codec, `_decode` of a non-null text and `_encode` of a non-null value, as one function each
+_DECODERS = {"string": str, "long": int, "double": float, "boolean": lambda text: text == "true",
+             "json": json.loads}
+_ENCODERS = {"string": lambda value: _encode(value, "string"), "long": _long_text,
+             "double": lambda value: _encode(value, "double"), "boolean": lambda value: _encode(value, "boolean"),
+             "json": lambda value: _encode(value, "json")}
+#: the operator's integer columns, as the nullable pandas types its output frame gives them
+_INT_COLUMNS = {name: "Int64" if kind == "bigint" else "Int32" for name, kind in _FLAT if kind in ("bigint", "int")}
 
 
 # --------------------------------------------------------------------------- the processor
@@ -286,6 +352,8 @@ class KeyedProcessor(_stateful_processor_base()):
     def __init__(self, codec: tuple[tuple[str, str], ...]):
         self.codec = codec
         self.columns = [n for n, _ in _FLAT] + [n for n, _ in codec]
+        self.encoders = tuple((name, _ENCODERS[kind]) for name, kind in codec)
+        self.blank = (None,) * len(codec)
 
     def init(self, handle) -> None:
         self.handle = handle
@@ -313,36 +381,35 @@ class KeyedProcessor(_stateful_processor_base()):
         self.state.update((pickle.dumps(state, protocol=5),))
 
     def frame(self, out: list[tuple]):
-        """The output rows as the operator's pandas frame (integer columns nullable)."""
-        import pandas as pd
-
-        frame = pd.DataFrame(out, columns=self.columns)
-        for name, kind in _FLAT:
-            if kind in ("bigint", "int"):
-                frame[name] = frame[name].astype("Int64" if kind == "bigint" else "Int32")
-        return frame
+        """The output rows as the operator's pandas frame (`_frame`: integer columns nullable and exact)."""
+        return _frame(out, self.columns)
 
     def _rows(self, trace_id: str, phase: int, ordinal: int, update, out: list) -> None:
-        key = (trace_id, update.after, phase, update.time, ordinal)
-        pane = (update.window.start, update.window.end) if update.window is not None else (None, None)
-        blank = (None,) * len(self.codec)
+        after, at = update.after, update.time
+        w0, w1 = (update.window.start, update.window.end) if update.window is not None else (None, None)
         if update.error is not None:
-            out.append(key + ("error", update.time, 0, 0, None, None, update.error, None, None) + blank)
+            out.append((trace_id, after, phase, at, ordinal, "error", at, 0, 0, None, None, update.error, None, None,
+                        *self.blank))
             return
-        n = 0
+        encoders, n = self.encoders, 0
         for side in ("insert", "remove", "update"):
-            for i, event in enumerate(getattr(update, side)):
-                cells = tuple(_encode(event.props.get(name), codec) for name, codec in self.codec)
-                out.append(key + (side, update.time, 0, i, event.id, None, None) + pane + cells)
-                n += 1
+            events = getattr(update, side)
+            if events:
+                for i, event in enumerate(events):
+                    props = event.props
+                    out.append((trace_id, after, phase, at, ordinal, side, at, 0, i, event.id, None, None, w0, w1,
+                                *[None if (v := props.get(name)) is None else encode(v) for name, encode in encoders]))
+                n += len(events)
             if update.values is not None:
                 for i, row in enumerate(getattr(update.values, side)):
-                    text = json.dumps(dict(row), separators=(",", ":"))
-                    out.append(key + (side, update.time, 0, i, None, text, None) + pane + blank)
+                    text = _COMPACT_JSON(dict(row))
+                    out.append((trace_id, after, phase, at, ordinal, side, at, 0, i, None, text, None, w0, w1,
+                                *self.blank))
                     n += 1
         if n == 0:  # an empty update (FORCE_UPDATE), or a query's pane of no row ("[]")
             values = "[]" if update.values is not None else None
-            out.append(key + (None, None, None, None, None, values, None) + pane + blank)
+            out.append((trace_id, after, phase, at, ordinal, None, None, None, None, None, values, None, w0, w1,
+                        *self.blank))
 
 
 class TraceProcessor(KeyedProcessor):
@@ -373,25 +440,43 @@ class TraceProcessor(KeyedProcessor):
                          lambda: {"driver": None, "check": None, "next": None, "held": {}, "start": None})
 
     def _hold(self, trace_id: str, state: dict, frame) -> None:
-        cols = {c: frame[c].tolist() for c in frame.columns}
-        props = [(name, codec, cols[name]) for name, codec in self.codec]
-        for i, seq in enumerate(cols["seq"]):
-            seq, kind, time = int(seq), cols["kind"][i], int(cols["time"][i])
-            where = f"trace {trace_id!r} seq {seq}"
-            if kind == "start":
-                if seq != START_SEQ:
-                    raise InvalidTrace(f"{where}: a start row has seq {START_SEQ}")
-                if state["start"] is not None or state["next"] is not None:
-                    raise InvalidTrace(f"{where}: a start row after the trace began (it must come no later "
-                                       "than seq 0's micro-batch) or a second one")
-                state["start"] = (time, json.loads(cols["vars"][i]) if cols["vars"][i] else {})
-                continue
-            if seq < 0:
-                raise InvalidTrace(f"{where}: a {kind} item with a negative seq")
-            if (state["next"] is not None and seq < state["next"]) or seq in state["held"]:
-                raise InvalidTrace(f"{where}: the item arrived twice (a replayed input?)")
-            state["held"][seq] = _held(where, kind, time, cols["id"][i], cols["op"][i], cols["vars"][i],
-                                       [(name, codec, values[i]) for name, codec, values in props])
+        """Every row of `frame` checked and held by `seq` as the trace item it
+        is (all of a micro-batch's rows before any runs, so a bad row fails
+        the batch whatever its place). Column by column, then one pass over
+        the rows: an event's properties decoded by their codec."""
+        Arrive, Event = _model().Arrive, _model().Event
+        seqs, kinds, times = frame["seq"].tolist(), frame["kind"].tolist(), frame["time"].tolist()
+        ids, ops = frame["id"].tolist(), frame["op"].tolist()
+        props = [(name, _DECODERS[codec], frame[name].tolist()) for name, codec in self.codec]
+        held, after = state["held"], state["next"]
+        for i, seq in enumerate(seqs):
+            if kinds[i] == "event" and seq >= 0 and (after is None or seq >= after) and seq not in held \
+                    and ids[i] is not None:  # the common row, checked as the general path below checks it
+                held[seq] = Arrive(Event(ids[i], {name: decode(column[i]) for name, decode, column in props
+                                                  if column[i] is not None}), time=times[i], op=ops[i])
+            else:
+                self._hold_other(trace_id, state, frame, i, props)
+
+    def _hold_other(self, trace_id: str, state: dict, frame, i: int, props) -> None:
+        """Row `i` of `frame` that is not a plainly new event: a start row, an
+        advance, jump or set, or a row that fails the query."""
+        seq, kind, time = int(frame["seq"].iat[i]), frame["kind"].iat[i], int(frame["time"].iat[i])
+        vars_ = frame["vars"].iat[i]
+        where = f"trace {trace_id!r} seq {seq}"
+        if kind == "start":
+            if seq != START_SEQ:
+                raise InvalidTrace(f"{where}: a start row has seq {START_SEQ}")
+            if state["start"] is not None or state["next"] is not None:
+                raise InvalidTrace(f"{where}: a start row after the trace began (it must come no later "
+                                   "than seq 0's micro-batch) or a second one")
+            state["start"] = (time, json.loads(vars_) if vars_ else {})
+            return
+        if seq < 0:
+            raise InvalidTrace(f"{where}: a {kind} item with a negative seq")
+        if (state["next"] is not None and seq < state["next"]) or seq in state["held"]:
+            raise InvalidTrace(f"{where}: the item arrived twice (a replayed input?)")
+        state["held"][seq] = _item(where, kind, time, frame["id"].iat[i], frame["op"].iat[i], vars_,
+                                   [(name, decode, column[i]) for name, decode, column in props])
 
     def _run(self, trace_id: str, state: dict, out: list) -> None:
         held = state["held"]
@@ -401,17 +486,19 @@ class TraceProcessor(KeyedProcessor):
             self._start(trace_id, state)
             state["next"] = 0
         driver, check, seq = state["driver"], state["check"], state["next"]
-        while seq in held:
-            item = _item(held.pop(seq))
-            try:
+        rows = self._rows
+        try:
+            while seq in held:
+                item = held.pop(seq)
+                if type(item) is dict:  # a set item, held as its plain values (module docstring)
+                    item = _model().SetVariables(item)
                 check.item(seq, item)
-                keyed = driver.step_keyed(seq, item)
-            except WindowOracleError as exc:
-                reason = exc.reason if isinstance(exc, InvalidTrace) else str(exc)
-                raise InvalidTrace(f"trace {trace_id!r} seq {seq}: {reason}") from None
-            for phase, ordinal, update in keyed:
-                self._rows(trace_id, phase, ordinal, update, out)
-            seq += 1
+                for phase, ordinal, update in driver.step_keyed(seq, item):
+                    rows(trace_id, phase, ordinal, update, out)
+                seq += 1
+        except WindowOracleError as exc:
+            reason = exc.reason if isinstance(exc, InvalidTrace) else str(exc)
+            raise InvalidTrace(f"trace {trace_id!r} seq {seq}: {reason}") from None
         state["next"] = seq
 
     def _start(self, trace_id: str, state: dict) -> None:
@@ -428,31 +515,51 @@ class TraceProcessor(KeyedProcessor):
             raise InvalidTrace(f"trace {trace_id!r} start: {exc}") from None
 
 
-def _held(where: str, kind: str, time: int, id_, op, vars_, props) -> tuple:
-    """A row as it waits in state: plain values (kind, time, id, op, the
-    variables set, the properties), made a trace item when it runs (`_item`)."""
+def _model():
+    """`oracle.model`, imported once the processor first runs (on the worker)."""
+    import oracle.model
+
+    return oracle.model
+
+
+def _frame(out: list[tuple], columns: list[str]):
+    """The operator's output rows as a pandas frame, column by column: an
+    integer column is a nullable integer array built from the Python ints
+    themselves (a frame built from the rows would make a column holding a
+    null a float column, and a clock past 2**53 inexact)."""
+    import numpy as np
+    import pandas as pd
+
+    data = {}
+    for name, values in zip(columns, zip(*out)):
+        kind = _INT_COLUMNS.get(name)
+        if kind is None:
+            data[name] = pd.array(values, dtype=object)
+            continue
+        try:  # no null: one numpy array of the ints (a long past 64 bits raises too, and is refused below)
+            data[name] = pd.array(np.array(values, dtype=np.int64), dtype=kind)
+        except (TypeError, OverflowError):
+            data[name] = pd.array(values, dtype=kind)
+    return pd.DataFrame(data, copy=False)
+
+
+def _item(where: str, kind: str, time: int, id_, op, vars_, props):
+    """A row as it is held: the trace item it is (an event's properties
+    decoded), but a set item as the dict of its values (made a `SetVariables`
+    when it runs)."""
+    model = _model()
     if kind == "event":
         if id_ is None:
             raise InvalidTrace(f"{where}: an event without an id")
-        return (kind, time, id_, op, {name: _decode(text, codec) for name, codec, text in props if text is not None})
-    if kind in ("advance", "jump"):
-        return (kind, time, None, None, None)
-    if kind == "set":
-        return (kind, time, None, None, json.loads(vars_) if vars_ else {})
-    raise InvalidTrace(f"{where}: kind must be one of event, advance, jump, set, not {kind!r}")
-
-
-def _item(held: tuple):
-    from oracle.model import Advance, Arrive, Event, Jump, SetVariables
-
-    kind, time, id_, op, values = held
-    if kind == "event":
-        return Arrive(Event(id_, values), time=time, op=op)
+        return model.Arrive(model.Event(id_, {name: decode(text) for name, decode, text in props if text is not None}),
+                            time=time, op=op)
     if kind == "advance":
-        return Advance(time)
+        return model.Advance(time)
     if kind == "jump":
-        return Jump(time)
-    return SetVariables(values)
+        return model.Jump(time)
+    if kind == "set":  # its values as a plain dict: `SetVariables` holds a read-only mapping, which does not pickle
+        return json.loads(vars_) if vars_ else {}
+    raise InvalidTrace(f"{where}: kind must be one of event, advance, jump, set, not {kind!r}")
 
 
 # --------------------------------------------------------------------------- cases as a stream of files
