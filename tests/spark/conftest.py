@@ -24,11 +24,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.spark)
 
 
+#: the test sessions' heap (two test processes on CI's 24 GB machine)
+TEST_DRIVER_MEMORY = "6g"
+
+
 @pytest.fixture(scope="session")
 def spark():
+    from spark_impl import session
     from spark_impl.errors import SparkUnavailable
     from spark_impl.session import get_spark
 
+    # one JVM per test process runs every family, the corpus in one batched job and
+    # the streams' state stores: 4 GB of heap ran out building a broadcast in CI
+    session.LOCAL_CONF["spark.driver.memory"] = TEST_DRIVER_MEMORY
     try:
         return get_spark()
     except SparkUnavailable as exc:
