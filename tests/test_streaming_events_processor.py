@@ -33,23 +33,12 @@ from oracle.cases import case_files, load_case  # noqa: E402
 from oracle.dialects import case_spec, parse  # noqa: E402
 from oracle.errors import InvalidTrace, WindowOracleError  # noqa: E402
 from oracle.model import Advance, Arrive, Event, Trace  # noqa: E402
+from test_streaming_processor import _text  # noqa: E402  (tests/ is on sys.path: rootdir conftest)
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the tester's event-time extractor: no row is at or below a watermark, so TwsTester filters none, as
 #: Spark filters none (the operator's input has no column carrying the watermark)
 NEVER_LATE = 2**62
-
-
-def _text(value, kind):
-    """A cell as the operator's input has it: every property cast to a string by Spark."""
-    if value is None:
-        return None
-    if kind == "boolean":
-        return "true" if value else "false"
-    if kind == "double":
-        text = repr(float(value))
-        return {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}.get(text, text.replace("e", "E"))
-    return str(value)
 
 
 def _row(record):
