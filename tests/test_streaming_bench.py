@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -82,8 +83,13 @@ def test_peaks_count_python_programs_only_not_a_child_whose_arguments_name_pytho
     class path names pyspark's folder): it is not a Python worker."""
     child = subprocess.Popen(["sh", "-c", "sleep 3; true", "/site-packages/python3.11/pyspark/jars"])
     try:
+        cmdline = Path(f"/proc/{child.pid}/cmdline")
+        for _ in range(200):  # the child's command line is empty until its exec is done
+            if cmdline.read_bytes():
+                break
+            time.sleep(0.01)
         peaks = bench.Peaks(os.getpid())
-        assert b"python3.11" in Path(f"/proc/{child.pid}/cmdline").read_bytes()
+        assert b"python3.11" in cmdline.read_bytes()
         assert child.pid not in peaks._python_pids()
     finally:
         child.kill()
