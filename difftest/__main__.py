@@ -3,7 +3,7 @@
     difftest replay [--engine oracle|spark|both|streaming] [--micro-batches N] [--seed S] [--report FILE.json] PATH...
     difftest replay ... [--impl MODULE:FUNCTION]
     difftest bench [--engine oracle|spark|streaming] [--events N] [--keys K] [--window CLAUSE] [--repeat R]
-                   [--trace-frame] [--batch-rows R] [--budget SECONDS] [--report FILE.json]
+                   [--trace-frame] [--batch-rows R] [--budget SECONDS] [--no-bare] [--report FILE.json]
     difftest run [--dialect D] [--window CLAUSE] [--examples N] [--seed S] [--budget SECONDS]
                  [--engine spark|streaming | --impl MODULE:FUNCTION] [--report FILE.json]
 
@@ -199,6 +199,9 @@ def add_bench(subparsers) -> None:
     p.add_argument("--budget", type=positive_float, metavar="SECONDS",
                    help="streaming: stop a stream still running after this long; its figures are those of the "
                         "micro-batches it completed (default: no limit)")
+    p.add_argument("--no-bare", action="store_true",
+                   help="streaming: skip the bare streams (a processor posting each event as one row, keyed by "
+                        "trace and by k) that the windows' rates are measured against")
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the figures as JSON")
     add_session_options(p)
     p.set_defaults(handler=cmd_bench)
@@ -226,7 +229,7 @@ def positive_float(text: str) -> float:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     open_session(args, args.engine in ("spark", "streaming"))
-    streaming_only = (("--batch-rows", args.batch_rows), ("--budget", args.budget))
+    streaming_only = (("--batch-rows", args.batch_rows), ("--budget", args.budget), ("--no-bare", args.no_bare or None))
     if args.engine != "streaming":
         for option, value in streaming_only:
             if value is not None:

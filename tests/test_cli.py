@@ -383,13 +383,18 @@ def test_bench_streaming_hands_over_to_the_streaming_bench(monkeypatch, java_hom
     seen = []
     module = types.ModuleType("spark_impl.streaming.bench")
     module.main = lambda args: seen.append((args.engine, args.events, args.keys, args.batch_rows, args.budget,
-                                            args.window)) or 0
+                                            args.window, args.no_bare)) or 0
     monkeypatch.setitem(sys.modules, "spark_impl.streaming.bench", module)
     assert main(["bench", "--engine", "streaming", "--events", "3000", "--keys", "50", "--batch-rows", "1000",
-                 "--budget", "2.5", "--window", "ccl: KEEP 10 ROWS PER(k)"]) == 0
+                 "--budget", "2.5", "--window", "ccl: KEEP 10 ROWS PER(k)", "--no-bare"]) == 0
     assert main(["bench", "--engine", "streaming"]) == 0  # the module's own defaults: 1 M events, 10,000 keys
-    assert seen == [("streaming", 3000, 50, 1000, 2.5, ["ccl: KEEP 10 ROWS PER(k)"]),
-                    ("streaming", None, None, None, None, None)]
+    assert seen == [("streaming", 3000, 50, 1000, 2.5, ["ccl: KEEP 10 ROWS PER(k)"], True),
+                    ("streaming", None, None, None, None, None, False)]
+
+
+def test_no_bare_applies_to_the_streaming_bench_only(capsys):
+    assert main(["bench", "--engine", "spark", "--no-bare"]) == 2
+    assert "--no-bare applies to --engine streaming only" in capsys.readouterr().err
 
 
 def test_bench_rejects_a_bad_event_count(capsys):

@@ -10,6 +10,7 @@ import time
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("pyspark")
@@ -75,6 +76,28 @@ def test_the_verdict_is_the_target_on_a_stream_that_went_through_every_event():
                          _figure("batch", 1_000, 0.5)], 1_000)
     assert "100,000" in lines[1] and "3.00 MiB" in lines[1] and "2.00 GiB" in lines[1] and "100.00 MiB" in lines[1]
     assert lines[2].split()[1:4] == ["batch", "1,000", "0.50"]
+
+
+def test_a_window_is_measured_against_the_bare_stream_which_has_no_verdict():
+    bare = bench.Figure(bench.BARE, "stream", 1_000, 0.004)  # 250,000 events/s
+    by_key = bench.Figure(bench.BARE_BY_KEY, "stream", 1_000, 0.02)
+    assert bench.verdict(bare, 1_000) == bench.verdict(by_key, 1_000) == ""
+    lines = bench.table([bare, by_key, _figure("stream", 1_000, 0.01), _figure("oracle", 1_000, 0.008),
+                         _figure("batch", 1_000, 0.5)], 1_000)
+    assert ("#groupwin(k)#length(10): 2.5x the bare stream's time per event (100,000 vs 250,000 events/s); "
+            "the oracle alone 125,000 events/s") in lines
+    assert not any(line.startswith(bench.BARE_BY_KEY + ":") for line in lines)  # only windows get a ratio
+    assert bench.key_column(bench.BARE) == bench.key_column(bench.BARE_BY_KEY) == "k"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="peaks are read from /proc")
+def test_the_oracle_alone_runs_the_benchs_own_events_and_counts_the_updates_posted():
+    alone = bench.run_oracle("#groupwin(k)#length(10)", 3_000, 50)
+    assert (alone.mode, alone.events) == ("oracle", 3_000) and alone.seconds > 0
+    assert alone.output_rows == 3_000  # one update per arrival (its insert, and its removal if the group was full)
+    # eKuiper: one event per ms over 25 s: the panes [0, 10 s) and [10 s, 20 s) close, one update each
+    kuiper = bench.run_oracle("SELECT color, count(*) FROM demo GROUP BY TUMBLINGWINDOW(ss, 10), color", 25_000, 5)
+    assert kuiper.output_rows == 2
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="peaks are read from /proc")

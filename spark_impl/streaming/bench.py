@@ -40,6 +40,22 @@ default `WORKLOADS`):
   untimed, its rows counted, to print beside the stream's (the sink's
   `numOutputRows`): a stream that went through every event posts as many.
 
+* **the bare stream** (`BARE`, run first unless `--no-bare`): the same files,
+  the same operator (`transformWithStateInPandas` on the RocksDB store) and
+  output schema, keyed by the trace, with a processor that posts each event
+  as one insert row built column-wise (no Python loop) and keeps one counter
+  per key (`BareProcessor`): what any Python processor pays before a window
+  runs in it. The same keyed by `k` (`BARE_BY_KEY`: 10,000 keys, one call and
+  one state read and write each per micro-batch) is the ceiling of a design
+  that keys the sub-windows apart. Each workload's stream prints its ratio to
+  the bare stream.
+
+* **the oracle alone** (`--no-bare` leaves it out too): the window's state
+  machine as the processor runs it (`oracle.driver`'s `step_keyed`, each
+  event built first, untimed), in this process with no Spark, over the first
+  `ORACLE_EVENTS` events of the same trace: the rate no processor running
+  the specification can pass, whatever Spark does around it.
+
 Before the timed runs one tiny stream (a single file of 1,000 events) runs
 through the first workload untimed, so the first timed query does not pay the
 JVM's first streaming query alone. Each workload runs `--repeat` times
@@ -68,6 +84,9 @@ SEED = 28
 WORKLOADS = ("#groupwin(k)#time(10 sec)", "#groupwin(k)#length(10)", "ccl: KEEP 10 ROWS PER(k)",
              "SELECT color, count(*) FROM demo GROUP BY TUMBLINGWINDOW(ss, 10), color")
 WARM_EVENTS = 1_000
+ORACLE_EVENTS = 200_000  # the oracle-alone figure's events (module docstring)
+#: the bare streams' workload names (module docstring)
+BARE, BARE_BY_KEY = "bare stream (keyed by trace)", "bare stream (keyed by k)"
 #: the state operator's figures printed (every one is in the report)
 SHOWN_METRICS = ("rocksdbSstFileSize",)
 
@@ -77,14 +96,14 @@ class Figure:
     """One run of one workload: the stream's or the batch's."""
 
     workload: str
-    mode: str  # "stream" or "batch"
+    mode: str  # "stream", "batch" or "oracle" (the oracle alone, CPU seconds)
     events: int  # events the run went through (the stream's completed micro-batches)
     seconds: float  # end to end
     batches: int = 0
     stopped: bool = False  # the budget ran out before the stream's end
     steady_events_per_s: float | None = None
     first_batch_seconds: float | None = None
-    output_rows: int | None = None
+    output_rows: int | None = None  # the oracle alone: the updates it posted
     state: dict = field(factory=dict)  # the last micro-batch's state operator figures
     state_peak: dict = field(factory=dict)  # the largest of each over all micro-batches
     jvm_peak_bytes: int | None = None
@@ -110,6 +129,8 @@ def dialect_and_clause(window: str) -> tuple[str, str]:
 
 def key_column(window: str) -> str:
     """The key's property name: `color` for an eKuiper query (its examples' name), else `k`."""
+    if window in (BARE, BARE_BY_KEY):
+        return "k"
     return "color" if dialect_and_clause(window)[0] == "kuiper" else "k"
 
 
@@ -264,14 +285,65 @@ def _state_figures(progress: dict) -> dict:
     return figures
 
 
+def _stateful_processor_base():
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    return StatefulProcessor
+
+
+class BareProcessor(_stateful_processor_base()):
+    """The bare stream's processor: each input row posted as one insert row
+    of the windows' output schema, built column-wise from the input frame, and
+    one counter per key (a `ValueState` read and written once per call, as
+    the window processors read and write theirs)."""
+
+    def init(self, handle) -> None:
+        self.count = handle.getValueState("count", "n bigint")
+
+    def handleInputRows(self, key, rows, timerValues):
+        import pandas as pd
+
+        seen = self.count.get()[0] if self.count.exists() else 0
+        for frame in rows:
+            n = len(frame)
+            seen += n
+            yield pd.DataFrame({
+                "trace_id": frame["trace_id"], "after": frame["seq"], "phase": pd.array([1] * n, dtype="Int32"),
+                "time": frame["time"], "ordinal": pd.array([0] * n, dtype="Int32"), "side": "insert",
+                "#due": frame["time"], "#slot": 0, "#n": pd.RangeIndex(n), "id": frame["id"], "values": None,
+                "error": None, "#wstart": pd.array([None] * n, dtype="Int64"),
+                "#wend": pd.array([None] * n, dtype="Int64"), "k": frame["k"]})
+        self.count.update((seen,))
+
+    def close(self) -> None:
+        pass
+
+
+def bare_stream(stream, key: str):
+    """`BareProcessor` on the bench's stream keyed by `key` (`trace_id` or
+    `k`), shaped as a window's output (`traces.operator_output`)."""
+    from spark_impl.streaming import traces
+
+    traces.ensure_provider(stream.sparkSession)
+    items = stream.selectExpr(*(traces.quoted(c) for c in traces.BASE_COLUMNS), "CAST(k AS STRING) AS k")
+    props = [("k", "bigint", False)]
+    posted = items.groupBy(key).transformWithStateInPandas(
+        statefulProcessor=BareProcessor(), outputStructType=traces.operator_schema(props), outputMode="Append",
+        timeMode="None")
+    return traces.operator_output(posted, props, pane_column=False)
+
+
 def run_stream(spark, folder: Path, window: str, checkpoint: Path, peaks: Peaks, budget: float | None = None) -> Figure:
     """One workload's stream over the files of `folder` (module docstring)."""
     from spark_impl import streaming
 
-    dialect, clause = dialect_and_clause(window)
     stream = _frame(spark.readStream.schema(stream_schema()).option("maxFilesPerTrigger", 1).parquet(str(folder)),
                     window)
-    out = streaming.apply_window(stream, clause, dialect)
+    if window in (BARE, BARE_BY_KEY):
+        out = bare_stream(stream, "trace_id" if window == BARE else "k")
+    else:
+        dialect, clause = dialect_and_clause(window)
+        out = streaming.apply_window(stream, clause, dialect)
     peaks.reset()
     started, started_at = time.perf_counter(), time.time()
     query = (out.writeStream.format("noop").outputMode("append").option("checkpointLocation", str(checkpoint))
@@ -318,6 +390,27 @@ def _ended(last: dict, started_at: float) -> float | None:
     return begin + last["durationMs"].get("triggerExecution", 0) / 1000 - started_at
 
 
+def run_oracle(window: str, events: int, keys: int, seed: int = SEED) -> Figure:
+    """The oracle alone over the first `events` events of the bench's trace
+    (module docstring): the same keys, ids and times as `write_stream`'s."""
+    import numpy as np
+
+    from oracle.dialects import parse
+    from oracle.driver import start
+    from oracle.model import Arrive, Event, Trace
+
+    dialect, clause = dialect_and_clause(window)
+    name = key_column(window)
+    drawn = np.random.default_rng(seed).integers(0, keys, events, dtype=np.int64).tolist()
+    items = [Arrive(Event(str(n), {name: k}), time=n) for n, k in enumerate(drawn)]
+    driver = start(parse(clause, dialect), Trace((), 0, {}))
+    step, posted = driver.step_keyed, 0
+    started = time.process_time()
+    for n, item in enumerate(items):
+        posted += len(step(n, item))
+    return Figure(window, "oracle", events, time.process_time() - started, output_rows=posted)
+
+
 def run_batch(spark, folder: Path, window: str, peaks: Peaks, events: int) -> Figure:
     """The batch `apply_window` (its defaults) of the same files, every output column to `noop`."""
     from spark_impl import apply_window
@@ -335,10 +428,10 @@ def run_batch(spark, folder: Path, window: str, peaks: Peaks, events: int) -> Fi
 
 
 def measure(spark, events: int, keys: int, batch_rows: int, windows: Sequence[str], folder: Path, *,
-            repeat: int = 1, budget: float | None = None, batch: bool = True) -> list[Figure]:
+            repeat: int = 1, budget: float | None = None, batch: bool = True, bare: bool = True) -> list[Figure]:
     """Every workload's stream (and, with `batch`, its batch) over one
-    written trace; per workload and mode the best of `repeat` runs (the most
-    events, then the fewest seconds)."""
+    written trace, after the bare streams (with `bare`); per workload and mode
+    the best of `repeat` runs (the most events, then the fewest seconds)."""
     data = folder / "in"
     files = write_stream(data, events, keys, batch_rows)
     print(f"input: {events:,d} events over {keys:,d} keys in {files} files of up to {batch_rows:,d} rows", flush=True)
@@ -347,13 +440,16 @@ def measure(spark, events: int, keys: int, batch_rows: int, windows: Sequence[st
     write_stream(warm, WARM_EVENTS, keys, WARM_EVENTS)
     run_stream(spark, warm, windows[0], folder / "warm-checkpoint", peaks)
     figures = []
-    for n, window in enumerate(windows):
+    for n, window in enumerate(((BARE, BARE_BY_KEY) if bare else ()) + tuple(windows)):
         runs = []
         for r in range(repeat):
             runs.append(run_stream(spark, data, window, folder / f"checkpoint-{n}-{r}", peaks, budget))
             print(f"  stream {window}: {_line(runs[-1])}", flush=True)
         figures.append(max(runs, key=lambda f: (f.events, -f.seconds)))
-        if batch:
+        if bare and window not in (BARE, BARE_BY_KEY):
+            figures.append(run_oracle(window, min(events, ORACLE_EVENTS), keys))
+            print(f"  oracle {window}: {_line(figures[-1])} (CPU, no Spark)", flush=True)
+        if batch and window not in (BARE, BARE_BY_KEY):
             runs = []
             for _ in range(repeat):
                 runs.append(run_batch(spark, data, window, peaks, events))
@@ -386,7 +482,7 @@ def _line(f: Figure) -> str:
 def verdict(f: Figure, events: int) -> str:
     """The stream's figure against the target: only a run that went through
     every event is a verdict; a stopped run misses by its measured rate."""
-    if f.mode != "stream":
+    if f.mode != "stream" or f.workload in (BARE, BARE_BY_KEY):
         return ""
     if f.rate >= TARGET_RATE and not f.stopped and f.events == events:
         return "meets"
@@ -408,6 +504,14 @@ def table(figures: list[Figure], events: int) -> list[str]:
             f"{rows if rows is not None else '-':>10} {_size(f.state_peak.get('memoryUsedBytes')):>10s} "
             f"{_size(f.state_peak.get('rocksdbSstFileSize')):>10s} {_size(f.jvm_peak_bytes):>10s} "
             f"{_size(f.worker_peak_bytes):>11s}  {verdict(f, events)}".rstrip())
+    bare = next((f for f in figures if f.workload == BARE and f.rate > 0), None)
+    if bare is not None:
+        for f in figures:
+            if f.mode == "stream" and f.workload not in (BARE, BARE_BY_KEY) and f.rate > 0:
+                alone = next((o for o in figures if o.workload == f.workload and o.mode == "oracle"), None)
+                lines.append(f"{f.workload}: {bare.rate / f.rate:.1f}x the bare stream's time per event "
+                             f"({f.rate:,.0f} vs {bare.rate:,.0f} events/s)"
+                             + (f"; the oracle alone {alone.rate:,.0f} events/s" if alone and alone.rate else ""))
     rows = {(f.workload, f.mode): f.output_rows for f in figures}
     for f in figures:
         if f.mode == "stream" and (f.workload, "batch") in rows:
@@ -438,7 +542,8 @@ def main(args) -> int:
           + (f", budget {budget:g} s per stream" if budget else ""), flush=True)
     folder = Path(tempfile.mkdtemp(prefix="window-oracle-stream-bench-"))
     try:
-        figures = measure(spark, events, keys, batch_rows, windows, folder, repeat=repeat, budget=budget)
+        figures = measure(spark, events, keys, batch_rows, windows, folder, repeat=repeat, budget=budget,
+                          bare=not getattr(args, "no_bare", False))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     print("\n".join(table(figures, events)))

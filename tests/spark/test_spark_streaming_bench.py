@@ -22,7 +22,11 @@ def test_the_bench_command_on_a_tiny_stream_reports_every_figure(spark, tmp_path
                  "--window", "#groupwin(k)#length(10)", "--report", str(report)]) == 0
     data = json.loads(report.read_text())
     assert (data["events"], data["keys"], data["batch_rows"]) == (3000, 50, 1000)
-    stream, batch = data["figures"]
+    bare, bare_by_key, stream, batch = data["figures"]
+    assert (bare["workload"], bare_by_key["workload"]) == (bench.BARE, bench.BARE_BY_KEY)
+    assert bare["output_rows"] == bare_by_key["output_rows"] == 3000  # one insert row per event
+    assert bare["state_peak"]["numRowsTotal"] == 1 and bare_by_key["state_peak"]["numRowsTotal"] == 50
+    assert bare["verdict"] == bare_by_key["verdict"] == ""
     assert (stream["mode"], stream["events"], stream["batches"], stream["stopped"]) == ("stream", 3000, 3, False)
     # every event is inserted once; each key's events past its tenth push one out
     counts = np.bincount(np.random.default_rng(bench.SEED).integers(0, 50, 3000), minlength=50)
@@ -35,3 +39,4 @@ def test_the_bench_command_on_a_tiny_stream_reports_every_figure(spark, tmp_path
     assert (batch["mode"], batch["events"]) == ("batch", 3000) and batch["seconds"] > 0
     out = capsys.readouterr().out
     assert f"#groupwin(k)#length(10): output rows, stream {expected:,d}, batch {expected:,d}" in out
+    assert "#groupwin(k)#length(10): " in out and "x the bare stream's time per event" in out
