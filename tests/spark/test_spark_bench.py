@@ -1,0 +1,20 @@
+"""The Spark bench's baselines compute what they stand for (spark_impl/bench.py):
+the bare plan with the output's rows writes exactly the rows a count window
+posts, with the output's columns."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+
+def test_the_bare_plan_with_the_outputs_rows_posts_what_a_count_window_posts(spark, tmp_path):
+    from spark_impl import apply_window_to_events, bench
+    from spark_impl.frames import OUTPUT_COLUMNS
+
+    events = spark.read.parquet(bench.write_events(spark, 2_000, 20, tmp_path))
+    rows = bench.bare_rows(events)
+    assert list(rows.columns) == [*OUTPUT_COLUMNS, "k", "price"]
+    window = apply_window_to_events(events, "#groupwin(k)#length(10)", order_col="n", time_col="t")
+    got = Counter(tuple(r) for r in rows.select("after", "side", "id").collect())
+    posted = Counter(tuple(r) for r in window.select("after", "side", "id").collect())
+    assert got == posted and sum(1 for side in got.elements() if side[1] == "remove") > 0
