@@ -17,6 +17,9 @@ size (in a temporary folder, untimed) and read back by every workload.
   jump, so the plan is made for input without jumps;
 * the table check alone (`spark_impl.event_table.check_events`), which every
   window above runs before planning (`validate=True`), so its share shows;
+  and the id check alone (`event_table.id_problems`), which every window
+  above runs too since the table has an `id` column (a table without one
+  takes its ids from the order column and skips it);
 * bare: what any keyed window costs in Spark at least, `lag(id, 10)` over the
   keys in `n` order (one shuffle and sort), no update identity, no clock.
 * bare with the output's rows (`BARE_ROWS`): the same `lag` of the event ten
@@ -91,6 +94,7 @@ WINDOWS = ("#groupwin(k)#length(10)", "#time(10 sec)", "#groupwin(k)#time_batch(
 BARE = "bare: lag(id, 10) by key"
 BARE_ROWS = "bare with the output's rows (insert, remove)"
 CHECK = "table check alone (in each window)"
+CHECK_IDS = "id check alone (in each window: the table has ids)"
 TARGET_BARE, TARGET_SCALING = 1.5, 10.0  # issue 27: every window within 1.5x of bare at 10 M
 
 
@@ -162,6 +166,16 @@ def check(events):
     return scanned_problems(rows, None, traced=False)
 
 
+def check_ids(events):
+    """The id check every `apply_window_to_events` above runs (the events
+    have an `id` column): the frame of the ids null or repeated."""
+    from pyspark.sql import functions as F
+
+    from spark_impl.event_table import ONE_TRACE, id_problems
+
+    return id_problems(events.select(F.lit(ONE_TRACE).alias("trace_id"), F.col("n").alias("seq"), "id"))
+
+
 def dialect_and_clause(window: str) -> tuple[str, str]:
     """A workload's window: an Esper clause, or `<dialect>: <clause>` in another
     dialect (`apama: partition by v.k retain 5`)."""
@@ -231,7 +245,7 @@ def workloads(windows: Sequence[str], trace_frame: bool = False) -> dict[str, Ca
         if trace_frame:
             runs[w + TRACED] = traced(w)
     baselines = {baseline_name(w): spark_window(w) for w in windows if is_query(w)}
-    return {**runs, **baselines, CHECK: check, BARE_ROWS: bare_rows, BARE: bare}
+    return {**runs, **baselines, CHECK: check, CHECK_IDS: check_ids, BARE_ROWS: bare_rows, BARE: bare}
 
 
 def baseline_name(query: str) -> str:
@@ -306,7 +320,7 @@ def summary(timings: list[Timing], windows: Sequence[str]) -> list[dict]:
     measured = [name for w in windows for name in ((w, w + UNCHECKED) if is_query(w) else (w,))]
     measured += [w + TRACED for w in traced]
     for window in (*measured, *(b for b in dict.fromkeys(baselines.values()) if b not in measured), CHECK,
-                   BARE_ROWS, BARE):
+                   CHECK_IDS, BARE_ROWS, BARE):
         for n in sizes:
             if (window, n) not in by:  # a baseline left out of the run
                 continue
@@ -327,7 +341,8 @@ def verdict(row: dict, largest: int) -> str:
     """A window's row against the targets: at the largest size only (`TARGET_BARE`
     on `vs_bare`, `TARGET_SCALING` on `scaling`); "" for the baselines' rows and
     smaller sizes; a query's own verdict is its line against its baseline."""
-    if row["events"] != largest or row["window"] in (BARE, BARE_ROWS, CHECK) or row["window"] in KUIPER_QUERIES.values():
+    baselines = (BARE, BARE_ROWS, CHECK, CHECK_IDS, *KUIPER_QUERIES.values())
+    if row["events"] != largest or row["window"] in baselines:
         return ""
     window = row["window"].removesuffix(TRACED)
     if is_query(window.removesuffix(UNCHECKED)) or window in STATEMENTS:

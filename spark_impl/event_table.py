@@ -46,11 +46,13 @@ def apply_window_to_events(events_df: DataFrame, window: str | WindowSpec, *, or
     * `start`: the clock when the window is created (default 0).
     * `pane_rows`: False for an eKuiper query's output rows only (what its sink
       receives), without the panes' rows.
-    * `validate`: check the table before planning (`check_events`, one Spark
-      job that sorts the three columns): a null order, time or trace value, a
-      negative or repeated order value, a time that goes back along the order,
-      or an `until` before a trace's last event raises `InvalidFrame` naming
-      the column, the trace and the value. `validate=False` skips that job for
+    * `validate`: check the table before planning (`check_events`: one scan
+      of the order and time columns as the table lies; and, where the table
+      has an `id` column, one aggregate over every (trace, id)): a null order,
+      time or trace value, a negative or repeated order value, a time that
+      goes back along the order, an `until` before a trace's last event, or
+      an id null or repeated in its trace raises `InvalidFrame` naming the
+      column, the trace and the value. `validate=False` skips that job for
       a table known to be valid (offsets and ingest times of one log); an
       invalid table then gives wrong output. An `until` is checked either way.
 
@@ -145,11 +147,18 @@ def _col(name: str):
     return F.col("`" + name.replace("`", "``") + "`")
 
 
+def id_problems(rows: DataFrame) -> DataFrame:
+    """The (trace_id, id, seq, n) of every id null on an event or held `n` > 1
+    times in its trace (`seq` its first), the first first: one aggregate over
+    every (trace, id), a shuffle of the whole table."""
+    return (rows.groupBy("trace_id", "id").agg(F.expr("min(seq)").alias("seq"), F.expr("count(1)").alias("n"))
+            .where("id IS NULL OR n > 1").orderBy("trace_id", "seq"))
+
+
 def _check_ids(rows: DataFrame, trace_col: str | None) -> None:
     """Raise `InvalidFrame` for the first trace whose `id` column is null on an
     event or holds one value twice (an event's id is unique in its trace)."""
-    found = (rows.groupBy("trace_id", "id").agg(F.expr("min(seq)").alias("seq"), F.expr("count(1)").alias("n"))
-             .where("id IS NULL OR n > 1").orderBy("trace_id", "seq").limit(1).collect())
+    found = id_problems(rows).limit(1).collect()
     if found:
         bad = found[0]
         in_trace = f" in trace {bad.trace_id!r}" if trace_col else ""

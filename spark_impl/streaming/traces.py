@@ -79,26 +79,20 @@ column holding a null a float column, and a clock past 2**53 inexact).
 
 **Throughput, and why sub-windows are not keyed apart.** A trace is one key:
 its items run one after another in one Python worker, so one trace goes at
-the speed of one core running the oracle, whatever the cluster (the bench:
-`difftest bench --engine streaming`, spark_impl/streaming/bench.py; figures
-in the README, "On a stream"). Measured without a JVM (the processor fed by
-`TwsTester`, 100,000-row micro-batches, one trace, CPU time): the oracle's own
-`step_keyed` and item check take 6 to 22 us an event with 10 keys (45,000
-events/s for `#groupwin(k)#time(10 sec)`, 80,000 for `#groupwin(k)#length(10)`,
-111,000 for `KEEP 10 ROWS PER(k)`, 167,000 for an eKuiper tumbling count), and
-this module's plumbing (rows to items, updates to rows, the state's pickle)
-about as much again. With 10,000 keys the grouped windows fall to 2,800 to
-3,800 events/s in the oracle alone, and `#groupwin(k)#time(10 sec)` to 360
-to 510 through the processor over its first 20,000 events: the oracle's `#groupwin` (`GroupWinWindow`, which
-CCL's `PER` runs too) takes its next timer as a minimum over every group and
-scans every group when a timer fires, on every item. Keeping those groups'
-due times in a heap instead (a prototype, not in the oracle: that is the
-specification's to decide) made the processor run 27,000 to 29,000 events/s
-with 10,000 keys.
+the speed of one core running the oracle plus this module's plumbing,
+whatever the cluster; many traces spread over the cluster by trace. The
+bench (`difftest bench --engine streaming`, spark_impl/streaming/bench.py;
+figures in the README, "On a stream") measures each window beside a bare
+stream: the same operator, key and output schema with a processor that
+posts each event as one row and keeps a counter. On `local[2]`, one trace of
+1 M events over 10,000 keys in 100,000-row micro-batches: the bare stream
+does 67,000 events/s keyed by trace and 5,100 keyed by the events' key
+(10,000 keys: a call and a state read and write per key per micro-batch);
+the windows 18,000 to 27,000 events/s, the oracle alone 62,000 to 161,000.
 
 Keying the sub-windows apart (one key per trace and group, issue 28) would
-spread one trace's groups over the cluster's cores, but not exactly with the
-input this module takes:
+so cost more than it spreads, and is not exact with the input this module
+takes:
 
 * A group's items are numbered by the trace's `seq`, not the group's: a
   processor holding group g's rows cannot tell whether g's next item is still
@@ -111,11 +105,8 @@ input this module takes:
   group would need every clock-moving item of its trace (every event, in a
   stream of events: the whole trace copied to every group), or a third stage
   joining each due time to the clock.
-* On the two cores of `local[2]` it would at best double the rate, where the
-  oracle's grouped window alone costs a factor of 10 to 80 at 10,000 keys.
 
-So the sub-windows run in their trace's key, exactly as in the oracle; a
-stream of many traces spreads over the cluster by trace.
+So the sub-windows run in their trace's key, exactly as in the oracle.
 
 **Restart.** State is versioned by Spark per micro-batch; a query stopped (or
 failed) after any micro-batch and started again from its checkpoint re-runs

@@ -18,3 +18,17 @@ def test_the_bare_plan_with_the_outputs_rows_posts_what_a_count_window_posts(spa
     got = Counter(tuple(r) for r in rows.select("after", "side", "id").collect())
     posted = Counter(tuple(r) for r in window.select("after", "side", "id").collect())
     assert got == posted and sum(1 for side in got.elements() if side[1] == "remove") > 0
+
+
+def test_the_id_check_alone_finds_what_the_windows_check_refuses(spark, tmp_path):
+    import pytest
+
+    from spark_impl import apply_window_to_events, bench
+    from spark_impl.errors import InvalidFrame
+
+    events = spark.read.parquet(bench.write_events(spark, 1_000, 20, tmp_path))
+    assert bench.check_ids(events).count() == 0
+    repeated = events.selectExpr("n", "t", "k", "price", "CASE WHEN n = 700 THEN '3' ELSE id END AS id")
+    assert [tuple(r) for r in bench.check_ids(repeated).select("id", "seq", "n").collect()] == [("3", 3, 2)]
+    with pytest.raises(InvalidFrame, match="column 'id' has the value '3' 2 times"):
+        apply_window_to_events(repeated, "#length(2)", order_col="n", time_col="t")
