@@ -168,12 +168,12 @@ def check(events):
 
 def check_ids(events):
     """The id check every `apply_window_to_events` above runs (the events
-    have an `id` column): the frame of the ids null or repeated."""
+    have an `id` column): the first id null or repeated, as it asks for it."""
     from pyspark.sql import functions as F
 
     from spark_impl.event_table import ONE_TRACE, id_problems
 
-    return id_problems(events.select(F.lit(ONE_TRACE).alias("trace_id"), F.col("n").alias("seq"), "id"))
+    return id_problems(events.select(F.lit(ONE_TRACE).alias("trace_id"), F.col("n").alias("seq"), "id")).limit(1)
 
 
 def dialect_and_clause(window: str) -> tuple[str, str]:

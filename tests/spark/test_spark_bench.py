@@ -28,7 +28,9 @@ def test_the_id_check_alone_finds_what_the_windows_check_refuses(spark, tmp_path
 
     events = spark.read.parquet(bench.write_events(spark, 1_000, 20, tmp_path))
     assert bench.check_ids(events).count() == 0
-    repeated = events.selectExpr("n", "t", "k", "price", "CASE WHEN n = 700 THEN '3' ELSE id END AS id")
-    assert [tuple(r) for r in bench.check_ids(repeated).select("id", "seq", "n").collect()] == [("3", 3, 2)]
-    with pytest.raises(InvalidFrame, match="column 'id' has the value '3' 2 times"):
+    repeated = events.selectExpr("n", "t", "k", "price", "CASE WHEN n IN (700, 900) THEN '3' "
+                                 "WHEN n = 800 THEN '5' ELSE id END AS id")
+    # the first by seq of the ids repeated: '3' (first at 3, then 700 and 900)
+    assert [tuple(r) for r in bench.check_ids(repeated).select("id", "seq", "n").collect()] == [("3", 3, 3)]
+    with pytest.raises(InvalidFrame, match="column 'id' has the value '3' 3 times"):
         apply_window_to_events(repeated, "#length(2)", order_col="n", time_col="t")
