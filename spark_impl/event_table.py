@@ -155,9 +155,82 @@ def id_problems(rows: DataFrame) -> DataFrame:
             .where("id IS NULL OR n > 1").orderBy("trace_id", "seq"))
 
 
+#: the hash ranges the id pre-check's sorted hashes are sent to (one shuffle partition each at most)
+ID_BUCKETS = 64
+_ID_BUCKET_BITS = 6  # log2(ID_BUCKETS): a hash's bucket is its top bits, so a bucket's hashes stay sorted
+
+
+def ids_may_repeat(rows: DataFrame) -> bool:
+    """Whether some event of `rows` (trace_id, id) has no id, or two events
+    of one trace may share one: False only where neither happens.
+
+    Exact where it says False: each event's 64-bit hash of (trace, id) is
+    taken in Spark, each input partition's hashes are sorted in numpy as the
+    partition lies (a hash met twice there, or a null id, is a suspect) and
+    cut into `ID_BUCKETS` sorted runs by their top bits, one row (a blob) per
+    run; one shuffle of those blobs by bucket, then each bucket's runs sorted
+    together: a hash met twice is a suspect. Two events with one (trace, id)
+    have one hash, so no suspect means no repeat; a suspect is a repeat or,
+    rarely, two ids of one hash, and the caller runs the exact aggregate
+    (`id_problems`) to tell. What it saves: the aggregate shuffles every
+    (trace, id) as a row; this shuffles 8 bytes an event in a few blobs."""
+    hashed = rows.select(F.xxhash64("trace_id", "id").alias("h"), F.col("id").isNull().alias("missing"))
+    runs = hashed.mapInArrow(_sorted_hash_runs, "bucket int, hashes binary, suspect boolean")
+    merged = runs.repartition(ID_BUCKETS, "bucket").mapInArrow(_repeated_hashes, "suspect boolean")
+    return bool(merged.where("suspect").limit(1).collect())
+
+
+def _sorted_hash_runs(batches):
+    """mapInArrow: one input partition's (h, missing) -> a suspect row if an id
+    is null or a hash repeats here, else one row per bucket: its hashes sorted."""
+    import numpy as np
+    import pyarrow as pa
+
+    hashes, missing = [], False
+    for batch in batches:
+        hashes.append(batch.column(0).to_numpy(zero_copy_only=False))
+        missing = missing or bool(batch.column(1).to_numpy(zero_copy_only=False).any())
+    h = np.sort(np.concatenate(hashes)) if hashes else np.empty(0, np.int64)
+    if missing or bool((h[1:] == h[:-1]).any()):
+        yield pa.RecordBatch.from_pydict({"bucket": [0], "hashes": [b""], "suspect": [True]},
+                                         schema=_hash_run_schema())
+        return
+    # signed order: the top bits of h + 2**63 (unsigned) rise with h, so each bucket is a sorted slice
+    top = ((h.view(np.uint64) ^ np.uint64(1 << 63)) >> np.uint64(64 - _ID_BUCKET_BITS)).astype(np.int32)
+    cuts = np.searchsorted(top, np.arange(ID_BUCKETS + 1, dtype=np.int32))
+    buckets = [b for b in range(ID_BUCKETS) if cuts[b] < cuts[b + 1]]
+    yield pa.RecordBatch.from_pydict({"bucket": buckets, "hashes": [h[cuts[b]:cuts[b + 1]].tobytes() for b in buckets],
+                                      "suspect": [False] * len(buckets)}, schema=_hash_run_schema())
+
+
+def _repeated_hashes(batches):
+    """mapInArrow: the runs of one or more buckets -> one row: a suspect from
+    a partition, or a hash met in two runs."""
+    import numpy as np
+    import pyarrow as pa
+
+    runs, suspect = [], False
+    for batch in batches:
+        suspect = suspect or bool(batch.column(2).to_numpy(zero_copy_only=False).any())
+        runs += [np.frombuffer(blob, np.int64) for blob in batch.column(1).to_pylist()]
+    if not suspect and runs:
+        h = np.sort(np.concatenate(runs))
+        suspect = bool((h[1:] == h[:-1]).any())
+    yield pa.RecordBatch.from_pydict({"suspect": [suspect]})
+
+
+def _hash_run_schema():
+    import pyarrow as pa
+
+    return pa.schema([("bucket", pa.int32()), ("hashes", pa.binary()), ("suspect", pa.bool_())])
+
+
 def _check_ids(rows: DataFrame, trace_col: str | None) -> None:
     """Raise `InvalidFrame` for the first trace whose `id` column is null on an
-    event or holds one value twice (an event's id is unique in its trace)."""
+    event or holds one value twice (an event's id is unique in its trace):
+    the hashed pre-check, and the exact aggregate only where it finds a suspect."""
+    if not ids_may_repeat(rows):
+        return
     found = id_problems(rows).limit(1).collect()
     if found:
         bad = found[0]
@@ -423,23 +496,44 @@ def _describe(problem, order_col: str, time_col: str, trace_col: str | None, unt
 def check_trace_frame(trace_df: DataFrame) -> bool:
     """Raise `InvalidFrame` for the first problem of a trace frame (the input of
     `apply_window`), naming the column, the trace and the value: what the
-    oracle refuses in a trace, in two Spark jobs. Returns whether the frame
+    oracle refuses in a trace, in three Spark jobs. Returns whether the frame
     holds a `jump` item (found by the first job: a plan for input without
     jumps is cheaper).
 
     * per trace (one aggregate): a kind that is null or not one of `KINDS`, an
-      event without an id, an id twice, a clock further than 2^62 ms from 0,
-      more than one `start` row, a start time after the first item's time;
+      event without an id, a clock further than 2^62 ms from 0, more than one
+      `start` row, a start time after the first item's time;
+    * an id twice in a trace: `ids_may_repeat` (hashes sorted in numpy); where
+      it finds a suspect, or the aggregate a problem, the aggregate runs again
+      counting each trace's distinct ids, and names the first problem;
     * then the order: a null trace, seq or time, a negative seq, a seq twice, a
       time going back along seq (`check_events` on the items: one scan of a
       frame written in order, a sort otherwise)."""
+    found = _first_trace_problem(trace_df, distinct_ids=False)
+    if found.first is not None or ids_may_repeat(trace_df.where("kind = 'event'").select("trace_id", "id")):
+        # a problem, or ids that may repeat: the exact aggregate names the first problem
+        found = _first_trace_problem(trace_df, distinct_ids=True)
+    if found.first is None:
+        items = trace_df.where("kind <> 'start'").select("trace_id", "seq", "time")
+        check_events(items, order_col="seq", time_col="time", trace_col="trace_id", until=None)
+        return found.jumps
+    _raise_trace_problem(trace_df, found.first)
+
+
+def _first_trace_problem(trace_df: DataFrame, distinct_ids: bool):
+    """One job: the first trace (by id) with a problem of the per-trace
+    aggregate (`first`: its figures, None if none) and whether any trace jumps
+    (`jumps`). `distinct_ids`: count each trace's distinct ids too (an id
+    twice is then a problem: a shuffle of every (trace, id)); without it, the
+    caller has found with `ids_may_repeat` that no id repeats."""
     kinds = ", ".join(f"'{k}'" for k in frames.KINDS)
+    distinct = "count(DISTINCT id)" if distinct_ids else "count(id)"
     per_trace = trace_df.groupBy("trace_id").agg(
         F.expr(f"min_by(seq, seq) FILTER (WHERE kind IS NULL OR kind NOT IN ({kinds}))").alias("bad_kind_seq"),
         F.expr(f"min_by(kind, seq) FILTER (WHERE kind IS NULL OR kind NOT IN ({kinds}))").alias("bad_kind"),
         F.expr("min(seq) FILTER (WHERE kind = 'event' AND id IS NULL)").alias("no_id_seq"),
         F.expr("count(id) FILTER (WHERE kind = 'event')").alias("ids"),
-        F.expr("count(DISTINCT id) FILTER (WHERE kind = 'event')").alias("distinct_ids"),
+        F.expr(f"{distinct} FILTER (WHERE kind = 'event')").alias("distinct_ids"),
         F.expr(f"min_by(seq, seq) FILTER (WHERE abs(time) > {MAX_CLOCK})").alias("far_seq"),
         F.expr(f"min_by(time, seq) FILTER (WHERE abs(time) > {MAX_CLOCK})").alias("far_time"),
         F.expr("count(1) FILTER (WHERE kind = 'start')").alias("starts"),
@@ -450,15 +544,13 @@ def check_trace_frame(trace_df: DataFrame) -> bool:
     )
     problem = ("bad_kind_seq IS NOT NULL OR no_id_seq IS NOT NULL OR ids <> distinct_ids OR far_seq IS NOT NULL "
                "OR starts > 1 OR start_time > first_time")
-    # one job: the first trace with a problem, and whether any trace jumps
-    found = per_trace.agg(
+    return per_trace.agg(
         F.expr(f"min_by(struct(*), trace_id) FILTER (WHERE {problem})").alias("first"),
         F.expr("coalesce(sum(jumps), 0) > 0").alias("jumps")).first()
-    if found.first is None:
-        items = trace_df.where("kind <> 'start'").select("trace_id", "seq", "time")
-        check_events(items, order_col="seq", time_col="time", trace_col="trace_id", until=None)
-        return found.jumps
-    p = found.first
+
+
+def _raise_trace_problem(trace_df: DataFrame, p) -> None:
+    """`InvalidFrame` for the per-trace problem `p` (`_first_trace_problem`'s `first`)."""
     where = f"in trace {p.trace_id!r}"
     if p.bad_kind_seq is not None:
         raise InvalidFrame(f"column 'kind' is {p.bad_kind!r} at seq={p.bad_kind_seq} {where}; "

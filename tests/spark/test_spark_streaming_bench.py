@@ -22,7 +22,8 @@ def test_the_bench_command_on_a_tiny_stream_reports_every_figure(spark, tmp_path
                  "--window", "#groupwin(k)#length(10)", "--report", str(report)]) == 0
     data = json.loads(report.read_text())
     assert (data["events"], data["keys"], data["batch_rows"]) == (3000, 50, 1000)
-    bare, bare_by_key, stream, batch = data["figures"]
+    bare, bare_by_key, stream, alone, batch = data["figures"]
+    assert (alone["mode"], alone["events"], alone["output_rows"]) == ("oracle", 3000, 3000)  # an update per arrival
     assert (bare["workload"], bare_by_key["workload"]) == (bench.BARE, bench.BARE_BY_KEY)
     assert bare["output_rows"] == bare_by_key["output_rows"] == 3000  # one insert row per event
     assert bare["state_peak"]["numRowsTotal"] == 1 and bare_by_key["state_peak"]["numRowsTotal"] == 50
