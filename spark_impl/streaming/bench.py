@@ -76,6 +76,8 @@ from pathlib import Path
 
 from attrs import asdict, define, field
 
+from spark_impl.streaming.traces import _stateful_processor_base
+
 EVENTS = 1_000_000
 KEYS = 10_000
 BATCH_ROWS = 100_000
@@ -283,12 +285,6 @@ def _state_figures(progress: dict) -> dict:
     figures = {name: op.get(name) for name in ("numRowsTotal", "numRowsUpdated", "memoryUsedBytes")}
     figures.update({name: value for name, value in (op.get("customMetrics") or {}).items()})
     return figures
-
-
-def _stateful_processor_base():
-    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
-
-    return StatefulProcessor
 
 
 class BareProcessor(_stateful_processor_base()):
