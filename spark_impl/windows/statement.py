@@ -116,6 +116,8 @@ from spark_impl.windows.intersect import MEMBER_SHIFT
 CONTRACT = ("trace_id", "seq", "phase", "time", "slot_due", "slot", "side", "pos", "id")
 #: a row's place in its post: inserts first, then the window's order
 _ROW_ORDER = "`#sr`, slot_due, slot, pos"
+#: the same, last to first (`_Plan._by_post`)
+_REVERSED_ROW_ORDER = "`#sr` DESC NULLS LAST, slot_due DESC NULLS LAST, slot DESC NULLS LAST, pos DESC NULLS LAST"
 _NUMBERS = ("long", "double")
 _SIZE = Aggregate("count")  # count(*): a group's size
 #: a post's one row (no GROUP BY): its place is the post's
@@ -439,15 +441,21 @@ class _Plan:
         post's end, where the group is empty. One ordering by post, its rows
         peers (`RANGE`): the running sums through the post are the state after
         it, the post's own (`CURRENT ROW AND CURRENT ROW`) taken from them the
-        state before; the last row of the post in that order (`row_number` =
-        the rows through the post) is the group's one row, the least place of
-        the post's rows the group's first row's. A total is reset where the
-        count after a post is 0: its running sum less the sum at the last
-        such post (a second pass, over the one rows where `group_rows`)."""
+        state before. Where `group_rows`, each post's rows are ordered last to
+        first by place (`_REVERSED_ROW_ORDER`) and the sums run row by row:
+        the post's last row in that order (its next row is of another post)
+        is the group's one row, its sums the state after the post, its own
+        place the group's first row's (no frame over the post's rows finds
+        it). A total is reset where the count after a post is 0: its running
+        sum less the sum at the last such post (a second pass, over the one
+        rows where `group_rows`)."""
         group = self._group()
-        window = f"PARTITION BY {group} ORDER BY {self.post_order}"
-        through = f"OVER ({window} RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
-        own = f"OVER ({window} RANGE BETWEEN CURRENT ROW AND CURRENT ROW)"
+        if group_rows:
+            window = f"PARTITION BY {group} ORDER BY {self.post_order}, {_REVERSED_ROW_ORDER}"
+            through = f"OVER ({window} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+        else:
+            window = f"PARTITION BY {group} ORDER BY {self.post_order}"
+            through = f"OVER ({window} RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
         sums = {f"#p{i}": f"CASE WHEN `#gate{i}` THEN `#sign` ELSE 0 END" for i in counted}
         sums.update({f"#c{i}": f"CASE WHEN `#gate{i}` {_FINITE.format(i=i) if i in doubles else ''} "
                                f"THEN `#sign` * `#v{i}` ELSE 0 END" for i in summed})
@@ -455,8 +463,8 @@ class _Plan:
                      for i in doubles for q, step in _NON_FINITE.items()})
         columns = [f"sum({step}) {through} AS `{name}`" for name, step in sums.items()]
         if group_rows:
-            columns += ["row_number() OVER ({window}) AS `#rn`".format(window=window), f"count(*) {through} AS `#rs`",
-                        f"min(named_struct('r', `#sr`, 'd', slot_due, 's', slot, 'p', pos)) {own} AS `#place`"]
+            same = " AND ".join(f"lead({c}) OVER ({window}) <=> {c}" for c in self.post)
+            columns.append(f"NOT ({same}) AS `#row`")
         rows = rows.selectExpr("*", *columns)
         reset = {f"{c}{i}": f"`#p{i}` = 0" for i in summed for c in ("#c", *(f"#q{q}" for q in _NON_FINITE if i in doubles))}
         after = {f"n{i}": f"`#p{i}`" for i in counted}
@@ -466,15 +474,17 @@ class _Plan:
                 rows = rows.selectExpr("*", *(f"last_value(CASE WHEN {empty} THEN `{name}` END, true) {through} "
                                               f"AS `{name}r`" for name, empty in reset.items()))
             return rows.selectExpr("*", *(f"{v} AS `#a{name}`" for name, v in after.items()))
-        rows = rows.where("`#rn` = `#rs`").selectExpr(
-            "*", "true AS `#row`", "`#place`.d AS `#fd`", "`#place`.s AS `#fs`",
-            f"shiftleft(CAST(`#place`.r AS BIGINT), 61) + `#place`.p AS `#fp`")
+        rows = rows.where("`#row`").selectExpr(
+            "*", "slot_due AS `#fd`", "slot AS `#fs`", "shiftleft(CAST(`#sr` AS BIGINT), 61) + pos AS `#fp`")
         # one row per post now: the previous row is the previous post, its sums the state before this one
         running = f"OVER (PARTITION BY {group} ORDER BY {self.post_order} ROWS BETWEEN UNBOUNDED PRECEDING AND "
+        # the sums at the last reset before the post (`rb`), and through it (`r`: the post's own where it resets)
         rows = rows.selectExpr("*", *(f"lag(`{name}`) OVER (PARTITION BY {group} ORDER BY {self.post_order}) AS `{name}l`"
                                       for name in sums), *(
-            f"last_value(CASE WHEN {empty} THEN `{name}` END, true) {running}{end}) AS `{name}{suffix}`"
-            for name, empty in reset.items() for end, suffix in (("CURRENT ROW", "r"), ("1 PRECEDING", "rb"))))
+            f"last_value(CASE WHEN {empty} THEN `{name}` END, true) {running}1 PRECEDING) AS `{name}rb`"
+            for name, empty in reset.items()))
+        rows = rows.selectExpr("*", *(f"CASE WHEN {empty} THEN `{name}` ELSE `{name}rb` END AS `{name}r`"
+                                      for name, empty in reset.items()))
         before = {f"n{i}": f"coalesce(`#p{i}l`, 0)" for i in counted}
         before.update({f"t{i}": _total(i, i in doubles, before=True) for i in summed})
         return rows.selectExpr("*", *(f"{v} AS `#a{name}`" for name, v in after.items()),
@@ -679,7 +689,7 @@ class _Plan:
         after = JavaSql(self.kinds, self.values("a"))
         size = self.values("a")[_SIZE][0]
         held = f"{size} > 0" if spec.having is None else f"{size} > 0 AND {after.truth(spec.having)}"
-        in_order = f"PARTITION BY {self._group()} ORDER BY {self.post_order}, {_ROW_ORDER}"
+        in_order = f"PARTITION BY {self._group()} ORDER BY {self.post_order}"  # a row per (group, post)
         rows = rows.selectExpr("*", f"{held} AS `#in`", f"{self.row_json(after)} AS `#json`")
         before = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
         rows = rows.selectExpr("*", f"coalesce(last_value(CASE WHEN `#row` THEN `#in` END, true) {before}, false) AS `#was`",
@@ -696,13 +706,12 @@ class _Plan:
         return self.types[prop]
 
 
-#: a double sum's values apart from the finite ones, counted since the last reset (`_total`): its NaN (`n`);
-#: its infinities (`i`) as they move the sum, an entering +Inf or leaving -Inf counted in the high 32 bits, an
-#: entering -Inf or leaving +Inf in the low 32 (two counts in one running sum; below 2^31 each, and counts only
-#: grow, so a difference of two such sums is the two differences)
-_NON_FINITE = {"n": "CASE WHEN isnan(`#v{i}`) THEN 1 ELSE 0 END",
-               "i": "CASE `#sign` * `#v{i}` WHEN double('Infinity') THEN 4294967296 WHEN double('-Infinity') THEN 1 "
-                    "ELSE 0 END"}
+#: a double sum's values apart from the finite ones, counted since the last reset (`_total`), as they move the
+#: sum: an entering +Inf or leaving -Inf counted in the high 32 bits, an entering -Inf or leaving +Inf in the low
+#: 32, a NaN in both (Java's sum is NaN once a NaN met it or both infinities did: a NaN is both). Two counts in one
+#: running sum; below 2^31 each, and counts only grow, so a difference of two such sums is the two differences
+_NON_FINITE = {"i": "CASE WHEN isnan(`#v{i}`) THEN 4294967297 WHEN `#sign` * `#v{i}` = double('Infinity') "
+                    "THEN 4294967296 WHEN `#sign` * `#v{i}` = double('-Infinity') THEN 1 ELSE 0 END"}
 _LOW_32 = 4294967295
 _FINITE = "AND NOT isnan(`#v{i}`) AND abs(`#v{i}`) <> double('Infinity')"
 
@@ -712,8 +721,9 @@ def _total(i: int, double: bool, before: bool = False) -> str:
     sum at the reset; `before` a post (`_Plan._by_post`), the running sum
     at the previous post, less the sum at the reset before it. A
     double's NaN and infinities are counted apart (a difference of running
-    sums cannot take out a NaN): Java's sum is NaN once a NaN met it or both
-    infinities did, else the infinity it met, else the finite values' sum."""
+    sums cannot take out a NaN, `_NON_FINITE`): Java's sum is NaN once a NaN
+    met it or both infinities did, else the infinity it met, else the finite
+    values' sum."""
     def since(name: str) -> str:
         if before:
             return f"(coalesce(`{name}{i}l`, 0) - coalesce(`{name}{i}rb`, 0))"
@@ -721,9 +731,9 @@ def _total(i: int, double: bool, before: bool = False) -> str:
     finite = since("#c")
     if not double:
         return finite
-    nan, infinities = since("#qn"), since("#qi")
+    infinities = since("#qi")
     plus, minus = f"(shiftright({infinities}, 32) > 0)", f"(({infinities} & {_LOW_32}) > 0)"
-    return (f"CASE WHEN {nan} > 0 OR ({plus} AND {minus}) THEN double('NaN') "
+    return (f"CASE WHEN {plus} AND {minus} THEN double('NaN') "
             f"WHEN {plus} THEN double('Infinity') WHEN {minus} THEN double('-Infinity') ELSE {finite} END")
 
 
