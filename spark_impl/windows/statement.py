@@ -40,14 +40,14 @@ module's terms:
     from the group's post that makes its count positive up to the next post
     that changes it (posts numbered per group by `dense_rank`), exploded
     over those posts, and each (group, post) takes the least and greatest.
-  The state after a post is the value on the group's last row of the post;
-  the state before, the value on the group's last row of its previous post.
+  The state after a post is the value on the group's last row of the post.
   Where every leave is of an entered event (most windows), the count never
   dips within a post and reaches 0 only at its end, so a post's rows are
-  read together: ordered by post alone, its rows peers (`RANGE`), the
-  running sums through the post are the state after it on each of its rows,
-  one row per (group, post) is kept, and the previous kept row's sums are
-  the state before (`_Plan._by_post`).
+  read together (`_Plan._by_post`).
+  The state before a post is the state after the group's previous post, or,
+  at its first, the aggregators' over nothing (a count 0, the others null):
+  so where a post gives a group one new and one old row, the old row is the
+  group's previous new row as posted (`lag`), or the row of nothing.
 * The rows, by the statement's shape (`Statement.shape`):
   - no aggregate: a row per event row, new rows from inserts, old from removes;
   - aggregates, no GROUP BY, every property inside an aggregate: per post one
@@ -127,6 +127,7 @@ _POST_PLACE = ("`#pd` AS slot_due", "`#ps` AS slot", f"shiftleft(`#pm`, {MEMBER_
 #: ordered by them (`#pd`, `#ps`) and by pos's member bits (`#pm`): so no ranking of the groups is needed
 _GROUP_PLACE = ("`#fd` AS slot_due", "`#fs` AS slot", "`#fp` AS pos")
 _SET_FUNCTIONS = ("min", "max")
+_SQL_TYPES = {"long": "BIGINT", "double": "DOUBLE", "string": "STRING", "boolean": "BOOLEAN"}
 
 
 # --------------------------------------------------------------------------- values: Java's rules in SQL
@@ -393,8 +394,8 @@ class _Plan:
         """Each row with every aggregator's state after its post (`#an<i>`, a
         count; `#at<i>`, a sum's total) and, where each (post, group) gives
         one row (`group_rows`), only the group's one row of the post (`#row`),
-        with the state before the post (`#bn<i>`, `#bt<i>`) and the place of
-        the group's first row in it (`#fd`, `#fs`, `#fp`); all flat columns (a
+        with the place of the group's first row in it (`#fd`, `#fs`, `#fp`);
+        all flat columns (a
         struct through a window function costs a third more): the aggregators'
         rules (module docstring) as running values over the group's rows in
         order, window functions sharing one sort.
@@ -439,16 +440,15 @@ class _Plan:
         the post's new events, then leave its old ones; every leave is of an
         entered event, so a count never goes below 0 and reaches 0 only at a
         post's end, where the group is empty. One ordering by post, its rows
-        peers (`RANGE`): the running sums through the post are the state after
-        it, the post's own (`CURRENT ROW AND CURRENT ROW`) taken from them the
-        state before. Where `group_rows`, each post's rows are ordered last to
-        first by place (`_REVERSED_ROW_ORDER`) and the sums run row by row:
-        the post's last row in that order (its next row is of another post)
-        is the group's one row, its sums the state after the post, its own
-        place the group's first row's (no frame over the post's rows finds
-        it). A total is reset where the count after a post is 0: its running
-        sum less the sum at the last such post (a second pass, over the one
-        rows where `group_rows`)."""
+        peers (`RANGE`): the running sums through the post are the state
+        after it on each of its rows. Where `group_rows`, each post's rows
+        are ordered last to first by place (`_REVERSED_ROW_ORDER`) and the
+        sums run row by row: the post's last row in that order (its next row
+        is of another post) is the group's one row, its sums the state after
+        the post, its own place the group's first row's (no frame over the
+        post's rows finds it). A total is reset where the count after a post
+        is 0: its running sum less the sum at the last such post (a second
+        pass, over the one rows where `group_rows`)."""
         group = self._group()
         if group_rows:
             window = f"PARTITION BY {group} ORDER BY {self.post_order}, {_REVERSED_ROW_ORDER}"
@@ -476,19 +476,13 @@ class _Plan:
             return rows.selectExpr("*", *(f"{v} AS `#a{name}`" for name, v in after.items()))
         rows = rows.where("`#row`").selectExpr(
             "*", "slot_due AS `#fd`", "slot AS `#fs`", "shiftleft(CAST(`#sr` AS BIGINT), 61) + pos AS `#fp`")
-        # one row per post now: the previous row is the previous post, its sums the state before this one
-        running = f"OVER (PARTITION BY {group} ORDER BY {self.post_order} ROWS BETWEEN UNBOUNDED PRECEDING AND "
-        # the sums at the last reset before the post (`rb`), and through it (`r`: the post's own where it resets)
-        rows = rows.selectExpr("*", *(f"lag(`{name}`) OVER (PARTITION BY {group} ORDER BY {self.post_order}) AS `{name}l`"
-                                      for name in sums), *(
-            f"last_value(CASE WHEN {empty} THEN `{name}` END, true) {running}1 PRECEDING) AS `{name}rb`"
-            for name, empty in reset.items()))
-        rows = rows.selectExpr("*", *(f"CASE WHEN {empty} THEN `{name}` ELSE `{name}rb` END AS `{name}r`"
-                                      for name, empty in reset.items()))
-        before = {f"n{i}": f"coalesce(`#p{i}l`, 0)" for i in counted}
-        before.update({f"t{i}": _total(i, i in doubles, before=True) for i in summed})
-        return rows.selectExpr("*", *(f"{v} AS `#a{name}`" for name, v in after.items()),
-                               *(f"{v} AS `#b{name}`" for name, v in before.items()))
+        if reset:  # one row per post now: the sums at the last reset through the post, from the posts before it
+            running = f"OVER (PARTITION BY {group} ORDER BY {self.post_order} ROWS BETWEEN UNBOUNDED PRECEDING AND "
+            rows = rows.selectExpr("*", *(f"last_value(CASE WHEN {empty} THEN `{name}` END, true) {running}1 PRECEDING) "
+                                          f"AS `{name}rb`" for name, empty in reset.items()))
+            rows = rows.selectExpr("*", *(f"CASE WHEN {empty} THEN `{name}` ELSE `{name}rb` END AS `{name}r`"
+                                          for name, empty in reset.items()))
+        return rows.selectExpr("*", *(f"{v} AS `#a{name}`" for name, v in after.items()))
 
     def _by_row(self, rows: DataFrame, group_rows: bool, counted: list, summed: list, doubles: list) -> DataFrame:
         """The state row by row, in the order Esper's aggregators meet them: a
@@ -530,7 +524,6 @@ class _Plan:
             place = {"d": "slot_due", "s": "slot", "p": "shiftleft(CAST(`#sr` AS BIGINT), 61) + pos"}
             rows = rows.selectExpr(
                 "*", *(f"`#e{name}` AS `#a{name}`" for name in values),
-                *(f"last_value(CASE WHEN `#row` THEN `#e{name}` END, true) {before} AS `#b{name}`" for name in values),
                 *(f"last_value(CASE WHEN `#first` THEN {sql} END, true) {running} AS `#f{c}`" for c, sql in place.items()))
             return rows.where("`#row`")
         whole_post = (f"PARTITION BY {group}, {self.post_order} ORDER BY {_ROW_ORDER} "
@@ -541,8 +534,7 @@ class _Plan:
         """`min`, `max`: each value counted (a leave of a value not counted
         ignored) is present from the group's post that makes its count
         positive up to the next post that changes it; each (group, post)
-        takes the least and greatest present (`#x<i>`), and the post before
-        its group's previous post's (`#y<i>`)."""
+        takes the least and greatest present (`#x<i>`)."""
         group = self._group()
         keys = [k.strip("`") for k in self.keys]
         order = f"{self.post_order}, {_ROW_ORDER}"
@@ -562,23 +554,21 @@ class _Plan:
             fn = self.aggregates[i].function
             tables.append((i, present.groupBy("trace_id", *keys, "#k").agg(F.expr(f"{fn}(`#v`) AS `#x{i}`"))))
         for i, table in tables:
-            before = table.selectExpr("trace_id", *self.keys, "`#k` + 1 AS `#k`", f"`#x{i}` AS `#y{i}`")
-            for right in (table, before):
-                rows = _join_null_safe(rows, right, ("trace_id", *keys, "#k"), "left")
+            rows = _join_null_safe(rows, table, ("trace_id", *keys, "#k"), "left")
         return rows
 
-    def values(self, side: str) -> dict:
-        """Each aggregate's (SQL, kind) after (`side` 'a') or before ('b') the post."""
+    def values(self) -> dict:
+        """Each aggregate's (SQL, kind) after the post."""
         java = JavaSql(self.kinds)
         out = {}
         for i, node in enumerate(self.aggregates):
             if node.function in _SET_FUNCTIONS:
-                out[node] = (f"`#{'x' if side == 'a' else 'y'}{i}`", java.value(node.argument)[1])
+                out[node] = (f"`#x{i}`", java.value(node.argument)[1])
                 continue
             if node.function == "count":
-                out[node] = (f"coalesce(`#{side}n{i}`, 0)", "long")
+                out[node] = (f"coalesce(`#an{i}`, 0)", "long")
                 continue
-            n, total = f"coalesce(`#{side}n{i}`, 0)", f"`#{side}t{i}`"
+            n, total = f"coalesce(`#an{i}`, 0)", f"`#at{i}`"
             kind = java.value(node.argument)[1]
             if node.function == "sum":
                 out[node] = (f"CASE WHEN {n} = 0 THEN NULL ELSE coalesce({total}, 0) END",
@@ -587,12 +577,18 @@ class _Plan:
                 out[node] = (f"CASE WHEN {n} = 0 THEN NULL ELSE CAST(coalesce({total}, 0) AS DOUBLE) / {n} END", "double")
         return out
 
-    def _valued(self, rows: DataFrame, side: str) -> tuple[DataFrame, dict]:
-        """`rows` with each aggregate's value (`values(side)`) as a column of its
-        own, and the aggregates' (column, kind): the rows' expressions then read
-        a column, each value computed once."""
-        found = self.values(side)
-        named = {node: (f"`#o{side}{i}`", kind) for i, (node, (_, kind)) in enumerate(found.items())}
+    def empty_values(self) -> dict:
+        """Each aggregate's (SQL, kind) over nothing: a count 0, the others null."""
+        return {node: ("CAST(0 AS BIGINT)" if node.function == "count" else
+                       "NULL" if kind == "null" else f"CAST(NULL AS {_SQL_TYPES[kind]})", kind)
+                for node, (_, kind) in self.values().items()}
+
+    def _valued(self, rows: DataFrame) -> tuple[DataFrame, dict]:
+        """`rows` with each aggregate's value after the post (`values`) as a
+        column of its own, and the aggregates' (column, kind): the rows'
+        expressions then read a column, each value computed once."""
+        found = self.values()
+        named = {node: (f"`#o{i}`", kind) for i, (node, (_, kind)) in enumerate(found.items())}
         rows = rows.selectExpr("*", *(f"{sql} AS {named[node][0]}" for node, (sql, _) in found.items()))
         return rows, named
 
@@ -641,30 +637,36 @@ class _Plan:
             rows = self.state(rows, group_rows=grouped_rows or for_all)
         if grouped_rows or for_all:  # one row per (post, group): the rest are done
             rows = rows.where("`#row`")
-        out = []  # (new or old, condition on the row, JSON)
+        wanted = {"istream": ("new",), "irstream": ("new", "old"), "rstream": ("old",)}[spec.selector]
+        out = []  # (new or old, SQL: whether the row posts it, SQL: its JSON)
         if not spec.aggregates:
             java = JavaSql(self.kinds)
-            out = [("new", "side = 'insert'", java), ("old", "side = 'remove'", java)]
+            out = [("new", self._kept("side = 'insert'", java), self.row_json(java)),
+                   ("old", self._kept("side = 'remove'", java), self.row_json(java))]
         elif grouped_rows or for_all:
-            rows, after = self._valued(rows, "a")
-            rows, before = self._valued(rows, "b")
-            after = JavaSql(self.kinds, after, event=not for_all)
-            before = JavaSql(self.kinds, before, event=not for_all)
-            out = [("new", "true", after), ("old", "true", before)]
+            rows, found = self._valued(rows)
+            after = JavaSql(self.kinds, found, event=not for_all)
+            empty = JavaSql(self.kinds, self.empty_values(), event=not for_all)
+            rows = rows.selectExpr("*", f"{self.row_json(after)} AS `#jn`", f"{self._kept('true', after)} AS `#hn`")
+            out = [("new", "`#hn`", "`#jn`")]
+            if "old" in wanted:  # the state before the post: the group's previous post's new row, else nothing's
+                previous = f"OVER (PARTITION BY {self._group()} ORDER BY {self.post_order})"
+                rows = rows.selectExpr("*", f"lag(`#jn`) {previous} AS `#jp`", f"lag(`#hn`) {previous} AS `#hp`")
+                out.append(("old", f"CASE WHEN `#jp` IS NULL THEN {self._kept('true', empty)} ELSE `#hp` END",
+                            f"coalesce(`#jp`, {self.row_json(empty)})"))
         else:
-            rows, after = self._valued(rows, "a")
-            java = JavaSql(self.kinds, after)
-            out = [("new", "side = 'insert'", java), ("old", "side = 'remove'", java)]
-        wanted = {"istream": ("new",), "irstream": ("new", "old"), "rstream": ("old",)}[spec.selector]
+            rows, found = self._valued(rows)
+            java = JavaSql(self.kinds, found)
+            out = [("new", self._kept("side = 'insert'", java), self.row_json(java)),
+                   ("old", self._kept("side = 'remove'", java), self.row_json(java))]
         # each row's output rows, new and old where selected and kept, in one plan (no union): each kept row's
         # JSON (never null) in a column of its own, then one row per column, the unkept (null) dropped
         texts, sides = [], []
-        for which, condition, java in out:
+        for which, keep, text in out:
             if which not in wanted:
                 continue
-            keep = condition if spec.having is None else f"{condition} AND {java.truth(spec.having)}"
             sides.append("'remove'" if which == "old" and spec.selector == "irstream" else "'insert'")
-            texts.append(f"CASE WHEN {keep} THEN {self.row_json(java)} END AS `#j{len(texts)}`")
+            texts.append(f"CASE WHEN {keep} THEN {text} END AS `#j{len(texts)}`")
         rows = rows.selectExpr("*", *texts)
         pairs = ", ".join(f"named_struct('side', {side}, 'json', `#j{n}`)" for n, side in enumerate(sides))
         posted = rows.selectExpr("*", f"explode(array({pairs})) AS `#o`").where("`#o`.json IS NOT NULL").selectExpr(
@@ -678,6 +680,10 @@ class _Plan:
             "trace_id", "seq", "phase", "time", "slot_due", "slot", "`#side` AS side", "pos",
             "CAST(NULL AS STRING) AS id", "`#json` AS `values`", *nulls)
 
+    def _kept(self, condition: str, java: JavaSql) -> str:
+        """SQL: the condition, and HAVING (where there is one) read with `java`'s values."""
+        return condition if self.spec.having is None else f"{condition} AND {java.truth(self.spec.having)}"
+
     def _store(self, rows: DataFrame) -> DataFrame:
         """A CCL aggregation window (module docstring): per post and touched
         group, on the group's last row of the post, whether its row is in the
@@ -686,8 +692,8 @@ class _Plan:
         code is what changed, a deleted row the one posted before."""
         spec = self.spec
         rows = self.state(rows, group_rows=True)
-        after = JavaSql(self.kinds, self.values("a"))
-        size = self.values("a")[_SIZE][0]
+        after = JavaSql(self.kinds, self.values())
+        size = self.values()[_SIZE][0]
         held = f"{size} > 0" if spec.having is None else f"{size} > 0 AND {after.truth(spec.having)}"
         in_order = f"PARTITION BY {self._group()} ORDER BY {self.post_order}"  # a row per (group, post)
         rows = rows.selectExpr("*", f"{held} AS `#in`", f"{self.row_json(after)} AS `#json`")
@@ -716,17 +722,13 @@ _LOW_32 = 4294967295
 _FINITE = "AND NOT isnan(`#v{i}`) AND abs(`#v{i}`) <> double('Infinity')"
 
 
-def _total(i: int, double: bool, before: bool = False) -> str:
+def _total(i: int, double: bool) -> str:
     """SQL: a sum's total since the last reset: its running sum less the
-    sum at the reset; `before` a post (`_Plan._by_post`), the running sum
-    at the previous post, less the sum at the reset before it. A
-    double's NaN and infinities are counted apart (a difference of running
+    sum at the reset. A double's NaN and infinities are counted apart (a difference of running
     sums cannot take out a NaN, `_NON_FINITE`): Java's sum is NaN once a NaN
     met it or both infinities did, else the infinity it met, else the finite
     values' sum."""
     def since(name: str) -> str:
-        if before:
-            return f"(coalesce(`{name}{i}l`, 0) - coalesce(`{name}{i}rb`, 0))"
         return f"(`{name}{i}` - coalesce(`{name}{i}r`, 0))"
     finite = since("#c")
     if not double:
