@@ -395,10 +395,9 @@ class _Plan:
         count; `#at<i>`, a sum's total) and, where each (post, group) gives
         one row (`group_rows`), only the group's one row of the post (`#row`),
         with the place of the group's first row in it (`#fd`, `#fs`, `#fp`);
-        all flat columns (a
-        struct through a window function costs a third more): the aggregators'
-        rules (module docstring) as running values over the group's rows in
-        order, window functions sharing one sort.
+        all flat columns (a struct through a window function costs a third
+        more): the aggregators' rules (module docstring) as running values
+        over the group's rows in order, window functions sharing one sort.
 
         A total is reset to 0 by a leave at a count of 1 or less: the running
         sum of the signed values less its value at the last reset. (Esper adds
