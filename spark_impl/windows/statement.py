@@ -723,10 +723,10 @@ _FINITE = "AND NOT isnan(`#v{i}`) AND abs(`#v{i}`) <> double('Infinity')"
 
 def _total(i: int, double: bool) -> str:
     """SQL: a sum's total since the last reset: its running sum less the
-    sum at the reset. A double's NaN and infinities are counted apart (a difference of running
-    sums cannot take out a NaN, `_NON_FINITE`): Java's sum is NaN once a NaN
-    met it or both infinities did, else the infinity it met, else the finite
-    values' sum."""
+    sum at the reset. A double's NaN and infinities are counted apart (a
+    difference of running sums cannot take out a NaN, `_NON_FINITE`): Java's
+    sum is NaN once a NaN met it or both infinities did, else the infinity
+    it met, else the finite values' sum."""
     def since(name: str) -> str:
         return f"(`{name}{i}` - coalesce(`{name}{i}r`, 0))"
     finite = since("#c")
