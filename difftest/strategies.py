@@ -362,6 +362,8 @@ STREAM_QUERY_SPECS: dict[str, st.SearchStrategy] = {
 # filter, WHERE and HAVING now and then, each stream selector.
 
 _STATEMENT_WINDOWS = st.one_of(*UNGROUPED_SPECS.values(), st.builds(GroupWin, key_names, st.one_of(*UNGROUPED_SPECS.values())),
+                               # the seed's `#groupwin(symbol)#length(5)`: the sub-windows that slide by count, weighted
+                               st.builds(GroupWin, key_names, st.one_of(*(UNGROUPED_SPECS[c] for c in (Length, KeepAll, LastEvent)))),
                                st.one_of(*DERIVED_SPECS.values()).map(lambda w: attrs.evolve(w, extra=(*w.extra, "symbol"))),
                                *GROUPED_DERIVED_SPECS.values())
 
@@ -420,10 +422,12 @@ def _statement(draw, shape: str) -> Statement:
         items = named
     elif shape == "row_per_event":
         items = [draw(st.sampled_from((SelectItem(Name("symbol")), SelectItem(Name("price"), "p")))), *named]
-    else:
+    else:  # GROUP BY symbol, or now and then the `#groupwin` keys (the seed's `group by symbol` under `#groupwin(symbol)`)
         keys = (Name("symbol"),)
+        if isinstance(window, GroupWin) and not isinstance(window.window, DERIVED_WINDOWS) and draw(st.booleans()):
+            keys = tuple(Name(k) for k in window.keys)
         extra = [SelectItem(Name("price"), "p")] if shape == "aggregate_grouped" else []
-        items = [SelectItem(Name("symbol")), *extra, *named]
+        items = [*(SelectItem(k) for k in keys), *extra, *named]
     if shape != "simple":
         having = draw(st.one_of(
             st.none(), st.none(), st.builds(_binary(">"), st.just(Aggregate("count")), _counts),

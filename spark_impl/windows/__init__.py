@@ -12,7 +12,10 @@ join on keys null-safely). Where a timer fires is found by `spark_impl.clock`.
 
 A module may also have a table `CHECKS`, spec class -> a function (spec) that
 raises `UnsupportedWindow` for a spec of that class the module does not build;
-`family` calls it.
+`family` calls it. And a table `FRAMES`, spec class -> a function (spec) ->
+`Frame`, for a window whose contents after each arrival are a frame over its
+sub-window's events in arrival order: a statement over it may aggregate the
+events themselves (`spark_impl.windows.statement`) instead of its posts.
 
 A family returns one row per event it posts, with these columns:
 
@@ -181,10 +184,22 @@ STATEMENT_FAMILIES: dict[str, str] = {"update": "statement", "store": "statement
 
 
 @frozen
+class Frame:
+    """A window whose every arrival is one post, of the arriving event inserted
+    and, once the sub-window holds `size` events, the `size`-th event before it
+    removed: after each arrival it holds the sub-window's last `size` events
+    (`size` None: every event so far, nothing removed). Nothing else posts."""
+
+    size: int | None
+
+
+@frozen
 class Family:
-    """A family module's `posts`, for one spec."""
+    """A family module's `posts`, for one spec, and its `frame` where the
+    module's `FRAMES` gives one."""
 
     posts: Callable
+    frame: Frame | None = None
 
 
 def family(spec: WindowSpec) -> Family:
@@ -199,4 +214,5 @@ def family(spec: WindowSpec) -> Family:
     check = getattr(module, "CHECKS", {}).get(type(spec))
     if check is not None:
         check(spec)
-    return Family(module.POSTS[type(spec)])
+    frame = getattr(module, "FRAMES", {}).get(type(spec))
+    return Family(module.POSTS[type(spec)], frame(spec) if frame is not None else None)

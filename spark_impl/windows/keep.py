@@ -14,7 +14,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from oracle.model import FirstEvent, KeepAll, LastEvent
-from spark_impl.windows import Context
+from spark_impl.windows import Context, Frame
 from spark_impl.windows.base import arrival_posts, events, index
 from spark_impl.windows.length import AT_ARRIVAL, pushed_out
 
@@ -33,3 +33,5 @@ def last_event(items: DataFrame, spec: LastEvent, ctx: Context) -> DataFrame:
 
 
 POSTS = {KeepAll: keep_all, FirstEvent: first_event, LastEvent: last_event}
+#: `#keepall` holds every event so far, `#lastevent` the last one, after each arrival (`Frame`)
+FRAMES = {KeepAll: lambda spec: Frame(None), LastEvent: lambda spec: Frame(1)}

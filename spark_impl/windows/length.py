@@ -25,7 +25,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from oracle.model import FirstLength, Length, LengthBatch
-from spark_impl.windows import Context
+from spark_impl.windows import Context, Frame
 from spark_impl.windows.base import Emit, arrival_posts, events, index, over
 
 AT_ARRIVAL = Emit("insert", "seq", "time")
@@ -45,6 +45,8 @@ def first_length(items: DataFrame, spec: FirstLength, ctx: Context) -> DataFrame
 
 
 POSTS = {Length: sliding, LengthBatch: batched, FirstLength: first_length}
+#: `#length(n)` holds its sub-window's last n events after each arrival (`Frame`)
+FRAMES = {Length: lambda spec: Frame(spec.size)}
 
 
 def pushed_out(rows: DataFrame, ctx: Context, size: int, *extra: str) -> DataFrame:

@@ -44,6 +44,13 @@ module's terms:
   Where every leave is of an entered event (most windows), the count never
   dips within a post and reaches 0 only at its end, so a post's rows are
   read together (`_Plan._by_post`).
+  Over a window whose every arrival is one post and whose contents are then
+  the sub-window's last n events (`spark_impl.windows.Frame`: `#length(n)`,
+  `#lastevent`, `#keepall`), where each group is one sub-window (GROUP BY
+  the `#groupwin` keys, or neither) and every aggregate is kept by counts,
+  the same running sums are read off the events in arrival order, each
+  arrival moving them by the event entering and the n-th before it leaving
+  (`_Plan.framed`): one sort of the events, the window's posts never built.
   The state before a post is the state after the group's previous post, or,
   at its first, the aggregators' over nothing (a count 0, the others null):
   so where a post gives a group one new and one old row, the old row is the
@@ -106,8 +113,8 @@ from oracle.model import (
 )
 from oracle.model import Statement
 from spark_impl.frames import JSON_TEXT
-from spark_impl.windows import Context, family
-from spark_impl.windows.base import quoted
+from spark_impl.windows import Context, Frame, family
+from spark_impl.windows.base import events, quoted
 from spark_impl.windows.derived import _fields as derived_fields
 from spark_impl.windows.derived import _num, several_posts
 from spark_impl.windows.pane_query import sql_literal
@@ -406,20 +413,13 @@ class _Plan:
         1e-9.) Where every leave is of an entered event, a post's rows are read
         together (`_by_post`); where a leave may meet a count of 0
         (`Spec.REMOVES_UNENTERED`), one by one (`_by_row`)."""
-        java = JavaSql(self.kinds)
         sign = "CASE side WHEN 'insert' THEN 1 WHEN 'remove' THEN -1 ELSE 0 END"
         staged = [f"{sign} AS `#sign`"]
-        kinds = {}
-        for i, node in enumerate(self.aggregates):
-            arg, kind = java.value(node.argument) if node.argument is not None else ("1", "long")
-            kinds[i] = kind
-            JavaSql._need(node.function == "count" or kind in ((*_NUMBERS, "null") if node.function in ("sum", "avg")
-                                                             else (*_NUMBERS, "string", "null")), node.function, node)
+        arguments = self._arguments()
+        for i, (arg, _) in arguments.items():
             staged += [f"{arg} AS `#v{i}`", f"side IN ('insert', 'remove') AND {arg} IS NOT NULL AS `#in{i}`"]
         rows = rows.selectExpr("*", *staged)
-        counted = [i for i, node in enumerate(self.aggregates) if node.function not in _SET_FUNCTIONS]
-        summed = [i for i in counted if self.aggregates[i].function in ("sum", "avg")]
-        doubles = [i for i in summed if kinds[i] == "double"]  # may meet NaN and infinities: counted apart
+        counted, summed, doubles = self._counted(arguments)
         for i in counted:
             if self.aggregates[i].distinct:  # the value's count gates the aggregator
                 rows = _clamped(rows, f"`#in{i}`", f"{self._group()}, `#v{i}`", f"{self.post_order}, {_ROW_ORDER}",
@@ -433,6 +433,107 @@ class _Plan:
             rows = self._sets(rows, sets)
         by = self._by_row if self.unentered else self._by_post
         return by(rows, group_rows, counted, summed, doubles)
+
+    def _arguments(self) -> dict[int, tuple[str, str]]:
+        """Each aggregate's argument (SQL, kind) by index, `count(*)`'s the
+        constant 1, refused where Esper's compiler refuses its kind."""
+        java = JavaSql(self.kinds)
+        found = {}
+        for i, node in enumerate(self.aggregates):
+            arg, kind = java.value(node.argument) if node.argument is not None else ("1", "long")
+            JavaSql._need(node.function == "count" or kind in ((*_NUMBERS, "null") if node.function in ("sum", "avg")
+                                                             else (*_NUMBERS, "string", "null")), node.function, node)
+            found[i] = (arg, kind)
+        return found
+
+    def _counted(self, arguments: dict) -> tuple[list, list, list]:
+        """The indexes of the aggregates kept by counts (all but `min` and
+        `max`), of those with a total (`sum`, `avg`), and of the totals of
+        doubles (which may meet NaN and infinities: counted apart)."""
+        counted = [i for i, node in enumerate(self.aggregates) if node.function not in _SET_FUNCTIONS]
+        summed = [i for i in counted if self.aggregates[i].function in ("sum", "avg")]
+        return counted, summed, [i for i in summed if arguments[i][1] == "double"]
+
+    def frame(self) -> Frame | None:
+        """The window's `Frame` where the statement aggregates the events
+        themselves (`framed`): a row per post and group (`row_per_group`,
+        `row_for_all`), every aggregate kept by counts (`sum`, `avg`, `count`,
+        none distinct), and each group one sub-window (GROUP BY the
+        `#groupwin` keys, or neither)."""
+        spec = self.spec
+        if (spec.rules.posted != "update" or spec.shape not in ("row_per_group", "row_for_all")
+                or self.derived is not None or self.unentered
+                or any(node.function in _SET_FUNCTIONS or node.distinct for node in self.aggregates)):
+            return None
+        named = [k.name for k in spec.keys if isinstance(k, Name) and self.kinds.get(k.name) not in (None, "other")]
+        sub_windows = spec.window.keys if isinstance(spec.window, GroupWin) else ()
+        if len(named) != len(spec.keys) or set(named) != set(sub_windows):
+            return None
+        return family(_window(spec, self.ctx)[0]).frame
+
+    def framed(self, frame: Frame) -> DataFrame:
+        """The state after each post of a `Frame` window, its group's one row
+        (`state`'s columns, `#row` true), from the events in arrival order
+        per group (one sort; the window's posts are not built): an arrival
+        is its group's post where WHERE keeps its event or the one it pushes
+        out, the `size`-th event before it (`lag`). Per aggregator, the
+        arrival moves a count by +1 for the event entering and -1 for the one
+        leaving, each where counted (kept, its value not null), and a total by
+        their values: the running sums of the moves are the state after each
+        post, a total less its running sum at the last post that left the
+        group empty (as in `state`; Esper enters the new event, then leaves
+        the old). The group's row is the inserted event's where it is kept,
+        else the removed one's."""
+        group = self._group()
+        window = f"PARTITION BY {group} ORDER BY seq"
+        kept = JavaSql(self.kinds).truth(self.spec.where) if self.spec.where is not None else "true"
+        arguments = self._arguments()
+        counted, summed, doubles = self._counted(arguments)
+        columns = dict.fromkeys(["trace_id", *self.keys, "seq", "time"])
+        rows = events(self.items).selectExpr(*columns, f"{kept} AS `#kept`",
+                                             *(f"{arg} AS `#v{i}`" for i, (arg, _) in arguments.items()))
+        entering = {i: f"`#kept` AND `#v{i}` IS NOT NULL" for i in counted}
+        leaving = {}
+        if frame.size is not None:  # the event pushed out, if any
+            back = f"{frame.size}) OVER ({window})"
+            rows = rows.selectExpr("*", f"coalesce(lag(`#kept`, {back}, false) AS `#kept_out`",
+                                   f"lag(seq, {back} AS `#seq_out`",
+                                   *(f"lag(`#v{i}`, {back} AS `#w{i}`" for i in summed),
+                                   *(f"coalesce(lag({entering[i]}, {back}, false) AS `#out{i}`" for i in counted))
+            leaving = {i: f"`#out{i}`" for i in counted}
+        else:
+            rows = rows.selectExpr("*", "false AS `#kept_out`", "CAST(NULL AS BIGINT) AS `#seq_out`")
+
+        def moved(i: int, value: str, side: dict, sign: int) -> str:
+            """SQL: the running sum's step of one side's event."""
+            if i not in side:
+                return "0"
+            finite = _FINITE.format(i=i).replace(f"`#v{i}`", value) if i in doubles else ""
+            return f"CASE WHEN {side[i]} {finite} THEN {'' if sign > 0 else '-'}{value} ELSE 0 END"
+
+        steps = {f"#p{i}": f"{moved(i, '1', entering, 1)} + {moved(i, '1', leaving, -1)}" for i in counted}
+        steps.update({f"#c{i}": f"{moved(i, f'`#v{i}`', entering, 1)} + {moved(i, f'`#w{i}`', leaving, -1)}"
+                      for i in summed})
+        for i in doubles:
+            codes = [f"CASE WHEN {side[i]} THEN {_non_finite(value, sign)} ELSE 0 END"
+                     for side, value, sign in ((entering, f"`#v{i}`", "1"), (leaving, f"`#w{i}`", "-1")) if i in side]
+            steps.update({f"#qi{i}": " + ".join(codes)})
+        through = f"OVER ({window} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+        rows = rows.selectExpr("*", *(f"sum({step}) {through} AS `{name}`" for name, step in steps.items()))
+        rows = rows.where("`#kept` OR `#kept_out`").selectExpr(
+            *(quoted(c) for c in rows.columns if not c.startswith("#")), *(quoted(c) for c in steps),
+            "1 AS phase", "CAST(0 AS BIGINT) AS `#pd`", "CAST(0 AS BIGINT) AS `#ps`", "CAST(0 AS BIGINT) AS `#pm`",
+            "time AS `#fd`", "CAST(0 AS BIGINT) AS `#fs`",
+            "CASE WHEN `#kept` THEN seq ELSE shiftleft(CAST(1 AS BIGINT), 61) + `#seq_out` END AS `#fp`",
+            "true AS `#row`")
+        self.post = ["seq"]  # a post is one arrival
+        reset = {f"{c}{i}": f"`#p{i}` = 0" for i in summed for c in ("#c", *(f"#q{q}" for q in _NON_FINITE if i in doubles))}
+        if reset:  # the running sums at the last post that left the group empty
+            rows = rows.selectExpr("*", *(f"last_value(CASE WHEN {empty} THEN `{name}` END, true) {through} AS `{name}r`"
+                                          for name, empty in reset.items()))
+        after = {f"n{i}": f"`#p{i}`" for i in counted}
+        after.update({f"t{i}": _total(i, i in doubles) for i in summed})
+        return rows.selectExpr("*", *(f"{v} AS `#a{name}`" for name, v in after.items()))
 
     def _by_post(self, rows: DataFrame, group_rows: bool, counted: list, summed: list, doubles: list) -> DataFrame:
         """The state of a post's rows read together: Esper's aggregators enter
@@ -628,12 +729,16 @@ class _Plan:
 
     def output(self) -> DataFrame:
         spec = self.spec
-        rows = self.rows()
-        if spec.rules.posted == "store":
-            return self._store(rows)
         grouped_rows, for_all = spec.shape == "row_per_group", spec.shape == "row_for_all"
-        if spec.aggregates:
-            rows = self.state(rows, group_rows=grouped_rows or for_all)
+        frame = self.frame() if spec.aggregates else None
+        if frame is not None:
+            rows = self.framed(frame)
+        else:
+            rows = self.rows()
+            if spec.rules.posted == "store":
+                return self._store(rows)
+            if spec.aggregates:
+                rows = self.state(rows, group_rows=grouped_rows or for_all)
         if grouped_rows or for_all:  # one row per (post, group): the rest are done
             rows = rows.where("`#row`")
         wanted = {"istream": ("new",), "irstream": ("new", "old"), "rstream": ("old",)}[spec.selector]
@@ -715,8 +820,13 @@ class _Plan:
 #: sum: an entering +Inf or leaving -Inf counted in the high 32 bits, an entering -Inf or leaving +Inf in the low
 #: 32, a NaN in both (Java's sum is NaN once a NaN met it or both infinities did: a NaN is both). Two counts in one
 #: running sum; below 2^31 each, and counts only grow, so a difference of two such sums is the two differences
-_NON_FINITE = {"i": "CASE WHEN isnan(`#v{i}`) THEN 4294967297 WHEN `#sign` * `#v{i}` = double('Infinity') "
-                    "THEN 4294967296 WHEN `#sign` * `#v{i}` = double('-Infinity') THEN 1 ELSE 0 END"}
+def _non_finite(value: str, sign: str) -> str:
+    """SQL: the count of a value moving a double sum by `sign` (`_NON_FINITE`)."""
+    return (f"CASE WHEN isnan({value}) THEN 4294967297 WHEN {sign} * {value} = double('Infinity') THEN 4294967296 "
+            f"WHEN {sign} * {value} = double('-Infinity') THEN 1 ELSE 0 END")
+
+
+_NON_FINITE = {"i": _non_finite("`#v{i}`", "`#sign`")}
 _LOW_32 = 4294967295
 _FINITE = "AND NOT isnan(`#v{i}`) AND abs(`#v{i}`) <> double('Infinity')"
 
