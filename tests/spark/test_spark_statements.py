@@ -1,0 +1,70 @@
+"""Esper statements on Spark where the plan reads the events themselves: over
+a `Frame` window (`#length`, `#lastevent`, `#keepall`) grouped by its
+sub-windows, the running sums come from the events in arrival order, one sort
+(spark_impl/windows/statement.py, `_Plan.framed`). The oracle and the corpus
+check every statement's rows; these check the rows by hand and the plan."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+
+from spark_impl import apply_window_to_events
+
+EVENTS = [(n, n * 1000, n % 2, f"E{n}", float(n)) for n in range(6)]
+
+
+def _events(spark):
+    return spark.createDataFrame(EVENTS, "n long, t long, k long, id string, price double")
+
+
+def _sorts(frame) -> int:
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        frame.explain()
+    return printed.getvalue().count("Sort [")
+
+
+def _rows(frame) -> list[tuple]:
+    return [(r.after, r.side, json.loads(r["values"])) for r in frame.orderBy("after", "side").collect()]
+
+
+def test_a_statement_grouped_by_its_sub_windows_reads_each_post_off_the_events(spark):
+    statement = "select irstream k, sum(price) as s, count(*) as n from E#groupwin(k)#length(2) group by k"
+    out = apply_window_to_events(_events(spark), statement, order_col="n", time_col="t")
+    # k = 0 gets prices 0, 2, 4 and k = 1 gets 1, 3, 5: the third of each pushes its first out
+    assert _rows(out) == [
+        (0, "insert", {"k": 0, "s": 0.0, "n": 1}), (0, "remove", {"k": 0, "s": None, "n": 0}),
+        (1, "insert", {"k": 1, "s": 1.0, "n": 1}), (1, "remove", {"k": 1, "s": None, "n": 0}),
+        (2, "insert", {"k": 0, "s": 2.0, "n": 2}), (2, "remove", {"k": 0, "s": 0.0, "n": 1}),
+        (3, "insert", {"k": 1, "s": 4.0, "n": 2}), (3, "remove", {"k": 1, "s": 1.0, "n": 1}),
+        (4, "insert", {"k": 0, "s": 6.0, "n": 2}), (4, "remove", {"k": 0, "s": 2.0, "n": 2}),
+        (5, "insert", {"k": 1, "s": 8.0, "n": 2}), (5, "remove", {"k": 1, "s": 4.0, "n": 2}),
+    ]
+    assert _sorts(out) == 1  # the events by group and arrival; the window's posts are never built
+
+
+def test_where_makes_an_arrival_a_post_where_its_event_or_the_one_it_pushes_out_is_kept(spark):
+    statement = "select irstream sum(price) as s from E#length(2) where price < 2 or price > 3"
+    out = apply_window_to_events(_events(spark), statement, order_col="n", time_col="t")
+    # kept: 0, 1, 4, 5. E2 pushes 0 out (a post), E3 pushes 1 out (a post), E4 pushes 2 out and enters
+    assert _rows(out) == [
+        (0, "insert", {"s": 0.0}), (0, "remove", {"s": None}),
+        (1, "insert", {"s": 1.0}), (1, "remove", {"s": 0.0}),
+        (2, "insert", {"s": 1.0}), (2, "remove", {"s": 1.0}),
+        (3, "insert", {"s": None}), (3, "remove", {"s": 1.0}),
+        (4, "insert", {"s": 4.0}), (4, "remove", {"s": None}),
+        (5, "insert", {"s": 9.0}), (5, "remove", {"s": 4.0}),
+    ]
+    assert _sorts(out) == 1
+
+
+@pytest.mark.parametrize("statement", [
+    "select irstream k, sum(price) as s from E#length(2) group by k",  # a group is not a sub-window
+    "select irstream k, max(price) as m from E#groupwin(k)#length(2) group by k",  # max needs the values held
+])
+def test_other_statements_read_the_windows_posts(spark, statement):
+    assert _sorts(apply_window_to_events(_events(spark), statement, order_col="n", time_col="t")) > 1
