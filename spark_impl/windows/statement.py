@@ -122,9 +122,10 @@ from spark_impl.windows.intersect import MEMBER_SHIFT
 
 CONTRACT = ("trace_id", "seq", "phase", "time", "slot_due", "slot", "side", "pos", "id")
 #: a row's place in its post: inserts first, then the window's order
-_ROW_ORDER = "`#sr`, slot_due, slot, pos"
+_PLACE = ("`#sr`", "slot_due", "slot", "pos")
+_ROW_ORDER = ", ".join(_PLACE)
 #: the same, last to first (`_Plan._by_post`)
-_REVERSED_ROW_ORDER = "`#sr` DESC NULLS LAST, slot_due DESC NULLS LAST, slot DESC NULLS LAST, pos DESC NULLS LAST"
+_REVERSED_ROW_ORDER = ", ".join(f"{c} DESC NULLS LAST" for c in _PLACE)
 _NUMBERS = ("long", "double")
 _SIZE = Aggregate("count")  # count(*): a group's size
 #: a post's one row (no GROUP BY): its place is the post's
