@@ -509,7 +509,7 @@ class _Plan:
             """SQL: the running sum's step of one side's event."""
             if i not in side:
                 return "0"
-            finite = _FINITE.format(i=i).replace(f"`#v{i}`", value) if i in doubles else ""
+            finite = f"AND {_finite(value)}" if i in doubles else ""
             return f"CASE WHEN {side[i]} {finite} THEN {'' if sign > 0 else '-'}{value} ELSE 0 END"
 
         steps = {f"#p{i}": f"{moved(i, '1', entering, 1)} + {moved(i, '1', leaving, -1)}" for i in counted}
@@ -528,12 +528,11 @@ class _Plan:
             "CASE WHEN `#kept` THEN seq ELSE shiftleft(CAST(1 AS BIGINT), 61) + `#seq_out` END AS `#fp`",
             "true AS `#row`")
         self.post = ["seq"]  # a post is one arrival
-        reset = {f"{c}{i}": f"`#p{i}` = 0" for i in summed for c in ("#c", *(f"#q{q}" for q in _NON_FINITE if i in doubles))}
+        reset = _resets(summed, doubles)
         if reset:  # the running sums at the last post that left the group empty
             rows = rows.selectExpr("*", *(f"last_value(CASE WHEN {empty} THEN `{name}` END, true) {through} AS `{name}r`"
                                           for name, empty in reset.items()))
-        after = {f"n{i}": f"`#p{i}`" for i in counted}
-        after.update({f"t{i}": _total(i, i in doubles) for i in summed})
+        after = _states(counted, summed, doubles)
         return rows.selectExpr("*", *(f"{v} AS `#a{name}`" for name, v in after.items()))
 
     def _by_post(self, rows: DataFrame, group_rows: bool, counted: list, summed: list, doubles: list) -> DataFrame:
@@ -567,9 +566,8 @@ class _Plan:
             same = " AND ".join(f"lead({c}) OVER ({window}) <=> {c}" for c in self.post)
             columns.append(f"NOT ({same}) AS `#row`")
         rows = rows.selectExpr("*", *columns)
-        reset = {f"{c}{i}": f"`#p{i}` = 0" for i in summed for c in ("#c", *(f"#q{q}" for q in _NON_FINITE if i in doubles))}
-        after = {f"n{i}": f"`#p{i}`" for i in counted}
-        after.update({f"t{i}": _total(i, i in doubles) for i in summed})
+        reset = _resets(summed, doubles)
+        after = _states(counted, summed, doubles)
         if not group_rows:
             if reset:  # the sums at the last post that left the group empty
                 rows = rows.selectExpr("*", *(f"last_value(CASE WHEN {empty} THEN `{name}` END, true) {through} "
@@ -829,7 +827,25 @@ def _non_finite(value: str, sign: str) -> str:
 
 _NON_FINITE = {"i": _non_finite("`#v{i}`", "`#sign`")}
 _LOW_32 = 4294967295
-_FINITE = "AND NOT isnan(`#v{i}`) AND abs(`#v{i}`) <> double('Infinity')"
+def _finite(value: str) -> str:
+    """SQL: a double value that is neither NaN nor infinite."""
+    return f"NOT isnan({value}) AND abs({value}) <> double('Infinity')"
+
+
+_FINITE = "AND " + _finite("`#v{i}`")
+
+
+def _resets(summed: list, doubles: list) -> dict[str, str]:
+    """Per running sum of a total (`#c<i>`, and a double's `#qi<i>`), SQL
+    true on a post that leaves the group empty: the total restarts after it."""
+    return {f"{c}{i}": f"`#p{i}` = 0" for i in summed for c in ("#c", *(f"#q{q}" for q in _NON_FINITE if i in doubles))}
+
+
+def _states(counted: list, summed: list, doubles: list) -> dict[str, str]:
+    """SQL of each aggregator's state after a post, from the running count
+    `#p<i>` and the totals less their value at the last reset (`_resets`):
+    `n<i>` its count, `t<i>` a sum's total."""
+    return {**{f"n{i}": f"`#p{i}`" for i in counted}, **{f"t{i}": _total(i, i in doubles) for i in summed}}
 
 
 def _total(i: int, double: bool) -> str:
