@@ -13,9 +13,10 @@ join on keys null-safely). Where a timer fires is found by `spark_impl.clock`.
 A module may also have a table `CHECKS`, spec class -> a function (spec) that
 raises `UnsupportedWindow` for a spec of that class the module does not build;
 `family` calls it. And a table `FRAMES`, spec class -> a function (spec) ->
-`Frame`, for a window whose contents after each arrival are a frame over its
-sub-window's events in arrival order: a statement over it may aggregate the
-events themselves (`spark_impl.windows.statement`) instead of its posts.
+`Frame` (or `TimeFrame`), for a window whose contents after each post are a
+frame over its sub-window's events in arrival order (or in time): a statement
+over it may aggregate the events themselves (`spark_impl.windows.statement`)
+instead of its posts.
 
 A family returns one row per event it posts, with these columns:
 
@@ -194,12 +195,24 @@ class Frame:
 
 
 @frozen
+class TimeFrame:
+    """A window that inserts each event at its arrival and removes it alone in
+    the timer posts of its due time, its arrival clock + `span`: the first item
+    whose clock reaches the due time fires it (a walk stops at each due time,
+    a jump once at its target, before the item's own arrival). So after any
+    post the window holds the events that arrived and are not yet due by the
+    clock, whatever else they share. Nothing else posts."""
+
+    span: int
+
+
+@frozen
 class Family:
     """A family module's `posts`, for one spec, and its `frame` where the
     module's `FRAMES` gives one."""
 
     posts: Callable
-    frame: Frame | None = None
+    frame: Frame | TimeFrame | None = None
 
 
 def family(spec: WindowSpec) -> Family:

@@ -113,7 +113,8 @@ from oracle.model import (
 )
 from oracle.model import Statement
 from spark_impl.frames import JSON_TEXT
-from spark_impl.windows import Context, Frame, family
+from spark_impl import clock
+from spark_impl.windows import Context, Frame, TimeFrame, family
 from spark_impl.windows.base import events, quoted
 from spark_impl.windows.derived import _fields as derived_fields
 from spark_impl.windows.derived import _num, several_posts
@@ -455,22 +456,28 @@ class _Plan:
         summed = [i for i in counted if self.aggregates[i].function in ("sum", "avg")]
         return counted, summed, [i for i in summed if arguments[i][1] == "double"]
 
-    def frame(self) -> Frame | None:
-        """The window's `Frame` where the statement aggregates the events
-        themselves (`framed`): a row per post and group (`row_per_group`,
-        `row_for_all`), every aggregate kept by counts (`sum`, `avg`, `count`,
-        none distinct), and each group one sub-window (GROUP BY the
-        `#groupwin` keys, or neither)."""
+    def frame(self) -> Frame | TimeFrame | None:
+        """The window's `Frame` or `TimeFrame` where the statement aggregates
+        the events themselves (`framed`, `time_framed`): a row per post and
+        group (`row_per_group`, `row_for_all`), every aggregate kept by counts
+        (`sum`, `avg`, `count`, none distinct), grouped by properties. Over a
+        `Frame` each group is one sub-window (GROUP BY the `#groupwin` keys,
+        or neither). A `TimeFrame` holds each event by its own clock, so any
+        grouping reads it; but not under `#groupwin` (its sub-windows' timers
+        post apart, each in its own place: read off the posts)."""
         spec = self.spec
         if (spec.rules.posted != "update" or spec.shape not in ("row_per_group", "row_for_all")
                 or self.derived is not None or self.unentered
                 or any(node.function in _SET_FUNCTIONS or node.distinct for node in self.aggregates)):
             return None
         named = [k.name for k in spec.keys if isinstance(k, Name) and self.kinds.get(k.name) not in (None, "other")]
-        sub_windows = spec.window.keys if isinstance(spec.window, GroupWin) else ()
-        if len(named) != len(spec.keys) or set(named) != set(sub_windows):
+        declared = family(_window(spec, self.ctx)[0]).frame
+        if len(named) != len(spec.keys):
             return None
-        return family(_window(spec, self.ctx)[0]).frame
+        sub_windows = spec.window.keys if isinstance(spec.window, GroupWin) else ()
+        if isinstance(declared, TimeFrame):
+            return None if sub_windows else declared
+        return declared if set(named) == set(sub_windows) else None
 
     def framed(self, frame: Frame) -> DataFrame:
         """The state after each post of a `Frame` window, its group's one row
@@ -534,6 +541,111 @@ class _Plan:
                                           for name, empty in reset.items()))
         after = _states(counted, summed, doubles)
         return rows.selectExpr("*", *(f"{v} AS `#a{name}`" for name, v in after.items()))
+
+    def time_framed(self, frame: TimeFrame) -> DataFrame:
+        """The output rows of a statement over a `TimeFrame` window, from the
+        events in time order per group (one sort; the window's posts are not
+        built). Each event found by the clock its hit (`clock.expiries`: the
+        first item reaching its due time `d = t + span`), the rule in time:
+        an event's expiry comes before another's arrival exactly when the
+        arrival's clock reaches its due time. So, per group, over its events
+        kept by WHERE in (time, seq) order, every aggregator's running sums
+        (`#n` its count, `#s` its finite values, `#qe`/`#ql` a double's NaN
+        and infinities entering and leaving, `_NON_FINITE`) give the state:
+        - after an event's arrival: the events through it (`ROWS`), less
+          those due by its clock (`RANGE ... span PRECEDING`); before it, the
+          same without the event;
+        - after an expiry post: the events arrived before its due time
+          (`RANGE ... span - 1 FOLLOWING`: no event arrives between the due
+          times of one post), less those through the post's last row (the
+          group's events of a post are consecutive, having one hit and clock);
+          before it, less those before the post's first row.
+        A total restarts after a post leaving its count 0 (only an expiry
+        can): its running sums less their values at the last such post by
+        then (`last_value` over the posts due by the arrival's clock, or over
+        the rows before the expiry post's last). A post's old row is the
+        state before it, or the row of nothing at the group's first post."""
+        spec, span = self.spec, frame.span
+        group, for_all = self._group(), spec.shape == "row_for_all"
+        arguments = self._arguments()
+        counted, summed, doubles = self._counted(arguments)
+        hit = quoted(clock.HIT)
+        carry = dict.fromkeys(["trace_id", *(k.name for k in spec.keys), "seq", *sorted(self._properties()), "time"])
+        rows = clock.expiries(self.items, span, [quoted(c) for c in carry], jumps=self.ctx.jumps)
+        if spec.where is not None:
+            rows = rows.where(JavaSql(self.kinds).truth(spec.where))
+        rows = rows.selectExpr("trace_id", *self.keys, "seq", "time", f"{hit}.seq AS `#hs`",
+                               f"{clock.fire_time(hit, f'(time + {span})')} AS `#ht`",
+                               *(f"{arg} AS `#v{i}`" for i, (arg, _) in arguments.items()))
+        # each row's moves: its count, its finite value, a double's NaN and infinities entering and leaving
+        count = {i: f"CASE WHEN `#v{i}` IS NOT NULL THEN 1 ELSE 0 END" for i in counted}
+        finite = {i: f"CASE WHEN `#v{i}` IS NOT NULL {'AND ' + _finite(f'`#v{i}`') if i in doubles else ''} "
+                     f"THEN `#v{i}` ELSE 0 END" for i in summed}
+        codes = {(i, sign): f"CASE WHEN `#v{i}` IS NOT NULL THEN {_non_finite(f'`#v{i}`', sign)} ELSE 0 END"
+                 for i in doubles for sign in ("1", "-1")}
+        in_time = f"PARTITION BY {group} ORDER BY time"
+        in_order = f"PARTITION BY {group} ORDER BY time, seq"
+        through = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+        before = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+        due = f"OVER ({in_time} RANGE BETWEEN UNBOUNDED PRECEDING AND {span} PRECEDING)"
+        arrived = f"OVER ({in_time} RANGE BETWEEN UNBOUNDED PRECEDING AND {span - 1} FOLLOWING)"
+        sums = {}
+        for i in counted:
+            sums.update({f"#nr{i}": f"sum({count[i]}) {through}", f"#ne{i}": f"coalesce(sum({count[i]}) {due}, 0)",
+                         f"#na{i}": f"sum({count[i]}) {arrived}"})
+        for i in summed:
+            sums.update({f"#sr{i}": f"sum({finite[i]}) {through}", f"#sb{i}": f"coalesce(sum({finite[i]}) {before}, 0)",
+                         f"#se{i}": f"coalesce(sum({finite[i]}) {due}, 0)", f"#sa{i}": f"sum({finite[i]}) {arrived}"})
+        for i in doubles:
+            sums.update({f"#qer{i}": f"sum({codes[i, '1']}) {through}", f"#qlr{i}": f"sum({codes[i, '-1']}) {through}",
+                         f"#qle{i}": f"coalesce(sum({codes[i, '-1']}) {due}, 0)",
+                         f"#qea{i}": f"sum({codes[i, '1']}) {arrived}"})
+        post = " AND ".join(f"{{0}}({c}) OVER ({in_order}) <=> {c}" for c in ("`#hs`", "`#ht`"))
+        rows = rows.selectExpr("*", *(f"{sql} AS `{name}`" for name, sql in sums.items()),
+                               f"NOT ({post.format('lag')}) AS `#first`", f"NOT ({post.format('lead')}) AS `#last`")
+        # an expiry post's sums before its first row (read on its last), and its first row's place
+        firsts = {"#tf": "time", "#qf": "seq", **{f"#nf{i}": f"`#nr{i}` - {count[i]}" for i in counted},
+                  **{f"#sf{i}": f"`#sb{i}`" for i in summed},
+                  **{f"#qlf{i}": f"`#qlr{i}` - {codes[i, '-1']}" for i in doubles}}
+        states = {"x": ({i: f"(`#na{i}` - `#nr{i}`)" for i in counted},
+                        {i: f"(`#sa{i}` - `#sr{i}`)" for i in summed}, {i: f"(`#qea{i}` + `#qlr{i}`)" for i in doubles}),
+                  "y": ({i: f"(`#na{i}` - `#nf{i}`)" for i in counted},
+                        {i: f"(`#sa{i}` - `#sf{i}`)" for i in summed}, {i: f"(`#qea{i}` + `#qlf{i}`)" for i in doubles}),
+                  "a": ({i: f"(`#nr{i}` - `#ne{i}`)" for i in counted},
+                        {i: f"(`#sr{i}` - `#se{i}`)" for i in summed}, {i: f"(`#qer{i}` + `#qle{i}`)" for i in doubles})}
+        states["b"] = ({i: f"({n} - {count[i]})" for i, n in states["a"][0].items()},
+                       {i: f"(`#sb{i}` - `#se{i}`)" for i in summed},
+                       {i: f"({q} - {codes[i, '1']})" for i, q in states["a"][2].items()})
+        # the resets: an expiry post (its last row) that leaves the count 0, its sums after it
+        empty = {i: f"`#last` AND `#hs` IS NOT NULL AND {states['x'][0][i]} = 0" for i in summed}
+        resets = {}
+        for i in summed:
+            for name, sql in (("c", states["x"][1][i]), *((("q", states["x"][2][i]),) if i in doubles else ())):
+                found = f"last_value(CASE WHEN {empty[i]} THEN {sql} END, true)"
+                resets.update({f"#{name}ra{i}": f"{found} {due}", f"#{name}rx{i}": f"{found} {before}"})
+        rows = rows.selectExpr("*", *(f"last_value(CASE WHEN `#first` THEN {sql} END, true) {through} AS `{name}`"
+                                      for name, sql in firsts.items()),
+                               *(f"{sql} AS `{name}`" for name, sql in resets.items()))
+        columns = []
+        for state, (n, totals, infinite) in states.items():
+            reset = "a" if state in "ab" else "x"
+            columns += [f"{sql} AS `#{state}n{i}`" for i, sql in n.items()]
+            columns += [f"""{_total(f"({sql} - coalesce(`#cr{reset}{i}`, 0))",
+                                    f"({infinite[i]} - coalesce(`#qr{reset}{i}`, 0))" if i in doubles else None)} """
+                        f"AS `#{state}t{i}`" for i, sql in totals.items()]
+        rows = rows.selectExpr("*", *columns)
+        arrival = ("seq", "1", "time", *(("time", "0", "seq") if not for_all else ("0", "0", "0")))
+        expiry = ("`#hs`", "0", "`#ht`",
+                  *((f"`#tf` + {span}", "0", "shiftleft(CAST(1 AS BIGINT), 61) + `#qf`") if not for_all else ("0", "0", "0")))
+        out = []
+        for which, state, key, posts in (("new", "a", arrival, "true"), ("old", "b", arrival, "true"),
+                                         ("new", "x", expiry, "`#last` AND `#hs` IS NOT NULL"),
+                                         ("old", "y", expiry, "`#last` AND `#hs` IS NOT NULL")):
+            rows, found = self._valued(rows, state)
+            java = JavaSql(self.kinds, found, event=not for_all)
+            typed = tuple(f"CAST({sql} AS {'INT' if n == 1 else 'BIGINT'})" for n, sql in enumerate(key))
+            out.append((which, self._kept(posts, java), self.row_json(java), typed))
+        return self._posted(rows, out, ())
 
     def _by_post(self, rows: DataFrame, group_rows: bool, counted: list, summed: list, doubles: list) -> DataFrame:
         """The state of a post's rows read together: Esper's aggregators enter
@@ -613,7 +725,8 @@ class _Plan:
                 for i in summed for c in ("#c", *(f"#q{q}" for q in _NON_FINITE if i in doubles))))
         # each aggregator's state after the row, flat: its count (`n`) and, for a sum, its total (`t`)
         values = {f"n{i}": f"`#n{i}`" for i in counted}
-        values.update({f"t{i}": _total(i, i in doubles) for i in summed})
+        values.update({f"t{i}": _total(_since(f"#c{i}"), _since(f"#qi{i}") if i in doubles else None)
+                       for i in summed})
         same = " AND ".join(f"`#{{}}{j}` <=> {c}" for j, c in enumerate(self.post))
         rows = rows.selectExpr("*", *(f"{v} AS `#e{name}`" for name, v in values.items()),
                                f"NOT ({same.format(*['nx'] * len(self.post))}) AS `#row`",
@@ -656,8 +769,10 @@ class _Plan:
             rows = _join_null_safe(rows, table, ("trace_id", *keys, "#k"), "left")
         return rows
 
-    def values(self) -> dict:
-        """Each aggregate's (SQL, kind) after the post."""
+    def values(self, state: str = "a") -> dict:
+        """Each aggregate's (SQL, kind) from the aggregators' state columns
+        `#<state>n<i>` (a count) and `#<state>t<i>` (a sum's total): by
+        default the state after the post."""
         java = JavaSql(self.kinds)
         out = {}
         for i, node in enumerate(self.aggregates):
@@ -665,9 +780,9 @@ class _Plan:
                 out[node] = (f"`#x{i}`", java.value(node.argument)[1])
                 continue
             if node.function == "count":
-                out[node] = (f"coalesce(`#an{i}`, 0)", "long")
+                out[node] = (f"coalesce(`#{state}n{i}`, 0)", "long")
                 continue
-            n, total = f"coalesce(`#an{i}`, 0)", f"`#at{i}`"
+            n, total = f"coalesce(`#{state}n{i}`, 0)", f"`#{state}t{i}`"
             kind = java.value(node.argument)[1]
             if node.function == "sum":
                 out[node] = (f"CASE WHEN {n} = 0 THEN NULL ELSE coalesce({total}, 0) END",
@@ -682,12 +797,12 @@ class _Plan:
                        "NULL" if kind == "null" else f"CAST(NULL AS {_SQL_TYPES[kind]})", kind)
                 for node, (_, kind) in self.values().items()}
 
-    def _valued(self, rows: DataFrame) -> tuple[DataFrame, dict]:
-        """`rows` with each aggregate's value after the post (`values`) as a
+    def _valued(self, rows: DataFrame, state: str = "a") -> tuple[DataFrame, dict]:
+        """`rows` with each aggregate's value in a state (`values`) as a
         column of its own, and the aggregates' (column, kind): the rows'
         expressions then read a column, each value computed once."""
-        found = self.values()
-        named = {node: (f"`#o{i}`", kind) for i, (node, (_, kind)) in enumerate(found.items())}
+        found = self.values(state)
+        named = {node: (f"`#o{state}{i}`", kind) for i, (node, (_, kind)) in enumerate(found.items())}
         rows = rows.selectExpr("*", *(f"{sql} AS {named[node][0]}" for node, (sql, _) in found.items()))
         return rows, named
 
@@ -730,6 +845,8 @@ class _Plan:
         spec = self.spec
         grouped_rows, for_all = spec.shape == "row_per_group", spec.shape == "row_for_all"
         frame = self.frame() if spec.aggregates else None
+        if isinstance(frame, TimeFrame):
+            return self.time_framed(frame)
         if frame is not None:
             rows = self.framed(frame)
         else:
@@ -762,26 +879,38 @@ class _Plan:
             java = JavaSql(self.kinds, found)
             out = [("new", self._kept("side = 'insert'", java), self.row_json(java)),
                    ("old", self._kept("side = 'remove'", java), self.row_json(java))]
-        # each row's output rows, new and old where selected and kept, in one plan (no union): each kept row's
-        # JSON (never null) in a column of its own, then one row per column, the unkept (null) dropped
-        texts, sides = [], []
-        for which, keep, text in out:
+        if grouped_rows or for_all:
+            place = _GROUP_PLACE if grouped_rows else _POST_PLACE
+        else:
+            place = ("slot_due", "slot", "pos")
+        return self._posted(rows, [(which, keep, text, None) for which, keep, text in out], place)
+
+    def _posted(self, rows: DataFrame, out: list, place: tuple[str, ...]) -> DataFrame:
+        """The output rows: per row of `rows`, one per entry of `out` (new or
+        old, SQL: whether the row posts it, SQL: its JSON, and its update key
+        and place: SQL of seq, phase, time, slot_due, slot, pos, or None for
+        the row's own columns and `place`) selected and kept. In one plan (no
+        union): each kept entry's JSON (never null) in a field of its own
+        struct, then one row per struct, the unkept (null) dropped."""
+        wanted = {"istream": ("new",), "irstream": ("new", "old"), "rstream": ("old",)}[self.spec.selector]
+        own = ("seq", "phase", "time", *place)
+        keyed = any(key is not None for _, _, _, key in out)
+        structs = []
+        for which, keep, text, key in out:
             if which not in wanted:
                 continue
-            sides.append("'remove'" if which == "old" and spec.selector == "irstream" else "'insert'")
-            texts.append(f"CASE WHEN {keep} THEN {text} END AS `#j{len(texts)}`")
-        rows = rows.selectExpr("*", *texts)
-        pairs = ", ".join(f"named_struct('side', {side}, 'json', `#j{n}`)" for n, side in enumerate(sides))
-        posted = rows.selectExpr("*", f"explode(array({pairs})) AS `#o`").where("`#o`.json IS NOT NULL").selectExpr(
-            "*", "`#o`.side AS `#side`", "`#o`.json AS `#json`")
+            side = "'remove'" if which == "old" and self.spec.selector == "irstream" else "'insert'"
+            fields = [f"'side', {side}", f"'json', CASE WHEN {keep} THEN {text} END"]
+            if keyed:
+                fields += [f"'k{n}', {sql}" for n, sql in enumerate(key or own)]
+            structs.append(f"named_struct({', '.join(fields)})")
+        posted = rows.selectExpr("*", f"explode(array({', '.join(structs)})) AS `#o`").where("`#o`.json IS NOT NULL")
+        names = ("seq", "phase", "time", "slot_due", "slot", "pos")
+        key = ([f"`#o`.k{n} AS {name}" for n, name in enumerate(names)] if keyed else
+               ["seq", "phase", "time", *place])
         nulls = [f"CAST(NULL AS {self._type(p)}) AS {quoted(p)}" for p in self.ctx.properties]
-        if grouped_rows or for_all:
-            return posted.selectExpr(
-                "trace_id", "seq", "phase", "time", *(_GROUP_PLACE if grouped_rows else _POST_PLACE),
-                "`#side` AS side", "CAST(NULL AS STRING) AS id", "`#json` AS `values`", *nulls)
-        return posted.selectExpr(
-            "trace_id", "seq", "phase", "time", "slot_due", "slot", "`#side` AS side", "pos",
-            "CAST(NULL AS STRING) AS id", "`#json` AS `values`", *nulls)
+        return posted.selectExpr("trace_id", *key, "`#o`.side AS side", "CAST(NULL AS STRING) AS id",
+                                 "`#o`.json AS `values`", *nulls)
 
     def _kept(self, condition: str, java: JavaSql) -> str:
         """SQL: the condition, and HAVING (where there is one) read with `java`'s values."""
@@ -845,22 +974,24 @@ def _states(counted: list, summed: list, doubles: list) -> dict[str, str]:
     """SQL of each aggregator's state after a post, from the running count
     `#p<i>` and the totals less their value at the last reset (`_resets`):
     `n<i>` its count, `t<i>` a sum's total."""
-    return {**{f"n{i}": f"`#p{i}`" for i in counted}, **{f"t{i}": _total(i, i in doubles) for i in summed}}
+    return {**{f"n{i}": f"`#p{i}`" for i in counted},
+            **{f"t{i}": _total(_since(f"#c{i}"), _since(f"#qi{i}") if i in doubles else None) for i in summed}}
 
 
-def _total(i: int, double: bool) -> str:
-    """SQL: a sum's total since the last reset: its running sum less the
-    sum at the reset. A double's NaN and infinities are counted apart (a
-    difference of running sums cannot take out a NaN, `_NON_FINITE`): Java's
-    sum is NaN once a NaN met it or both infinities did, else the infinity
-    it met, else the finite values' sum."""
-    def since(name: str) -> str:
-        return f"(`{name}{i}` - coalesce(`{name}{i}r`, 0))"
-    finite = since("#c")
-    if not double:
+def _since(name: str) -> str:
+    """SQL: a running sum less its value at the last reset (`#<name>r`, null before any)."""
+    return f"(`{name}` - coalesce(`{name}r`, 0))"
+
+
+def _total(finite: str, codes: str | None = None) -> str:
+    """SQL: a sum's total since the last reset, from its finite values' sum
+    since then and, for a double, its NaN and infinities counted apart
+    (`codes`: a difference of running sums cannot take out a NaN,
+    `_NON_FINITE`): Java's sum is NaN once a NaN met it or both infinities
+    did, else the infinity it met, else the finite values' sum."""
+    if codes is None:
         return finite
-    infinities = since("#qi")
-    plus, minus = f"(shiftright({infinities}, 32) > 0)", f"(({infinities} & {_LOW_32}) > 0)"
+    plus, minus = f"(shiftright({codes}, 32) > 0)", f"(({codes} & {_LOW_32}) > 0)"
     return (f"CASE WHEN {plus} AND {minus} THEN double('NaN') "
             f"WHEN {plus} THEN double('Infinity') WHEN {minus} THEN double('-Infinity') ELSE {finite} END")
 

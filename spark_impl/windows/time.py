@@ -59,7 +59,7 @@ from pyspark.sql import functions as F
 
 from oracle.model import ExtTimed, FirstTime, Time, TimeAccum
 from spark_impl import clock
-from spark_impl.windows import Context
+from spark_impl.windows import Context, TimeFrame
 from spark_impl.windows.base import Emit, arrival_posts, events, over, quoted
 
 TIMER = 0  # the contract's phase of a timer stop (1: an arrival)
@@ -73,6 +73,8 @@ POSTS = {
     FirstTime: lambda items, spec, ctx: first_time(items, ctx, spec.span),
     TimeAccum: lambda items, spec, ctx: accumulating(items, ctx, spec.span),
 }
+#: a statement over `#time` may read its contents off the events by their clocks (`spark_impl.windows.TimeFrame`)
+FRAMES = {Time: lambda spec: TimeFrame(spec.span)}
 
 
 def carried(ctx: Context) -> list[str]:

@@ -1,8 +1,10 @@
 """Esper statements on Spark where the plan reads the events themselves: over
 a `Frame` window (`#length`, `#lastevent`, `#keepall`) grouped by its
 sub-windows, the running sums come from the events in arrival order, one sort
-(spark_impl/windows/statement.py, `_Plan.framed`). The oracle and the corpus
-check every statement's rows; these check the rows by hand and the plan."""
+(spark_impl/windows/statement.py, `_Plan.framed`); over a `TimeFrame` window
+(`#time`), from the events in time order per group after the clock's own sort
+(`_Plan.time_framed`). The oracle and the corpus check every statement's
+rows; these check the rows by hand and the plan."""
 
 from __future__ import annotations
 
@@ -21,11 +23,15 @@ def _events(spark):
     return spark.createDataFrame(EVENTS, "n long, t long, k long, id string, price double")
 
 
-def _sorts(frame) -> int:
+def _plan(frame) -> str:
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         frame.explain()
-    return printed.getvalue().count("Sort [")
+    return printed.getvalue()
+
+
+def _sorts(frame) -> int:
+    return _plan(frame).count("Sort [")
 
 
 def _rows(frame) -> list[tuple]:
@@ -62,9 +68,46 @@ def test_where_makes_an_arrival_a_post_where_its_event_or_the_one_it_pushes_out_
     assert _sorts(out) == 1
 
 
+def test_a_statement_over_time_reads_each_arrival_and_expiry_off_the_events(spark):
+    # E2 and E3 arrive together at 2 s, where E0 is due; the walk to 5 s stops at E1's due time, then at
+    # E2's and E3's (one post of two leaving rows, the group left empty)
+    events = [(0, 0, 0, "E0", 1.0), (1, 1000, 1, "E1", 2.0), (2, 2000, 0, "E2", 4.0), (3, 2000, 0, "E3", 8.0),
+              (4, 5000, 1, "E4", 16.0)]
+    frame = spark.createDataFrame(events, "n long, t long, k long, id string, price double")
+    statement = "select irstream k, sum(price) as s, count(*) as n from E#time(2 sec) group by k"
+    out = apply_window_to_events(frame, statement, order_col="n", time_col="t")
+    rows = [(r.after, r.phase, r.time, r.side, json.loads(r["values"]))
+            for r in out.orderBy("after", "phase", "time", "side").collect()]
+    assert rows == [
+        (0, 1, 0, "insert", {"k": 0, "s": 1.0, "n": 1}), (0, 1, 0, "remove", {"k": 0, "s": None, "n": 0}),
+        (1, 1, 1000, "insert", {"k": 1, "s": 2.0, "n": 1}), (1, 1, 1000, "remove", {"k": 1, "s": None, "n": 0}),
+        # E2's walk stops at 2 s, where E0 is due, before E2 arrives
+        (2, 0, 2000, "insert", {"k": 0, "s": None, "n": 0}), (2, 0, 2000, "remove", {"k": 0, "s": 1.0, "n": 1}),
+        (2, 1, 2000, "insert", {"k": 0, "s": 4.0, "n": 1}), (2, 1, 2000, "remove", {"k": 0, "s": None, "n": 0}),
+        (3, 1, 2000, "insert", {"k": 0, "s": 12.0, "n": 2}), (3, 1, 2000, "remove", {"k": 0, "s": 4.0, "n": 1}),
+        # E4's walk: E1 leaves at 3 s, then E2 and E3 at 4 s in one post
+        (4, 0, 3000, "insert", {"k": 1, "s": None, "n": 0}), (4, 0, 3000, "remove", {"k": 1, "s": 2.0, "n": 1}),
+        (4, 0, 4000, "insert", {"k": 0, "s": None, "n": 0}), (4, 0, 4000, "remove", {"k": 0, "s": 12.0, "n": 2}),
+        (4, 1, 5000, "insert", {"k": 1, "s": 16.0, "n": 1}), (4, 1, 5000, "remove", {"k": 1, "s": None, "n": 0}),
+    ]
+    # the window's own (the clock's, by time in its buckets, and two of its small per-bucket table), and one
+    # more: the events by group and time
+    alone = apply_window_to_events(frame, "#time(2 sec)", order_col="n", time_col="t")
+    assert _sorts(out) == _sorts(alone) + 1
+    assert "Union" in _plan(alone) and "Union" not in _plan(out)  # the window's arrivals and removals never built
+
+
 @pytest.mark.parametrize("statement", [
     "select irstream k, sum(price) as s from E#length(2) group by k",  # a group is not a sub-window
     "select irstream k, max(price) as m from E#groupwin(k)#length(2) group by k",  # max needs the values held
 ])
 def test_other_statements_read_the_windows_posts(spark, statement):
     assert _sorts(apply_window_to_events(_events(spark), statement, order_col="n", time_col="t")) > 1
+
+
+@pytest.mark.parametrize("statement", [
+    "select irstream k, sum(price) as s from E#groupwin(k)#time(2 sec) group by k",  # its sub-windows' timers
+    "select irstream k, min(price) as s from E#time(2 sec) group by k",  # min needs the values held
+])
+def test_other_statements_over_time_read_the_windows_posts(spark, statement):
+    assert "Union" in _plan(apply_window_to_events(_events(spark), statement, order_col="n", time_col="t"))
