@@ -364,6 +364,8 @@ STREAM_QUERY_SPECS: dict[str, st.SearchStrategy] = {
 _STATEMENT_WINDOWS = st.one_of(*UNGROUPED_SPECS.values(), st.builds(GroupWin, key_names, st.one_of(*UNGROUPED_SPECS.values())),
                                # the seed's `#groupwin(symbol)#length(5)`: the sub-windows that slide by count, weighted
                                st.builds(GroupWin, key_names, st.one_of(*(UNGROUPED_SPECS[c] for c in (Length, KeepAll, LastEvent)))),
+                               # `#time`, whose statements read the events by their clocks (`TimeFrame`), weighted too
+                               UNGROUPED_SPECS[Time],
                                st.one_of(*DERIVED_SPECS.values()).map(lambda w: attrs.evolve(w, extra=(*w.extra, "symbol"))),
                                *GROUPED_DERIVED_SPECS.values())
 

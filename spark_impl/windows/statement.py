@@ -51,6 +51,10 @@ module's terms:
   the same running sums are read off the events in arrival order, each
   arrival moving them by the event entering and the n-th before it leaving
   (`_Plan.framed`): one sort of the events, the window's posts never built.
+  Over `#time` (`spark_impl.windows.TimeFrame`), with any GROUP BY of
+  properties, each event's expiry is found by the clock and the state after
+  and before each arrival and each expiry post is read off the group's
+  events in time order (`_Plan.time_framed`): the clock's sort and one more.
   The state before a post is the state after the group's previous post, or,
   at its first, the aggregators' over nothing (a count 0, the others null):
   so where a post gives a group one new and one old row, the old row is the
