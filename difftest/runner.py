@@ -508,8 +508,8 @@ class Runner:
 
     def _record(self, stats: KindStats, result: BatchResult) -> None:
         errors = [r.error for r in result.mismatches if r.error is not None]
-        if errors:  # the implementation failed: nothing to shrink, one report
-            stats.error = errors[0]
+        if errors:  # the implementation failed: nothing to shrink, one report, naming the window
+            stats.error = f"{errors[0]} (window: {result.window})"
             return
         stats.mismatches += 1
 

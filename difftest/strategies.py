@@ -43,6 +43,7 @@ through `traces` shrinks towards short traces of plain events.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
@@ -129,7 +130,9 @@ from oracle.model import (
     WindowSpec,
     nested_specs,
     spec_expression_names,
+    spec_extras,
     spec_keys,
+    spec_sort_properties,
     spec_timestamps,
     spec_values,
 )
@@ -775,6 +778,9 @@ _START_TIMES = (0, 0, 0, GRID, 2 * GRID + 1, 250, 16 * HOUR - 10 * GRID, DAY - 1
 _LONG = (False, False, False, False, False, False, False, True)
 #: whether a property of a schemaless stream's row holds a value of another kind
 _KIND_CHANGES = (False,) * 39 + (True,)
+_MISSING = object()
+#: with `build_trace`'s `odd`, an event's price: as drawn (None) mostly, else missing, NaN or an infinity
+_ODD_PRICES = (None,) * 40 + (_MISSING,) * 4 + (math.nan, math.inf, -math.inf)
 
 
 class Choices(Protocol):
@@ -845,11 +851,26 @@ def trace_stamps(spec: WindowSpec) -> tuple[str, ...]:
 
 def trace_shape(spec: WindowSpec) -> dict[str, Any]:
     """Every keyword `build_trace` (and `seeded_traces`, `traces`) takes for a
-    trace `spec` can read: keys, numbers, timestamps, operation codes, and
-    whether a property's kind may change between rows (`MIXED_KINDS`)."""
+    trace `spec` can read: keys, numbers, timestamps, operation codes,
+    whether a property's kind may change between rows (`MIXED_KINDS`), and
+    whether a price may be missing or not finite (`odd_prices`)."""
     numbers = trace_numbers(spec)
     return {"properties": tuple(n for n in trace_names(spec) if n not in numbers), "numbers": numbers,
-            "stamps": trace_stamps(spec), "opcodes": trace_opcodes(spec), "mixed": spec.MIXED_KINDS}
+            "stamps": trace_stamps(spec), "opcodes": trace_opcodes(spec), "mixed": spec.MIXED_KINDS,
+            "odd": odd_prices(spec)}
+
+
+def odd_prices(spec: WindowSpec) -> bool:
+    """Whether a trace for `spec` now and then leaves an event's `price` out or
+    makes it NaN or an infinity: for a statement of Esper's rules (its rows
+    posted per update) over a window that reads no `price` itself, so that its
+    aggregates, WHERE, HAVING and filter meet Java's null and double rules."""
+    if not isinstance(spec, Statement) or spec.rules.posted != "update":
+        return False
+    window = spec.window
+    read = (*spec_values(window), *spec_keys(window), *spec_expression_names(window), *spec_timestamps(window),
+            *spec_sort_properties(window), *spec_extras(window))
+    return "price" not in read
 
 
 #: an event's operation code, where the window takes more than inserts: None
@@ -866,7 +887,7 @@ def trace_opcodes(spec: WindowSpec) -> tuple[str, ...]:
 
 def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int = 25,
                 opcodes: Iterable[str] = (), numbers: Iterable[str] = (), stamps: Iterable[str] = (),
-                mixed: bool = False) -> Trace:
+                mixed: bool = False, odd: bool = False) -> Trace:
     """A trace of at most `max_items` items (now and then four times as many).
 
     Every event has an id `E1`, `E2`, ... in arrival order, a float `price`, an
@@ -882,7 +903,8 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
     `price` or `ts` is left out where the window reads a name differing from it
     in case only (`Symbol`), so no event holds two names one engine can confuse.
     With `mixed` (a schemaless stream), now and then a `price` is a string, a
-    `symbol` or another key a number: a property's kind changes between rows."""
+    `symbol` or another key a number: a property's kind changes between rows.
+    With `odd`, now and then a `price` is missing, NaN or an infinity."""
     names = tuple(dict.fromkeys(properties))
     variables = tuple(name for name in names if name in VARIABLES)
     read = {*names, *numbers, *stamps}
@@ -904,6 +926,12 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
         count += 1
         ts = max(0, ts + choose.pick(_TS_STEPS))
         props = {"price": 10.0 + choose.integer(0, 40) / 4, "ts": ts + choose.pick(_TS_OFFSETS)}
+        if odd:
+            price = choose.pick(_ODD_PRICES)
+            if price is _MISSING:
+                del props["price"]
+            elif price is not None:
+                props["price"] = price
         for name, values in (("symbol", SYMBOLS), *((name, KEY_VALUES) for name in extra)):
             value = _key_value(choose, values, count - 1)
             if value is not None:
@@ -945,21 +973,21 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
 
 @st.composite
 def traces(draw, properties: Iterable[str] = (), max_items: int = 25, opcodes: Iterable[str] = (),
-           numbers: Iterable[str] = (), stamps: Iterable[str] = (), mixed: bool = False) -> Trace:
+           numbers: Iterable[str] = (), stamps: Iterable[str] = (), mixed: bool = False, odd: bool = False) -> Trace:
     """A trace (`build_trace`) whose every choice is a Hypothesis draw, so a
     failing trace shrinks to a minimal one."""
-    return build_trace(HypothesisChoices(draw), properties, max_items, opcodes, numbers, stamps, mixed)
+    return build_trace(HypothesisChoices(draw), properties, max_items, opcodes, numbers, stamps, mixed, odd)
 
 
 def seeded_traces(seed: int, count: int, properties: Iterable[str] = (), max_items: int = 25,
                   opcodes: Iterable[str] = (), numbers: Iterable[str] = (), stamps: Iterable[str] = (),
-                  mixed: bool = False) -> list[Trace]:
+                  mixed: bool = False, odd: bool = False) -> list[Trace]:
     """`count` traces (`build_trace`) from one `random.Random(seed)`: the cheap
     way to make a big batch. Hypothesis draws the seed, so a run with a fixed
     Hypothesis seed makes the same batches; a failing trace is then shrunk by
     the harness (`difftest.shrink`), not by Hypothesis."""
     choose = SeededChoices(random.Random(seed))
-    return [build_trace(choose, properties, max_items, opcodes, numbers, stamps, mixed) for _ in range(count)]
+    return [build_trace(choose, properties, max_items, opcodes, numbers, stamps, mixed, odd) for _ in range(count)]
 
 
 # --------------------------------------------------------------------------- cases

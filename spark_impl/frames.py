@@ -44,14 +44,17 @@ from oracle.model import (
     DERIVED_WINDOWS,
     DerivedValues,
     Event,
+    GroupWin,
     Jump,
     Pane,
     SetVariables,
+    Statement,
     Trace,
     Update,
     RESERVED_NAMES,
     WindowSpec,
     check_trace,
+    expression_names,
     item_problem,
     spec_expression_names,
     spec_extras,
@@ -85,8 +88,13 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 def is_identifier(name: str) -> bool:
     """Whether `name` can be a property column (letters, digits and _, not first a digit)."""
     return bool(_IDENTIFIER.match(name))
+
+
 #: the metadata key of a string column holding JSON text (a list or object property)
 JSON_TEXT = "json_text"
+#: the metadata key of a column no event gives a value (a string column of nulls): a property of no kind,
+#: which a statement reads as null, as it reads a property no event has
+NO_VALUES = "no_values"
 _WIDER = {frozenset({"long", "double"}): "double"}
 _NAMES = {"long": "an integer", "double": "a float", "string": "a string", "boolean": "a boolean",
           "json": "a list or object"}
@@ -97,10 +105,26 @@ _NAMES = {"long": "an integer", "double": "a float", "string": "a string", "bool
 
 def spec_properties(spec: WindowSpec) -> tuple[str, ...]:
     """Every property `spec` reads, each a column of the input; `id` is the
-    event's id (a base column), not a property column."""
+    event's id (a base column), not a property column; nor is a field a
+    statement reads off a derived-value window's rows (`row_fields`)."""
     read = (spec_keys(spec) + spec_timestamps(spec) + spec_sort_properties(spec) + spec_values(spec) + spec_extras(spec)
             + spec_expression_names(spec))
-    return tuple(name for name in dict.fromkeys(read) if name != "id")
+    fields = row_fields(spec)
+    return tuple(name for name in dict.fromkeys(read) if name != "id" and name not in fields)
+
+
+def row_fields(spec: WindowSpec) -> frozenset[str]:
+    """The fields of a derived-value window's rows, for a statement over one
+    (under `#groupwin` too): its select items, WHERE, GROUP BY and HAVING
+    name them there, not an event's property (or a variable); a name its
+    window or its stream filter reads stays the event's."""
+    if not isinstance(spec, Statement):
+        return frozenset()
+    window = spec.window.window if isinstance(spec.window, GroupWin) else spec.window
+    if not isinstance(window, DERIVED_WINDOWS):
+        return frozenset()
+    events = {*spec_properties(spec.window), *(expression_names(spec.filter) if spec.filter is not None else ())}
+    return frozenset(f for f in window.FIELDS if f not in events)
 
 
 def check_pair(spec: WindowSpec, trace: Trace) -> None:
@@ -249,6 +273,10 @@ class PropertyTypes:
         """Property -> column type; a property that is always null is a string column."""
         return {name: kind or "string" for name, kind in self.types.items()}
 
+    def valueless(self) -> frozenset[str]:
+        """The properties that are always null (`NO_VALUES`)."""
+        return frozenset(name for name, kind in self.types.items() if kind is None)
+
 
 # --------------------------------------------------------------------------- rows
 
@@ -285,8 +313,9 @@ def trace_rows(trace_id: str, trace: Trace, schema: Mapping[str, str]) -> list[t
     return rows
 
 
-def input_schema(schema: Mapping[str, str]):
-    """The Spark schema of the input frame for these property types."""
+def input_schema(schema: Mapping[str, str], valueless: Iterable[str] = ()):
+    """The Spark schema of the input frame for these property types, the
+    `valueless` ones marked `NO_VALUES`."""
     from pyspark.sql.types import BooleanType, DoubleType, LongType, StringType, StructField, StructType
 
     spark_type = {"long": LongType(), "double": DoubleType(), "string": StringType(), "boolean": BooleanType(),
@@ -301,7 +330,9 @@ def input_schema(schema: Mapping[str, str]):
         StructField("vars", StringType(), True),
     ]
     # a list or object property is its JSON text, marked so that an output writing it as JSON embeds it as is
-    return StructType(base + [StructField(name, spark_type[kind], True, {JSON_TEXT: True} if kind == "json" else {})
+    valueless = frozenset(valueless)
+    return StructType(base + [StructField(name, spark_type[kind], True, {JSON_TEXT: True} if kind == "json" else
+                                          {NO_VALUES: True} if name in valueless else {})
                               for name, kind in schema.items()])
 
 
@@ -321,7 +352,8 @@ def frame_of(spark, traces: Sequence[tuple[str, Trace]], types: PropertyTypes):
     """The input frame for traces whose property types were already merged into `types`."""
     schema = types.schema()
     rows = [row for trace_id, trace in traces for row in trace_rows(trace_id, trace, schema)]
-    frame = spark.createDataFrame(_arrow_table(rows, input_schema(schema)), input_schema(schema))
+    typed = input_schema(schema, types.valueless())
+    frame = spark.createDataFrame(_arrow_table(rows, typed), typed)
     return frame.coalesce(1) if len(rows) <= ONE_PARTITION_ROWS else frame
 
 

@@ -25,7 +25,7 @@ from pyspark.sql import types as T
 from oracle.errors import UnsupportedWindow
 from oracle.model import OPCODES, GroupWin, Statement, WindowSpec, accepted_opcodes, spec_expression_names
 from spark_impl.errors import InvalidFrame
-from spark_impl.frames import BASE_COLUMNS, KINDS, OUTPUT_COLUMNS, RESERVED, spec_properties
+from spark_impl.frames import BASE_COLUMNS, KINDS, OUTPUT_COLUMNS, RESERVED, row_fields, spec_properties
 from spark_impl.windows import Context, Family, family
 from spark_impl.windows.base import events, quoted
 
@@ -71,7 +71,8 @@ def check_input(trace_df: DataFrame, spec: WindowSpec, *, jumps: bool = True) ->
     for name, types in _OPTIONAL.items():
         if name in fields:
             _check_type(name, fields[name], types)
-    maybe_variables = spec_expression_names(spec)
+    read_off_rows = row_fields(spec)  # a statement over a derived window's rows names its fields, not variables
+    maybe_variables = tuple(n for n in spec_expression_names(spec) if n not in read_off_rows)
     for name in spec_properties(spec):
         if name not in fields and name not in maybe_variables:
             raise InvalidFrame(f"the window reads property {name!r}, but the input has no column {name!r}")

@@ -147,3 +147,26 @@ def test_drawn_traces_carry_what_a_given_window_reads(dialect, window, read):
         lowered = [name.lower() for name in event.props]
         assert len(lowered) == len(set(lowered)), event
     assert sum(len(run(spec, trace)) for trace in made) > 0  # every trace runs, and the window posts
+
+
+@pytest.mark.parametrize(("window", "odd"), [
+    ("select irstream symbol, sum(price) as s from E#time(2 sec) group by symbol", True),
+    ("select irstream sum(price) as s from E(price > 12)#groupwin(symbol)#length(3) where price < 18", True),
+    ("select irstream sum(price) as s from E#sort(3, price)", False),  # the window itself reads price
+    ("select irstream sum(price) as s from E#unique(price)", False),
+    ("#time(2 sec)", False),  # a window alone: its traces as ever
+])
+def test_statements_meet_missing_and_non_finite_prices(window, odd):
+    import math
+
+    from difftest.strategies import odd_prices, trace_shape
+
+    spec = parse(window, "esper")
+    assert odd_prices(spec) is odd
+    prices = [e.props.get("price") for trace in seeded_traces(5, 60, **trace_shape(spec)) for e in trace.events()]
+    odd_ones = [p for p in prices if p is None or not math.isfinite(p)]
+    if not odd:
+        assert not odd_ones
+        return
+    assert {None, "nan", math.inf, -math.inf} <= {"nan" if p is not None and math.isnan(p) else p for p in odd_ones}
+    assert len(odd_ones) < len(prices) / 5  # now and then, not mostly

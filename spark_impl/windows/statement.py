@@ -116,7 +116,7 @@ from oracle.model import (
     nested_specs,
 )
 from oracle.model import Statement
-from spark_impl.frames import JSON_TEXT
+from spark_impl.frames import JSON_TEXT, NO_VALUES
 from spark_impl import clock
 from spark_impl.windows import Context, Frame, TimeFrame, family
 from spark_impl.windows.base import events, quoted
@@ -158,6 +158,14 @@ def _kind_of(data_type: T.DataType) -> str:
     return "other"
 
 
+def _column_kind(field: T.StructField) -> str:
+    """A property column's kind: `other` for JSON text (a list or object),
+    `null` for a column no event gives a value (`NO_VALUES`)."""
+    if field.metadata.get(JSON_TEXT):
+        return "other"
+    return "null" if field.metadata.get(NO_VALUES) else _kind_of(field.dataType)
+
+
 def _string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
@@ -182,7 +190,7 @@ class JavaSql:
             return sql_literal(node.value)
         if kind is Name:
             found = self.kinds.get(node.name)
-            if found is None or not self.event:
+            if found in (None, "null") or not self.event:
                 return "NULL", "null"
             if found == "other":
                 raise UnsupportedWindow(f"statement: property {node.name!r} holds a list or an object; "
@@ -301,13 +309,12 @@ class _Plan:
         self.spec, self.ctx = spec, ctx
         # what the stream filter reads: the events; what the rest reads: the window's rows (events, or a
         # derived-value window's rows, their fields parsed from its `values`)
-        self.event_kinds = {f.name: ("other" if f.metadata.get(JSON_TEXT) else _kind_of(f.dataType))
-                            for f in items.schema.fields if f.name in ctx.properties}
+        self.event_kinds = {f.name: _column_kind(f) for f in items.schema.fields if f.name in ctx.properties}
         window = _window(spec, ctx)[0]
         self.derived = window if isinstance(window, DERIVED_WINDOWS) else None
         self.row_schema = _row_schema(self.derived, spec.window, items, ctx) if self.derived is not None else None
         self.kinds = self.event_kinds if self.row_schema is None else {
-            f.name: ("other" if f.metadata.get(JSON_TEXT) else _kind_of(f.dataType)) for f in self.row_schema.fields}
+            f.name: _column_kind(f) for f in self.row_schema.fields}
         self.types = {f.name: f.dataType.simpleString() for f in items.schema.fields}
         # whether the window may post as removed what it never inserted (`Spec.REMOVES_UNENTERED`)
         self.unentered = any(type(inner).REMOVES_UNENTERED for inner in nested_specs(spec.window))
@@ -554,8 +561,8 @@ class _Plan:
         an event's expiry comes before another's arrival exactly when the
         arrival's clock reaches its due time. So, per group, over its events
         kept by WHERE in (time, seq) order, every aggregator's running sums
-        (`#n` its count, `#s` its finite values, `#qe`/`#ql` a double's NaN
-        and infinities entering and leaving, `_NON_FINITE`) give the state:
+        (`#n` its count, `#s` its finite values, `#q` a double's NaN and
+        infinities) give the state:
         - after an event's arrival: the events through it (`ROWS`), less
           those due by its clock (`RANGE ... span PRECEDING`); before it, the
           same without the event;
@@ -564,11 +571,15 @@ class _Plan:
           times of one post), less those through the post's last row (the
           group's events of a post are consecutive, having one hit and clock);
           before it, less those before the post's first row.
-        A total restarts after a post leaving its count 0 (only an expiry
-        can): its running sums less their values at the last such post by
-        then (`last_value` over the posts due by the arrival's clock, or over
-        the rows before the expiry post's last). A post's old row is the
-        state before it, or the row of nothing at the group's first post."""
+        A double's NaN and infinities are counted apart (`_NON_FINITE`; the
+        codes of a value leaving are its entering codes' halves swapped) and
+        restart after a post leaving its count 0 (only an expiry can): their
+        running sums less those at the last such post by then (`last_value`
+        over the posts due by the arrival's clock, or over the rows before
+        the expiry post's last). A finite total needs no such reset: at that
+        post the values arrived and those left are the same rows, summed in
+        the same order, so their difference is exactly 0. A post's old row is
+        the state before it, or the row of nothing at the group's first post."""
         spec, span = self.spec, frame.span
         group, for_all = self._group(), spec.shape == "row_for_all"
         arguments = self._arguments()
@@ -581,12 +592,11 @@ class _Plan:
         rows = rows.selectExpr("trace_id", *self.keys, "seq", "time", f"{hit}.seq AS `#hs`",
                                f"{clock.fire_time(hit, f'(time + {span})')} AS `#ht`",
                                *(f"{arg} AS `#v{i}`" for i, (arg, _) in arguments.items()))
-        # each row's moves: its count, its finite value, a double's NaN and infinities entering and leaving
+        # each row's moves: its count, its finite value, a double's NaN and infinities entering
         count = {i: f"CASE WHEN `#v{i}` IS NOT NULL THEN 1 ELSE 0 END" for i in counted}
         finite = {i: f"CASE WHEN `#v{i}` IS NOT NULL {'AND ' + _finite(f'`#v{i}`') if i in doubles else ''} "
                      f"THEN `#v{i}` ELSE 0 END" for i in summed}
-        codes = {(i, sign): f"CASE WHEN `#v{i}` IS NOT NULL THEN {_non_finite(f'`#v{i}`', sign)} ELSE 0 END"
-                 for i in doubles for sign in ("1", "-1")}
+        codes = {i: f"CASE WHEN `#v{i}` IS NOT NULL THEN {_non_finite(f'`#v{i}`', '1')} ELSE 0 END" for i in doubles}
         in_time = f"PARTITION BY {group} ORDER BY time"
         in_order = f"PARTITION BY {group} ORDER BY time, seq"
         through = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
@@ -601,46 +611,50 @@ class _Plan:
             sums.update({f"#sr{i}": f"sum({finite[i]}) {through}", f"#sb{i}": f"coalesce(sum({finite[i]}) {before}, 0)",
                          f"#se{i}": f"coalesce(sum({finite[i]}) {due}, 0)", f"#sa{i}": f"sum({finite[i]}) {arrived}"})
         for i in doubles:
-            sums.update({f"#qer{i}": f"sum({codes[i, '1']}) {through}", f"#qlr{i}": f"sum({codes[i, '-1']}) {through}",
-                         f"#qle{i}": f"coalesce(sum({codes[i, '-1']}) {due}, 0)",
-                         f"#qea{i}": f"sum({codes[i, '1']}) {arrived}"})
+            sums.update({f"#qr{i}": f"sum({codes[i]}) {through}", f"#qe{i}": f"coalesce(sum({codes[i]}) {due}, 0)",
+                         f"#qa{i}": f"sum({codes[i]}) {arrived}"})
         post = " AND ".join(f"{{0}}({c}) OVER ({in_order}) <=> {c}" for c in ("`#hs`", "`#ht`"))
         rows = rows.selectExpr("*", *(f"{sql} AS `{name}`" for name, sql in sums.items()),
                                f"NOT ({post.format('lag')}) AS `#first`", f"NOT ({post.format('lead')}) AS `#last`")
-        # an expiry post's sums before its first row (read on its last), and its first row's place
-        firsts = {"#tf": "time", "#qf": "seq", **{f"#nf{i}": f"`#nr{i}` - {count[i]}" for i in counted},
-                  **{f"#sf{i}": f"`#sb{i}`" for i in summed},
-                  **{f"#qlf{i}": f"`#qlr{i}` - {codes[i, '-1']}" for i in doubles}}
-        states = {"x": ({i: f"(`#na{i}` - `#nr{i}`)" for i in counted},
-                        {i: f"(`#sa{i}` - `#sr{i}`)" for i in summed}, {i: f"(`#qea{i}` + `#qlr{i}`)" for i in doubles}),
-                  "y": ({i: f"(`#na{i}` - `#nf{i}`)" for i in counted},
-                        {i: f"(`#sa{i}` - `#sf{i}`)" for i in summed}, {i: f"(`#qea{i}` + `#qlf{i}`)" for i in doubles}),
-                  "a": ({i: f"(`#nr{i}` - `#ne{i}`)" for i in counted},
-                        {i: f"(`#sr{i}` - `#se{i}`)" for i in summed}, {i: f"(`#qer{i}` + `#qle{i}`)" for i in doubles})}
+        # an expiry post's first row (read on its last, one struct): its place, the sums before it
+        firsts = {"t": "time", "q": "seq", **{f"n{i}": f"`#nr{i}` - {count[i]}" for i in counted},
+                  **{f"s{i}": f"`#sb{i}`" for i in summed}, **{f"q{i}": f"`#qr{i}` - {codes[i]}" for i in doubles}}
+        # per state: counts, finite totals, and a double's codes entered and left (the left ones swapped)
+        states = {"a": ({i: f"(`#nr{i}` - `#ne{i}`)" for i in counted}, {i: f"(`#sr{i}` - `#se{i}`)" for i in summed},
+                        {i: (f"`#qr{i}`", f"`#qe{i}`") for i in doubles}),
+                  "x": ({i: f"(`#na{i}` - `#nr{i}`)" for i in counted}, {i: f"(`#sa{i}` - `#sr{i}`)" for i in summed},
+                        {i: (f"`#qa{i}`", f"`#qr{i}`") for i in doubles}),
+                  "y": ({i: f"(`#na{i}` - `#f`.n{i})" for i in counted}, {i: f"(`#sa{i}` - `#f`.s{i})" for i in summed},
+                        {i: (f"`#qa{i}`", f"`#f`.q{i}") for i in doubles})}
         states["b"] = ({i: f"({n} - {count[i]})" for i, n in states["a"][0].items()},
                        {i: f"(`#sb{i}` - `#se{i}`)" for i in summed},
-                       {i: f"({q} - {codes[i, '1']})" for i, q in states["a"][2].items()})
-        # the resets: an expiry post (its last row) that leaves the count 0, its sums after it
-        empty = {i: f"`#last` AND `#hs` IS NOT NULL AND {states['x'][0][i]} = 0" for i in summed}
+                       {i: (f"(`#qr{i}` - {codes[i]})", f"`#qe{i}`") for i in doubles})
+
+        def met(entered_left: tuple[str, str]) -> str:
+            """SQL: the codes of the values entered and of those left (`_NON_FINITE`)."""
+            entered, left = entered_left
+            return f"({entered} + {_swapped(left)})"
+
+        # the codes at the last expiry post (its last row) that left the count 0
         resets = {}
-        for i in summed:
-            for name, sql in (("c", states["x"][1][i]), *((("q", states["x"][2][i]),) if i in doubles else ())):
-                found = f"last_value(CASE WHEN {empty[i]} THEN {sql} END, true)"
-                resets.update({f"#{name}ra{i}": f"{found} {due}", f"#{name}rx{i}": f"{found} {before}"})
-        rows = rows.selectExpr("*", *(f"last_value(CASE WHEN `#first` THEN {sql} END, true) {through} AS `{name}`"
-                                      for name, sql in firsts.items()),
-                               *(f"{sql} AS `{name}`" for name, sql in resets.items()))
+        for i in doubles:
+            found = f"last_value(CASE WHEN `#last` AND `#hs` IS NOT NULL AND {states['x'][0][i]} = 0 " \
+                    f"THEN {met(states['x'][2][i])} END, true)"
+            resets.update({f"#ra{i}": f"{found} {due}", f"#rx{i}": f"{found} {before}"})
+        struct = ", ".join(f"'{name}', {sql}" for name, sql in firsts.items())
+        rows = rows.selectExpr("*", f"last_value(CASE WHEN `#first` THEN named_struct({struct}) END, true) {through} "
+                                    "AS `#f`", *(f"{sql} AS `{name}`" for name, sql in resets.items()))
         columns = []
         for state, (n, totals, infinite) in states.items():
             reset = "a" if state in "ab" else "x"
             columns += [f"{sql} AS `#{state}n{i}`" for i, sql in n.items()]
-            columns += [f"""{_total(f"({sql} - coalesce(`#cr{reset}{i}`, 0))",
-                                    f"({infinite[i]} - coalesce(`#qr{reset}{i}`, 0))" if i in doubles else None)} """
-                        f"AS `#{state}t{i}`" for i, sql in totals.items()]
+            columns += [f"""{_total(sql, f"({met(infinite[i])} - coalesce(`#r{reset}{i}`, 0))" if i in doubles
+                                    else None)} AS `#{state}t{i}`""" for i, sql in totals.items()]
         rows = rows.selectExpr("*", *columns)
         arrival = ("seq", "1", "time", *(("time", "0", "seq") if not for_all else ("0", "0", "0")))
         expiry = ("`#hs`", "0", "`#ht`",
-                  *((f"`#tf` + {span}", "0", "shiftleft(CAST(1 AS BIGINT), 61) + `#qf`") if not for_all else ("0", "0", "0")))
+                  *((f"`#f`.t + {span}", "0", "shiftleft(CAST(1 AS BIGINT), 61) + `#f`.q") if not for_all
+                    else ("0", "0", "0")))
         out = []
         for which, state, key, posts in (("new", "a", arrival, "true"), ("old", "b", arrival, "true"),
                                          ("new", "x", expiry, "`#last` AND `#hs` IS NOT NULL"),
@@ -960,6 +974,14 @@ def _non_finite(value: str, sign: str) -> str:
 
 _NON_FINITE = {"i": _non_finite("`#v{i}`", "`#sign`")}
 _LOW_32 = 4294967295
+
+
+def _swapped(codes: str) -> str:
+    """SQL: `_NON_FINITE` codes with their halves swapped: those of the same
+    values moving the sum the other way (leaving, not entering)."""
+    return f"(shiftleft({codes} & {_LOW_32}, 32) + shiftright({codes}, 32))"
+
+
 def _finite(value: str) -> str:
     """SQL: a double value that is neither NaN nor infinite."""
     return f"NOT isnan({value}) AND abs({value}) <> double('Infinity')"
