@@ -194,9 +194,12 @@ def intersection(items: DataFrame, spec: Intersection, ctx: Context) -> DataFram
         *CONTRACT, "`#m`", *props, f"CASE WHEN phase = 0 THEN CASE `#m` {own} END ELSE slot_due END AS `#own`")
     unit = "named_struct('seq', seq, 'phase', phase, 'time', time)"
     first = dued.selectExpr("*", f"{unit} = min({unit}) OVER (PARTITION BY trace_id, id) AS `#first`").where("`#first`")
+    # a member's firing: its rows take the due time it fired at, and their order in its post as `pos` (a
+    # `#time_order` member posts by due time, not by arrival)
+    firing = "OVER (PARTITION BY trace_id, slot, seq, phase, time, `#m`"
     fired = first.selectExpr(
-        *(c for c in CONTRACT if c != "slot_due"), "`#m`", *props,
-        "min(`#own`) OVER (PARTITION BY trace_id, slot, seq, phase, time, `#m`) AS slot_due")
+        *(c for c in CONTRACT if c not in ("slot_due", "pos")), "`#m`", *props, f"min(`#own`) {firing}) AS slot_due",
+        f"CASE WHEN phase = 0 THEN row_number() {firing} ORDER BY slot_due, pos) ELSE pos END AS pos")
     picked = fired.selectExpr("*", "row_number() OVER (PARTITION BY trace_id, id ORDER BY slot_due, `#m`) AS `#r`")
     removed = picked.where("`#r` = 1").selectExpr(
         *(c for c in CONTRACT if c != "pos"), "shiftleft(CAST(`#m` AS BIGINT), 40) + pos AS pos", *props)
