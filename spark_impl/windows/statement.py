@@ -663,7 +663,7 @@ class _Plan:
             java = JavaSql(self.kinds, found, event=not for_all)
             typed = tuple(f"CAST({sql} AS {'INT' if n == 1 else 'BIGINT'})" for n, sql in enumerate(key))
             out.append((which, self._kept(posts, java), self.row_json(java), typed))
-        return self._posted(rows, out, ())
+        return self._posted(rows, out, None)
 
     def _by_post(self, rows: DataFrame, group_rows: bool, counted: list, summed: list, doubles: list) -> DataFrame:
         """The state of a post's rows read together: Esper's aggregators enter
@@ -903,29 +903,27 @@ class _Plan:
             place = ("slot_due", "slot", "pos")
         return self._posted(rows, [(which, keep, text, None) for which, keep, text in out], place)
 
-    def _posted(self, rows: DataFrame, out: list, place: tuple[str, ...]) -> DataFrame:
+    def _posted(self, rows: DataFrame, out: list, place: tuple[str, ...] | None) -> DataFrame:
         """The output rows: per row of `rows`, one per entry of `out` (new or
-        old, SQL: whether the row posts it, SQL: its JSON, and its update key
-        and place: SQL of seq, phase, time, slot_due, slot, pos, or None for
-        the row's own columns and `place`) selected and kept. In one plan (no
-        union): each kept entry's JSON (never null) in a field of its own
-        struct, then one row per struct, the unkept (null) dropped."""
+        old, SQL: whether the row posts it, SQL: its JSON, and its own update
+        key and place, SQL of seq, phase, time, slot_due, slot, pos, where
+        `place` is None) selected and kept; with `place`, every entry's key
+        is the row's (seq, phase, time) and `place`. In one plan (no union):
+        each kept entry's JSON (never null) in a field of its own struct, then
+        one row per struct, the unkept (null) dropped."""
         wanted = {"istream": ("new",), "irstream": ("new", "old"), "rstream": ("old",)}[self.spec.selector]
-        own = ("seq", "phase", "time", *place)
-        keyed = any(key is not None for _, _, _, key in out)
         structs = []
         for which, keep, text, key in out:
             if which not in wanted:
                 continue
             side = "'remove'" if which == "old" and self.spec.selector == "irstream" else "'insert'"
             fields = [f"'side', {side}", f"'json', CASE WHEN {keep} THEN {text} END"]
-            if keyed:
-                fields += [f"'k{n}', {sql}" for n, sql in enumerate(key or own)]
+            fields += [f"'k{n}', {sql}" for n, sql in enumerate(key if place is None else ())]
             structs.append(f"named_struct({', '.join(fields)})")
         posted = rows.selectExpr("*", f"explode(array({', '.join(structs)})) AS `#o`").where("`#o`.json IS NOT NULL")
         names = ("seq", "phase", "time", "slot_due", "slot", "pos")
-        key = ([f"`#o`.k{n} AS {name}" for n, name in enumerate(names)] if keyed else
-               ["seq", "phase", "time", *place])
+        key = (["seq", "phase", "time", *place] if place is not None else
+               [f"`#o`.k{n} AS {name}" for n, name in enumerate(names)])
         nulls = [f"CAST(NULL AS {self._type(p)}) AS {quoted(p)}" for p in self.ctx.properties]
         return posted.selectExpr("trace_id", *key, "`#o`.side AS side", "CAST(NULL AS STRING) AS id",
                                  "`#o`.json AS `values`", *nulls)
