@@ -849,15 +849,42 @@ def trace_stamps(spec: WindowSpec) -> tuple[str, ...]:
     return tuple(name for name in dict.fromkeys(spec_timestamps(spec)) if name != "ts")
 
 
+def trace_present(spec: WindowSpec) -> tuple[str, ...]:
+    """The properties a trace for `spec` never leaves null (`build_trace`'s
+    `present`): what an intersection's or union's member cannot take null
+    (`Spec.unsafe_nulls`; the trace would be refused, `null_unsafe_member`)."""
+    return tuple(dict.fromkeys(
+        name for inner in nested_specs(spec) if isinstance(inner, (Intersection, RetainUnion))
+        for member in inner.members for part in nested_specs(member) for name in part.unsafe_nulls()))
+
+
+def trace_nulls(spec: WindowSpec) -> tuple[str, ...]:
+    """The properties a trace for `spec` now and then leaves out (`build_trace`'s
+    `nulls`), beyond the keys (`SYMBOLS`, `KEY_VALUES`) and a statement's
+    prices (`odd_prices`): the timestamps a window takes null (`unsafe_nulls`:
+    Esper's externally timed views), sort values, a statistic's inputs, an
+    `#expr`'s inputs; none a member of an intersection or union cannot take
+    null (`trace_present`), nor a declared variable."""
+    present = set(trace_present(spec))
+    names = [n for inner in nested_specs(spec) if not isinstance(inner, (Intersection, RetainUnion))
+             for n in inner.unsafe_nulls() if n in spec_timestamps(inner)]
+    names += [*spec_sort_properties(spec), *spec_values(spec)]
+    names += [n for inner in nested_specs(spec) if isinstance(inner, (Expr, ExprBatch))
+              for n in spec_expression_names(inner)]
+    return tuple(n for n in dict.fromkeys(names) if n not in present and n not in VARIABLES and n != "id")
+
+
 def trace_shape(spec: WindowSpec) -> dict[str, Any]:
     """Every keyword `build_trace` (and `seeded_traces`, `traces`) takes for a
     trace `spec` can read: keys, numbers, timestamps, operation codes,
-    whether a property's kind may change between rows (`MIXED_KINDS`), and
-    whether a price may be missing or not finite (`odd_prices`)."""
+    whether a property's kind may change between rows (`MIXED_KINDS`),
+    whether a price may be missing or not finite (`odd_prices`), which
+    properties are now and then null (`trace_nulls`) and which never are
+    (`trace_present`)."""
     numbers = trace_numbers(spec)
     return {"properties": tuple(n for n in trace_names(spec) if n not in numbers), "numbers": numbers,
             "stamps": trace_stamps(spec), "opcodes": trace_opcodes(spec), "mixed": spec.MIXED_KINDS,
-            "odd": odd_prices(spec)}
+            "odd": odd_prices(spec), "nulls": trace_nulls(spec), "present": trace_present(spec)}
 
 
 def odd_prices(spec: WindowSpec) -> bool:
@@ -878,6 +905,12 @@ def odd_prices(spec: WindowSpec) -> bool:
 _OPS = (None, "update", "delete", None, "upsert", "safedelete", "insert")
 
 
+#: now and then (one in eight) a property in `build_trace`'s `nulls` is missing
+_NULLS = (False,) * 7 + (True,)
+#: the key values without the missing one, for a key `build_trace` keeps `present`
+_NOT_NULL = {values: tuple(v for v in values if v is not None) for values in (SYMBOLS, KEY_VALUES)}
+
+
 def trace_opcodes(spec: WindowSpec) -> tuple[str, ...]:
     """The operation codes a trace for `spec` draws: those it takes, when more
     than inserts (a keyed window); none otherwise (every event an insert)."""
@@ -887,7 +920,8 @@ def trace_opcodes(spec: WindowSpec) -> tuple[str, ...]:
 
 def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int = 25,
                 opcodes: Iterable[str] = (), numbers: Iterable[str] = (), stamps: Iterable[str] = (),
-                mixed: bool = False, odd: bool = False) -> Trace:
+                mixed: bool = False, odd: bool = False, nulls: Iterable[str] = (),
+                present: Iterable[str] = ()) -> Trace:
     """A trace of at most `max_items` items (now and then four times as many).
 
     Every event has an id `E1`, `E2`, ... in arrival order, a float `price`, an
@@ -904,8 +938,11 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
     in case only (`Symbol`), so no event holds two names one engine can confuse.
     With `mixed` (a schemaless stream), now and then a `price` is a string, a
     `symbol` or another key a number: a property's kind changes between rows.
-    With `odd`, now and then a `price` is missing, NaN or an infinity."""
+    With `odd`, now and then a `price` is missing, NaN or an infinity. Each
+    name in `nulls` is missing now and then (`_NULLS`); each in `present`
+    (a key, say) is never missing."""
     names = tuple(dict.fromkeys(properties))
+    nulls, present = tuple(dict.fromkeys(nulls)), frozenset(present)
     variables = tuple(name for name in names if name in VARIABLES)
     read = {*names, *numbers, *stamps}
     builtins = {b for b in ("symbol", "price", "ts") if not any(n.lower() == b and n != b for n in read)}
@@ -933,7 +970,7 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
             elif price is not None:
                 props["price"] = price
         for name, values in (("symbol", SYMBOLS), *((name, KEY_VALUES) for name in extra)):
-            value = _key_value(choose, values, count - 1)
+            value = _key_value(choose, values if name not in present else _NOT_NULL[values], count - 1)
             if value is not None:
                 props[name] = value
         for name in numbers:
@@ -943,6 +980,9 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
         for name in ("symbol", "price", "ts"):
             if name not in builtins:
                 props.pop(name, None)
+        for name in nulls:
+            if name in props and choose.pick(_NULLS):
+                del props[name]
         if mixed:
             for name in [n for n in ("price", "symbol", *extra) if n in props]:
                 if choose.pick(_KIND_CHANGES):
@@ -973,21 +1013,25 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
 
 @st.composite
 def traces(draw, properties: Iterable[str] = (), max_items: int = 25, opcodes: Iterable[str] = (),
-           numbers: Iterable[str] = (), stamps: Iterable[str] = (), mixed: bool = False, odd: bool = False) -> Trace:
+           numbers: Iterable[str] = (), stamps: Iterable[str] = (), mixed: bool = False, odd: bool = False,
+           nulls: Iterable[str] = (), present: Iterable[str] = ()) -> Trace:
     """A trace (`build_trace`) whose every choice is a Hypothesis draw, so a
     failing trace shrinks to a minimal one."""
-    return build_trace(HypothesisChoices(draw), properties, max_items, opcodes, numbers, stamps, mixed, odd)
+    return build_trace(HypothesisChoices(draw), properties, max_items, opcodes, numbers, stamps, mixed, odd,
+                       nulls, present)
 
 
 def seeded_traces(seed: int, count: int, properties: Iterable[str] = (), max_items: int = 25,
                   opcodes: Iterable[str] = (), numbers: Iterable[str] = (), stamps: Iterable[str] = (),
-                  mixed: bool = False, odd: bool = False) -> list[Trace]:
+                  mixed: bool = False, odd: bool = False, nulls: Iterable[str] = (),
+                  present: Iterable[str] = ()) -> list[Trace]:
     """`count` traces (`build_trace`) from one `random.Random(seed)`: the cheap
     way to make a big batch. Hypothesis draws the seed, so a run with a fixed
     Hypothesis seed makes the same batches; a failing trace is then shrunk by
     the harness (`difftest.shrink`), not by Hypothesis."""
     choose = SeededChoices(random.Random(seed))
-    return [build_trace(choose, properties, max_items, opcodes, numbers, stamps, mixed, odd) for _ in range(count)]
+    return [build_trace(choose, properties, max_items, opcodes, numbers, stamps, mixed, odd, nulls, present)
+            for _ in range(count)]
 
 
 # --------------------------------------------------------------------------- cases

@@ -16,6 +16,8 @@
   `error`; the window does not see it.
 * A `set` item changes the shared variables, then the window handles the
   change (`on_set`) as one unit of work at the current clock.
+* An event on which Esper's view throws (`ViewFailure`: a null timestamp, say)
+  posts nothing; the trace goes on (Esper logs the exception and goes on).
 * End of trace flushes nothing.
 
 Fed one item at a time (`Driver.step_keyed`, what a stream processor runs per
@@ -38,12 +40,13 @@ from oracle.model import (
     Trace,
     Update,
     WindowSpec,
+    check_properties,
     check_trace,
     item_problem,
     rejects_bad_items,
 )
 from oracle.windows import make_window
-from oracle.windows.base import Delivery, EventError, Post, Window
+from oracle.windows.base import Delivery, EventError, Post, ViewFailure, Window
 from oracle.windows.reasons import Reasons
 
 #: the driver's own rule: an item the window never sees
@@ -63,6 +66,7 @@ def start(spec: WindowSpec, trace: Trace) -> Driver:
     """A driver of a fresh window of `spec`, ready to feed `trace` (checked
     first), its variables at the trace's starting values."""
     check_trace(trace, spec.MIXED_KINDS)
+    check_properties(spec, trace)
     variables = dict(trace.variables)
     return Driver(make_window(spec, trace.start_time, variables), trace.start_time, spec, variables)
 
@@ -143,10 +147,12 @@ class Driver:
                 return
             if item.time is not None:
                 self.walk(index, item.time)
-            if item.op is None:
-                self.unit(index, self.clock, self.window.on_event(item.event, self.clock))
-            else:
-                self.unit(index, self.clock, self.window.on_operation(item.op, item.event, self.clock))
+            try:
+                posts = (self.window.on_event(item.event, self.clock) if item.op is None
+                         else self.window.on_operation(item.op, item.event, self.clock))
+            except ViewFailure:
+                return  # Esper logs the view's exception and goes on: nothing posted
+            self.unit(index, self.clock, posts)
         elif isinstance(item, Advance):
             self.walk(index, item.time)
         elif isinstance(item, Jump):

@@ -10,9 +10,11 @@ at the end.
     2 9 ['c'] ['a']
 
 Rules: every record has an `id` (text, unique); its other keys are the event's
-properties, except the `time` key, which is the arrival time in integer ms (the
-clock walks to it first, firing the timers due on the way, as an `advance`
-item does); without `time`, every event arrives at the current clock. `until`
+properties, the `time` key among them (as every column of a Spark event table
+is, `spark_impl.apply_window_to_events`, so `*` lists the same fields on both and
+`#ext_timed(t, ...)` can read `t`); the `time` key is also the arrival time in
+integer ms (the clock walks to it first, firing the timers due on the way, as an
+`advance` item does); without `time`, every event arrives at the current clock. `until`
 walks the clock on after the last event. `after` in the updates is the index
 of the record that caused them (the final walk is index `len(events)`). A bad
 record is an `InvalidTrace` naming its index and the field.
@@ -38,7 +40,7 @@ def events_trace(events: Iterable[Mapping[str, Any]], time: str | None = None, u
             raise InvalidTrace(f"an event is a mapping of field names to values, got {type(record).__name__}", index)
         if "id" not in record or record["id"] is None or record["id"] == "":
             raise InvalidTrace("the event has no `id`", index)
-        props = {k: v for k, v in record.items() if k not in ("id", time)}
+        props = {k: v for k, v in record.items() if k != "id"}
         at = None
         if time is not None:
             at = record.get(time)

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from oracle.dialects import parse
-from oracle.model import WindowSpec
+from oracle.model import Statement, WindowSpec, unknown_property
 from spark_impl import frames, pipeline
 from spark_impl.errors import InvalidFrame
 
@@ -68,6 +68,12 @@ def apply_window_to_events(events_df: DataFrame, window: str | WindowSpec, *, or
     spec = parse(window, dialect) if isinstance(window, str) else window
     for name, value in (("until", until), ("start", start)):
         check_clock(name, value)
+    if isinstance(spec, Statement):  # an event table declares no variables: its columns are the stream's type
+        unknown = unknown_property(spec, events_df.columns)
+        if unknown is not None:
+            raise InvalidFrame(f"the statement reads property {unknown!r}, but the event table has no column "
+                               f"{unknown!r} (the {spec.rules.engine} dialect refuses a property its stream's "
+                               "type lacks)")
     rows = event_rows(events_df, order_col=order_col, time_col=time_col, trace_col=trace_col)
     has_ids = "id" in events_df.columns
     if validate or until is not None:

@@ -45,17 +45,22 @@ from oracle.model import (
     DerivedValues,
     Event,
     GroupWin,
+    Intersection,
     Jump,
     Pane,
+    RetainUnion,
     SetVariables,
     Statement,
     Trace,
     Update,
     RESERVED_NAMES,
     WindowSpec,
+    check_properties,
     check_trace,
     expression_names,
     item_problem,
+    nested_specs,
+    null_unsafe_member,
     spec_expression_names,
     spec_extras,
     spec_keys,
@@ -134,12 +139,19 @@ def check_pair(spec: WindowSpec, trace: Trace) -> None:
     property that is not an integer (esper.md §2, `oracle.windows.keys`' decisions),
     a sort property holding a list or an object (`oracle.windows.sort`), a
     derived-value window's statistic property holding anything but a number,
-    and under its `*` a property named like a field it posts
-    (`oracle.windows.derived`)."""
+    under its `*` a property named like a field it posts
+    (`oracle.windows.derived`), and an event with a null an intersection's or
+    union's member cannot take (`null_unsafe_member`). A null timestamp is
+    refused only where the window does not take it (`Spec.unsafe_nulls`:
+    Esper's externally timed views post nothing for it)."""
     check_trace(trace, spec.MIXED_KINDS)
+    check_properties(spec, trace)
     keys, stamps, sorts = spec_keys(spec), spec_timestamps(spec), spec_sort_properties(spec)
     numbers = spec_values(spec)
     checked = {f.lower(): f for f in spec.CHECKED_FIELDS} if isinstance(spec, DERIVED_WINDOWS) and spec.all_properties else {}
+    nested = nested_specs(spec)
+    null_taken = {name for inner in nested for name in inner.unsafe_nulls()}
+    composites = [inner for inner in nested if isinstance(inner, (Intersection, RetainUnion))]
     for index, item in enumerate(trace.items):
         if not isinstance(item, Arrive):
             continue
@@ -163,8 +175,14 @@ def check_pair(spec: WindowSpec, trace: Trace) -> None:
         if clash is not None:
             raise InvalidTrace(f"event {event.id!r}: property {clash!r} overlaps the field {checked[clash.lower()]!r} "
                                f"that {spec.KIND} posts, so * cannot copy it", index)
+        for composite in composites:
+            problem = null_unsafe_member(composite, event)
+            if problem is not None:
+                raise InvalidTrace(problem, index)
         for name in stamps:
             value = event.get(name)
+            if value is None and name in null_taken:
+                continue
             if isinstance(value, bool) or not isinstance(value, int):
                 what = "is missing" if value is None else f"is {value!r}, not an integer"
                 raise InvalidTrace(f"event {event.id!r}: timestamp property {name!r} {what}", index)
@@ -281,18 +299,27 @@ class PropertyTypes:
 # --------------------------------------------------------------------------- rows
 
 
+#: the Python types a column of each type takes (exactly: a bool is not an integer)
+_TAKES = {"string": (str,), "long": (int,), "double": (float, int), "boolean": (bool,)}
+
+
 def _cell(value: Any, kind: str) -> Any:
     if value is None:
         return None
     if kind == "json":
         return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    if type(value) not in _TAKES[kind]:
+        raise TypeError(kind)
     if kind == "double":
         return float(value)
     return value
 
 
 def trace_rows(trace_id: str, trace: Trace, schema: Mapping[str, str]) -> list[tuple]:
-    """The input rows of one trace (columns: BASE_COLUMNS, then `schema`'s properties)."""
+    """The input rows of one trace (columns: BASE_COLUMNS, then `schema`'s
+    properties). A value its column's type does not take (a number under a
+    string column: `PropertyTypes` of names alone makes string columns) raises
+    `InvalidTrace` naming the trace, the item and the property."""
     props = list(schema.items())
     blank = (None,) * len(props)
     declared = json.dumps(dict(trace.variables), sort_keys=True) if trace.variables else None
@@ -301,7 +328,10 @@ def trace_rows(trace_id: str, trace: Trace, schema: Mapping[str, str]) -> list[t
     for seq, item in enumerate(trace.items):
         if isinstance(item, Arrive):
             clock = item.time if item.time is not None else clock
-            values = tuple(_cell(item.event.props.get(name), kind) for name, kind in props)
+            try:
+                values = tuple(_cell(item.event.props.get(name), kind) for name, kind in props)
+            except TypeError:
+                raise _mistyped(trace_id, seq, item.event, props) from None
             rows.append((trace_id, seq, "event", clock, item.event.id, item.op, None) + values)
         elif isinstance(item, (Advance, Jump)):
             clock = item.time
@@ -311,6 +341,16 @@ def trace_rows(trace_id: str, trace: Trace, schema: Mapping[str, str]) -> list[t
         else:
             raise InvalidTrace(f"trace {trace_id!r}: unknown trace item {item!r}", seq)
     return rows
+
+
+def _mistyped(trace_id: str, seq: int, event: Event, props: list[tuple[str, str]]) -> InvalidTrace:
+    for name, kind in props:
+        value = event.props.get(name)
+        if value is not None and kind != "json" and type(value) not in _TAKES[kind]:
+            return InvalidTrace(f"trace {trace_id!r}: event {event.id!r}: property {name!r} is {value!r}, but its "
+                                f"column is {_NAMES[kind]} column (declare its type, or take the types from the "
+                                "traces: PropertyTypes.of_trace)", seq)
+    raise AssertionError("no mistyped property")
 
 
 def input_schema(schema: Mapping[str, str], valueless: Iterable[str] = ()):

@@ -35,7 +35,7 @@ from oracle.model import (
     Unique,
 )
 from oracle.windows import WINDOW_CLASSES, make_window
-from oracle.windows.base import EventError, Post
+from oracle.windows.base import EventError, Post, ViewFailure
 from oracle.windows.time_batch import next_grid_point
 
 
@@ -155,9 +155,11 @@ def test_ext_timed_expires_by_the_arrivals_timestamp_inclusive_and_in_arrival_or
     ]
 
 
-def test_ext_timed_rejects_a_missing_or_non_integer_timestamp():
+def test_ext_timed_fails_on_a_null_timestamp_and_rejects_a_non_integer_one():
+    """A null: Esper's view throws (`ViewFailure`, the runtime goes on); a value
+    no long holds: the trace is invalid (`EventError`)."""
     window = make_window(ExtTimed("ts", 1000), 0)
-    with pytest.raises(EventError, match="'E1'.*'ts' is missing"):
+    with pytest.raises(ViewFailure, match="'E1'.*'ts' is null"):
         window.on_event(Event("E1", {}), 0)
     with pytest.raises(EventError, match="'E2'.*'ts' is 1.5, not an integer"):
         window.on_event(Event("E2", {"ts": 1.5}), 0)

@@ -222,6 +222,7 @@ from oracle.model.specs import (
     accepted_opcodes,
     item_problem,
     nested_specs,
+    null_unsafe_member,
     rejects_bad_items,
     spec_expression_names,
     spec_extras,
@@ -251,5 +252,8 @@ from oracle.model.statement import (
     Rules,
     SelectItem,
     Statement,
+    check_properties,
     selection,
+    statement_properties,
+    unknown_property,
 )

@@ -89,6 +89,14 @@ class Spec:
       posted as inserted (an intersection turning an arrival away posts it as
       old data only); what reads its posts as enter and leave (a statement's
       aggregators) then meets a leave of what never entered.
+    * `unsafe_nulls()`: the properties whose null Esper's view for this spec
+      (itself, not nested ones) does not take as a value: it throws on it (a
+      null timestamp: `oracle.windows.base.ViewFailure`) or keeps it under a
+      key its maps read as absent (`#rank`'s one sort value or one unique
+      key). Alone and under `#groupwin` both engines model what the view
+      does; an intersection or union refuses an event with such a null for a
+      member (`null_unsafe_member`), since Esper leaves the members before the
+      failing one changed, a partial state not modelled.
 
     A field holding a property name carries its role in its metadata
     (`role="key"` or `role="timestamp"`); `spec_keys` and `spec_timestamps`
@@ -100,6 +108,10 @@ class Spec:
     APPLIES_OPCODES: ClassVar[bool] = False
     MIXED_KINDS: ClassVar[bool] = False
     REMOVES_UNENTERED: ClassVar[bool] = False
+
+    def unsafe_nulls(self) -> tuple[str, ...]:
+        """The class docstring's `unsafe_nulls`: none unless a spec says."""
+        return ()
 
     def kind_name(self) -> str:
         """The kind's name in reports (`spec_kind`): `KIND`, unless a kind is

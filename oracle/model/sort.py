@@ -55,3 +55,10 @@ class Rank(Spec):
     keys: tuple[str, ...] = field(converter=tuple, validator=_property_names, metadata=_role("key"))
     size: int = field(validator=_positive)
     criteria: tuple[SortKey, ...] = field(converter=tuple, validator=_criteria, metadata=_role("sort"))
+
+    def unsafe_nulls(self) -> tuple[str, ...]:
+        """With one sort criterion its null value is the sort key, which Esper's
+        map of unique keys reads as absent; with one unique key a null key
+        throws when a scan of tied events reaches it (`oracle.windows.sort`)."""
+        return ((self.keys if len(self.keys) == 1 else ())
+                + ((self.criteria[0].property,) if len(self.criteria) == 1 else ()))

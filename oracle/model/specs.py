@@ -2,6 +2,7 @@
 off any spec, nested ones included (`spec_kind`, `nested_specs`,
 `spec_keys`, `spec_timestamps`, `spec_expression_names`,
 `spec_sort_properties`, `spec_values`, `spec_extras`, `accepted_opcodes`,
+`null_unsafe_member`,
 `rejects_bad_items`, `item_problem`)."""
 
 from __future__ import annotations
@@ -28,6 +29,22 @@ WindowSpec = Union[DataWindow, RetentionWindow, LotWindow, Intersection, RetainU
                    Tumbling, Hopping, Sliding, Session, CountPanes]
 WINDOW_SPECS: tuple[type, ...] = (DATA_WINDOWS + RETENTION_WINDOWS + LOT_WINDOWS
                                   + (Intersection, RetainUnion, GroupWin, Keyed) + DERIVED_WINDOWS + PANE_WINDOWS)
+
+
+def null_unsafe_member(spec: WindowSpec, event) -> str | None:
+    """Why the intersection or union `spec` cannot take `event`: a member reads
+    a property in its `unsafe_nulls` (`Spec`'s docstring) that is null for
+    it; None otherwise (and for any other spec)."""
+    if not isinstance(spec, (Intersection, RetainUnion)):
+        return None
+    for member in spec.members:
+        for inner in nested_specs(member):
+            name = next((n for n in inner.unsafe_nulls() if event.get(n) is None), None)
+            if name is not None:
+                return (f"event {event.id!r}: property {name!r} is null, which the {inner.KIND} member of the "
+                        f"{spec.KIND} cannot take (Esper's view throws on it or keeps it under a key read as "
+                        "absent, leaving the members before it changed: not modelled)")
+    return None
 
 
 def spec_kind(spec: WindowSpec) -> str:

@@ -34,13 +34,15 @@ the case's `window`.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, Callable, ClassVar
 
 from attrs import field, frozen
 
-from oracle.errors import InvalidSpec
+from oracle.errors import InvalidSpec, InvalidTrace
 from oracle.model.base import Spec, _identifier
 from oracle.model.derived import DERIVED_WINDOWS
+from oracle.model.events import Arrive, Trace
 from oracle.model.expressions import (
     EXPRESSIONS,
     GROUP_NODES,
@@ -140,6 +142,12 @@ class Rules:
     * `where_into`: the windows whose own filter a WHERE becomes (eKuiper's
       planner pushes it into a processing-time tumbling, hopping or session
       window); elsewhere WHERE filters the window's output.
+    * `declared_types`: the engine compiles a statement against the stream's
+      declared type, so a property no event of the trace has (no column of an
+      event table) is refused (`unknown_property`; Esper's compiler: "Property
+      named 'nosuch' is not valid in any stream"); a property some events lack
+      reads null. Without it (eKuiper's schemaless streams) every name reads
+      null where an event lacks it.
     * `check`: what the engine refuses besides (`InvalidSpec`).
     """
 
@@ -152,6 +160,7 @@ class Rules:
     windows: Callable[[Any], bool]
     numeric_aggregates: bool = False
     where_into: tuple[type, ...] = ()
+    declared_types: bool = False
     check: Callable[[Any], None] = lambda statement: None
 
     def __reduce__(self):
@@ -436,9 +445,9 @@ def _no_aggregate(node: Any, why: str) -> None:
 
 
 ESPER = Rules("esper", "statement/{shape}", aggregated="posts", posted="update", values="java", names="text",
-              windows=lambda w: not isinstance(w, PANE_WINDOWS), check=_check_esper)
+              windows=lambda w: not isinstance(w, PANE_WINDOWS), declared_types=True, check=_check_esper)
 CCL = Rules("ccl", "statement/store", aggregated="posts", posted="store", values="java", names="text",
-            windows=_store_window, check=_check_store)
+            windows=_store_window, declared_types=True, check=_check_store)
 KUIPER = Rules("kuiper", "query/{window}", aggregated="pane", posted="pane", values="go", names="function",
                windows=lambda w: isinstance(w, PANE_WINDOWS), where_into=(Tumbling, Hopping, Session),
                check=_check_kuiper)
@@ -447,6 +456,52 @@ APAMA = Rules("apama", "stream_query", aggregated="contents", posted="activation
               check=_check_apama)
 #: every engine's rules
 RULES: tuple[Rules, ...] = (ESPER, CCL, KUIPER, APAMA)
+
+
+def statement_properties(statement: Statement) -> tuple[str, ...]:
+    """The names the statement's own clauses (select items, stream filter,
+    WHERE, GROUP BY, HAVING, ORDER BY) read as an event's properties, each
+    once: not the fields of a derived-value window's rows (`average` over
+    `#uni`), which its rows have; variables among them are the caller's to
+    set apart."""
+    window = statement.window.window if isinstance(statement.window, GroupWin) else statement.window
+    fields = set(window.FIELDS) if isinstance(window, DERIVED_WINDOWS) else set()
+    names: list[str] = []
+    for value in (statement.select, statement.filter, statement.where, statement.keys, statement.having,
+                  statement.order):
+        for item in value if isinstance(value, tuple) else (value,):
+            node = getattr(item, "expression", item)
+            if node is not None:
+                names += [n.name for n in expression_nodes(node) if isinstance(n, (Name, EventProperty))]
+    return tuple(name for name in dict.fromkeys(names) if name != "id" and name not in fields)
+
+
+def unknown_property(statement: Statement, properties: Collection[str], variables: Collection[str] = ()) -> str | None:
+    """The first property the statement reads that is neither among
+    `properties` (those any event of the trace has, or the event table's
+    columns) nor a variable, where its engine refuses one (`declared_types`);
+    else None."""
+    if not statement.rules.declared_types:
+        return None
+    return next((name for name in statement_properties(statement)
+                 if name not in properties and name not in variables), None)
+
+
+def check_properties(spec: Any, trace: Trace) -> None:
+    """Raise `InvalidTrace` where `spec` is a statement that reads a property
+    no event of `trace` has (`unknown_property`: the trace's events make the
+    stream's type); a trace without events has no type to check against."""
+    if not isinstance(spec, Statement):
+        return
+    events = [item.event for item in trace.items if isinstance(item, Arrive)]
+    if not events:
+        return
+    properties = {name for event in events for name in event.props}
+    name = unknown_property(spec, properties, trace.variables)
+    if name is not None:
+        raise InvalidTrace(f"the statement reads property {name!r}, which no event of the trace has "
+                           f"(the {spec.rules.engine} dialect refuses a property its stream's type lacks; "
+                           "a property some events lack reads null)")
 
 
 def rules_named(engine: str) -> Rules:

@@ -23,6 +23,10 @@ class ExtTimed(Spec):
     timestamp: str = field(validator=_property_name, metadata=_role("timestamp"))
     span: int = field(validator=_positive)
 
+    def unsafe_nulls(self) -> tuple[str, ...]:
+        """A null timestamp: Esper's view unboxes it and throws."""
+        return (self.timestamp,)
+
 
 @frozen
 class TimeAccum(Spec):

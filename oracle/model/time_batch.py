@@ -50,3 +50,7 @@ class ExtTimedBatch(Spec):
     timestamp: str = field(validator=_property_name, metadata=_role("timestamp"))
     span: int = field(validator=_positive)
     reference: int | None = field(default=None, validator=_optional_int)
+
+    def unsafe_nulls(self) -> tuple[str, ...]:
+        """A null timestamp: Esper's view unboxes it and throws."""
+        return (self.timestamp,)

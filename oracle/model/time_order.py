@@ -20,3 +20,7 @@ class TimeOrder(Spec):
     KIND: ClassVar[str] = "time_order"
     timestamp: str = field(validator=_property_name, metadata=_role("timestamp"))
     span: int = field(validator=_not_negative)
+
+    def unsafe_nulls(self) -> tuple[str, ...]:
+        """A null timestamp: Esper's view unboxes it and throws."""
+        return (self.timestamp,)

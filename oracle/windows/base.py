@@ -27,6 +27,9 @@
 * `contents()`: the events held now, in the window's own order.
 * `delivery`: how the driver turns one unit of work's posts into updates.
 
+A window whose Esper view throws on an event raises `ViewFailure` from
+`on_event`: the unit of work posts nothing, the trace goes on.
+
 Each call returns the posts made, in posting order: a `Post` is one
 `View.update(newData, oldData)` call. `[]` means nothing was posted; `[Post()]`
 is an empty post (Esper FORCE_UPDATE).
@@ -98,6 +101,16 @@ class Delivery(enum.Enum):
 class EventError(WindowOracleError):
     """An event the window cannot take (a missing timestamp property, say);
     the driver adds the trace item's index."""
+
+
+class ViewFailure(Exception):
+    """Esper's view throws on the event (a NullPointerException on a null it
+    reads: `Spec.unsafe_nulls`). Esper's runtime logs it and goes on: the
+    statement posts nothing for the event and keeps whatever the view changed
+    before the throw (nothing, for every view that raises this: each raises
+    before it changes its state). The driver ends the unit of work with no
+    update; the clock still walked to the event's arrival. Not a user error:
+    the trace goes on."""
 
 
 class Window(Protocol):

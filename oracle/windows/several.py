@@ -4,7 +4,11 @@
 Each member is a complete window of its own, created with the combined one,
 with a timer handle of its own (`timer_handles`): the members' timers fire in
 (due time, member order) order, each once per firing of the combined window. A member told that events left elsewhere drops
-them without posting (`discard`, Esper's `update(null, oldData)`).
+them without posting (`discard`, Esper's `update(null, oldData)`). An event
+a member's Esper view cannot take (a null timestamp, a null `#rank` sort
+value: `Spec.unsafe_nulls`) makes the trace invalid, naming the item: Esper's
+view throws or misfiles it after the members before it took the event, a
+partial state not modelled.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from oracle.model import (
     FirstUnique,
     Intersection,
     RetainUnion,
+    null_unsafe_member,
 )
-from oracle.windows.base import Post, WindowBase
+from oracle.windows.base import EventError, Post, WindowBase
 from oracle.windows.reasons import Reasons, reasons_by_event
 from oracle.windows.time import TimeWindow
 
@@ -58,8 +63,10 @@ def _label(i: int, spec) -> str:
 
 
 class _Members(WindowBase):
-    def __init__(self, members: tuple, now: int):
-        self.members = [_make(member, now) for member in members]
+    def __init__(self, spec: Intersection | RetainUnion, now: int):
+        self.spec = spec
+        self.members = [_make(member, now) for member in spec.members]
+        members = spec.members
         self.labels = [_label(i, member) for i, member in enumerate(members)]
 
     def _removals(self, i: int, posts: list[Post]) -> dict[Event, Any]:
@@ -74,6 +81,12 @@ class _Members(WindowBase):
     def timer_handles(self) -> list[tuple[int, int]]:
         """One timer handle per member with a timer armed: its index."""
         return [(due, i) for i, member in enumerate(self.members) if (due := member.next_timer()) is not None]
+
+    def check_nulls(self, event: Event) -> None:
+        """Refuse an event a member's Esper view cannot take (`null_unsafe_member`)."""
+        problem = null_unsafe_member(self.spec, event)
+        if problem is not None:
+            raise EventError(problem)
 
     def on_timer(self, now: int) -> list[Post]:
         posts: list[Post] = []
@@ -143,7 +156,7 @@ class IntersectionWindow(_Members):
                       refused="an arrival some member did not take")
 
     def __init__(self, spec: Intersection, now: int):
-        super().__init__(spec.members, now)
+        super().__init__(spec, now)
         for member in self.members:
             if isinstance(member, TimeWindow):
                 member.keeps_stale_timer = spec.stale_time_timers
@@ -152,6 +165,7 @@ class IntersectionWindow(_Members):
         self.latest_new: list[tuple[Event, ...] | None] = [None] * len(self.members)
 
     def on_event(self, event: Event, now: int) -> list[Post]:
+        self.check_nulls(event)
         if self.batch is not None:
             return self.to_batch(event, now)
         refused = []
@@ -242,7 +256,7 @@ class RetainUnionWindow(_Members):
                       member="an event is posted as old when its last reference goes")
 
     def __init__(self, spec: RetainUnion, now: int):
-        super().__init__(spec.members, now)
+        super().__init__(spec, now)
         self.all_first_x = all(isinstance(m, FIRST_X) for m in spec.members)
         self.references: dict[Event, int] = {}
 
@@ -261,6 +275,7 @@ class RetainUnionWindow(_Members):
         return last
 
     def on_event(self, event: Event, now: int) -> list[Post]:
+        self.check_nulls(event)
         self.references[event] = len(self.members)
         member_posts = [member.on_event(event, now) for member in self.members]
         if self.all_first_x and not any(event in post.insert for posts in member_posts for post in posts):

@@ -7,7 +7,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from oracle.model import Event, Rank, Sort, SortKey
-from oracle.windows.base import EventError, Post, WindowBase
+from oracle.windows.base import EventError, Post, ViewFailure, WindowBase
 from oracle.windows.keys import key_of
 from oracle.windows.reasons import Reasons
 
@@ -92,58 +92,194 @@ class RankWindow(WindowBase):
     """`#rank(keys..., n, criteria)`: the latest event per unique key, and of
     those the `n` that sort first (seed 14.3.20; esper.md §3 `#rank`).
 
-    * Criteria compare as `#sort`'s (nulls first ascending; the same decisions).
+    Kept as Esper keeps it (`RankWindowView`), since with nulls its books
+    disagree with "the latest event per key" and what it posts follows the
+    books: `buckets`, the held events by sort key (the criteria's values; keys
+    that tie share a bucket, its events in arrival order), best key first;
+    `sort_of`, each unique key's sort key (the one its event was filed under);
+    `count`, the number of events it believes it holds.
+
+    * Criteria compare as `#sort`'s (nulls first ascending, last descending).
       Unique keys as `#unique`'s (a missing property is the null key).
-    * Arrival whose key is held: the held event is replaced, posted as old; the
-      arrival is held (behind every event it ties with). Nothing else leaves:
-      the count does not change.
-    * Arrival whose key is not held: if `n` are held and the arrival sorts
-      strictly after the worst of them, it is posted as new and old at once and
-      not held. Otherwise it is held behind every event it ties with, and if
-      more than `n` are held, the oldest of those tied at the worst criteria is
-      removed (Esper removes index 0 of the worst key's list).
-    * One post per arrival: new = [arrival], old = what left. No timer.
+    * Arrival whose unique key reads as absent from `sort_of` ("add"): if
+      `count >= n` and the arrival's sort key sorts strictly after the last
+      bucket's, it is posted as new and old at once and nothing changes;
+      otherwise it goes to the back of its bucket, `sort_of` files it, `count`
+      grows.
+    * Arrival whose unique key maps to sort key S: if the arrival's sort key
+      equals S, the event of that unique key found in bucket S is replaced
+      (posted as old; the arrival goes to the back of the bucket, or takes the
+      bucket's place if it held one event, which is replaced whatever its key;
+      no bucket S: nothing is replaced nor held). Otherwise the event of that
+      key in bucket S (or the bucket's one event) leaves, posted as old,
+      `count` shrinks, and the arrival is added as above (`sort_of` keeps S if
+      the arrival passes through).
+    * Then, while `count > n`, the oldest event of the last bucket leaves,
+      posted as old, and its unique key is struck from `sort_of` (whichever
+      event that key now files).
+    * One post per arrival: new = [arrival], old = what left, in that order.
+      No timer.
+
+    Esper's nulls (Esper 9.0.0's `RankWindowView`; observed:
+    corpus/esper/observed/nulls_rank*, query2_aggs_rank*):
+
+    * With one criterion the sort key is the value itself, and a null sort
+      key filed in `sort_of` reads as absent there: the next arrival of that
+      unique key is added beside the null-sorted event instead of replacing
+      it, and the null-sorted event stays until it is the oldest of the last
+      bucket (and then strikes the newer event's entry). With several
+      criteria a sort key is never null: no such effect.
+    * With one unique key, a null key is a key like any other, except that
+      Esper compares each scanned event's key by calling its `equals`: a
+      search of a bucket of two or more events (a replacement or a leaving by
+      key) that meets a null-keyed event before the one it looks for throws,
+      and the arrival posts nothing and changes nothing (`ViewFailure`).
+    * Tied sort keys are equal values (`compare_values` 0); `sort_of`'s S
+      equals the arrival's sort key by value, a null never equal to one.
     """
 
     REASONS = Reasons(arrival="new = [arrival]",
-                      replaced="arrival whose key is held: the held event is replaced",
-                      worse="sorts strictly after the worst of them, it is posted as new and old at once",
-                      worst="the oldest of those tied at the worst criteria is removed")
+                      replaced="the event of that unique key found in bucket S is replaced",
+                      taken="the event of that key in bucket S (or the bucket's one event) leaves",
+                      worse="sorts strictly after the last bucket's, it is posted as new and old at once",
+                      worst="while count > n, the oldest event of the last bucket leaves")
 
     def __init__(self, spec: Rank, now: int):
         self.keys, self.size, self.criteria = spec.keys, spec.size, spec.criteria
-        self.held: list[Event] = []  # by criteria, ties in arrival order (oldest first)
+        self.buckets: list[tuple[tuple, list[Event]]] = []  # (sort key, events oldest first), best first
+        self.sort_of: dict[tuple, tuple] = {}
+        self.count = 0
 
-    def _compare(self, a: Event, b: Event) -> int:
-        return compare_events(self.criteria, a, b)
+    def _sort_key(self, event: Event) -> tuple:
+        return tuple(event.get(c.property) for c in self.criteria)
+
+    def _compare(self, a: tuple, b: tuple) -> int:
+        for criterion, x, y in zip(self.criteria, a, b):
+            order = compare_values(x, y)
+            if order:
+                return -order if criterion.descending else order
+        return 0
+
+    def _filed(self, unique: tuple) -> tuple | None:
+        """The sort key `sort_of` gives for `unique`; None where it reads as absent."""
+        sort = self.sort_of.get(unique)
+        return None if sort is None or (len(self.criteria) == 1 and sort[0] is None) else sort
+
+    def _bucket(self, sort: tuple) -> int | None:
+        return next((i for i, (key, _) in enumerate(self.buckets) if self._compare(key, sort) == 0), None)
+
+    def _find(self, events: list[Event], unique: tuple) -> int | None:
+        """The place of the first event keyed `unique` in a bucket of two or more,
+        scanning in order; `ViewFailure` where a null one-property key comes first."""
+        for at, held in enumerate(events):
+            key = key_of(held, self.keys)
+            if len(self.keys) == 1 and key[0] is None:
+                raise ViewFailure(f"event {held.id!r}: null unique key met in a scan of tied events")
+            if key == unique:
+                return at
+        return None
 
     def on_event(self, event: Event, now: int) -> list[Post]:
         check_sortable(self.criteria, event)
-        key = key_of(event, self.keys)
-        same_key = [held for held in self.held if key_of(held, self.keys) == key]
-        if same_key:
-            self.held.remove(same_key[0])
-            self._hold(event)
-            return [Post((event,), (same_key[0],), why={"insert": self.REASONS.arrival, "remove": self.REASONS.replaced})]
-        if len(self.held) >= self.size and self._compare(event, self.held[-1]) > 0:
-            return [Post((event,), (event,), why={"insert": self.REASONS.arrival, "remove": self.REASONS.worse})]
-        self._hold(event)
-        removed = []
-        while len(self.held) > self.size:
-            worst = self.held[-1]
-            oldest_tied = next(held for held in self.held if self._compare(held, worst) == 0)
-            self.held.remove(oldest_tied)
-            removed.append(oldest_tied)
-        return [Post((event,), tuple(removed), why={"insert": self.REASONS.arrival, "remove": self.REASONS.worst})]
+        unique, sort = key_of(event, self.keys), self._sort_key(event)
+        filed = self._filed(unique)
+        removed: list[Event] = []
+        why: list[str] = []
+        if filed is None:
+            self._add(event, unique, sort, removed, why)
+        elif self._compare(filed, sort) == 0 and (len(self.criteria) > 1 or sort[0] is not None):
+            replaced = self._replace(filed, unique, event)
+            if replaced is not None:
+                removed.append(replaced)
+                why.append(self.REASONS.replaced)
+        else:
+            gone = self._take(filed, unique)
+            if gone is not None:
+                self.count -= 1
+                removed.append(gone)
+                why.append(self.REASONS.taken)
+            self._add(event, unique, sort, removed, why)
+        while self.count > self.size:
+            if not self.buckets:
+                raise ViewFailure("the window believes it holds more events than it files")
+            _, events = self.buckets[-1]
+            while self.count > self.size and events:
+                oldest = events.pop(0)
+                self.sort_of.pop(key_of(oldest, self.keys), None)
+                self.count -= 1
+                removed.append(oldest)
+                why.append(self.REASONS.worst)
+            if not events:
+                self.buckets.pop()
+        return [Post((event,), tuple(removed), why={"insert": self.REASONS.arrival, "remove": why})]
 
-    def _hold(self, event: Event) -> None:
-        at = len(self.held)  # behind every event that does not sort strictly after it
-        while at > 0 and self._compare(self.held[at - 1], event) > 0:
-            at -= 1
-        self.held.insert(at, event)
+    def _add(self, event: Event, unique: tuple, sort: tuple, removed: list[Event], why: list[str]) -> None:
+        if self.count >= self.size:
+            if not self.buckets:
+                raise ViewFailure("the window believes it is full but files no event")
+            if self._compare(self.buckets[-1][0], sort) < 0:
+                removed.append(event)
+                why.append(self.REASONS.worse)
+                return
+        self.sort_of[unique] = sort
+        self.count += 1
+        at = self._bucket(sort)
+        if at is not None:
+            self.buckets[at][1].append(event)
+            return
+        place = len(self.buckets)  # before the first bucket that sorts after it
+        while place > 0 and self._compare(self.buckets[place - 1][0], sort) > 0:
+            place -= 1
+        self.buckets.insert(place, (sort, [event]))
+
+    def _take(self, sort: tuple, unique: tuple) -> Event | None:
+        """Esper's `removeFromSortedEvents`: bucket `sort`'s event keyed `unique`
+        (its one event, whatever its key), out of the bucket."""
+        at = self._bucket(sort)
+        if at is None:
+            return None
+        events = self.buckets[at][1]
+        found = 0 if len(events) == 1 else self._find(events, unique)
+        if found is None:
+            return None
+        gone = events.pop(found)
+        if not events:
+            self.buckets.pop(at)
+        return gone
+
+    def _replace(self, sort: tuple, unique: tuple, event: Event) -> Event | None:
+        """Esper's `inplaceReplaceSortedEvents`: the arrival in place of bucket
+        `sort`'s event keyed `unique` (at the bucket's back; a bucket of one: its
+        event, whatever its key)."""
+        at = self._bucket(sort)
+        if at is None:
+            return None
+        events = self.buckets[at][1]
+        if len(events) == 1:
+            replaced = events[0]
+            events[0] = event
+            return replaced
+        found = self._find(events, unique)
+        replaced = events.pop(found) if found is not None else None
+        events.append(event)
+        return replaced
 
     def discard(self, gone: Collection[Event]) -> None:
-        self.held = [e for e in self.held if e not in gone]
+        """Each held event of `gone` out of its bucket and its key out of
+        `sort_of`. Decided: by the event itself, as every member drops what
+        left elsewhere; Esper's view removes the event filed under `gone`'s
+        unique key, another one where an arrival of that key replaced it in
+        the same unit of work (not modelled). Never called with a null-sorted
+        or null-keyed event (`Spec.unsafe_nulls`: an intersection refuses it)."""
+        for event in gone:
+            for at, (_, events) in enumerate(self.buckets):
+                if event in events:
+                    events.remove(event)
+                    if not events:
+                        self.buckets.pop(at)
+                    self.count -= 1
+                    self.sort_of.pop(key_of(event, self.keys), None)
+                    break
 
     def contents(self) -> list[Event]:
-        return list(self.held)
+        return [event for _, events in self.buckets for event in events]

@@ -91,8 +91,10 @@ class ExtTimedWindow(WindowBase):
       newer than `its ts - t`. (An arrival never expires itself: events come one
       at a time, and its own timestamp is after `ts - t`.)
 
-    Decided: a missing or non-integer timestamp raises `EventError` (see
-    `oracle.windows.keys.timestamp_of`).
+    * An event whose timestamp is null (missing) posts nothing and changes
+      nothing: Esper's view throws on it and the runtime goes on (observed;
+      `oracle.windows.keys.timestamp_of`). Decided: a timestamp that is not
+      an integer makes the trace invalid, naming the item.
     """
 
     REASONS = Reasons(arrival="new = [arrival]",

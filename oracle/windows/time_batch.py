@@ -162,8 +162,10 @@ class ExtTimedBatchWindow(WindowBase):
       however many intervals old it is.
     * `contents()`: the last released batch (see `LengthBatchWindow`).
 
-    Decided: a missing or non-integer timestamp raises `EventError` (see
-    `oracle.windows.keys.timestamp_of`).
+    * An event whose timestamp is null (missing) posts nothing and changes
+      nothing: Esper's view throws on it and the runtime goes on (observed;
+      `oracle.windows.keys.timestamp_of`). Decided: a timestamp that is not
+      an integer makes the trace invalid, naming the item.
     """
 
     REASONS = Reasons(closed="if ts >= close (inclusive), one post: new = the open batch",

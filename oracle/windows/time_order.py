@@ -27,8 +27,10 @@ class TimeOrderWindow(WindowBase):
       as old in one post, ascending `ts`, arrival order within a timestamp; the
       timer is re-armed for the new oldest. On a walk that is a stop at each
       distinct `ts + t`; a jump releases everything due by its target once.
-    * `ts` must be an integer property (a missing or other value makes the
-      trace invalid, naming the item, as `#ext_timed`).
+    * An event whose `ts` is null (missing) posts nothing and is not held:
+      Esper's view throws on it before it changes anything, and the runtime
+      goes on (observed; `oracle.windows.keys.timestamp_of`). Decided: a `ts`
+      that is not an integer makes the trace invalid, naming the item.
     """
 
     REASONS = Reasons(arrival="every event is posted as new",

@@ -36,6 +36,17 @@ def events(items: DataFrame) -> DataFrame:
     return items.where("kind = 'event'")
 
 
+def stamped_events(items: DataFrame, timestamp: str) -> DataFrame:
+    """The event rows whose `timestamp` is not null: the ones Esper's
+    externally timed and time-ordered views take. On a null one the view
+    throws before it holds anything and Esper's runtime goes on, so such an
+    event is never posted and never held; it stays in `items`, an item whose
+    arrival walks the clock like any other, and a group's first event under
+    `#groupwin` even if it has none (Esper makes the group's view before the
+    view throws)."""
+    return items.where(f"kind = 'event' AND {quoted(timestamp)} IS NOT NULL")
+
+
 def over(ctx: Context, *extra: str, frame: str = "") -> str:
     """`OVER (...)`: the sub-window, further split by `extra` columns, in arrival
     order, with an optional frame clause."""

@@ -26,12 +26,27 @@ earlier push-out, and which event is pushed out depends on the keys held: no
 order of the events gives the answer to a running aggregate, so the state is
 truly sequential. Each sub-window's events (one shuffle by sub-window) go
 through a grouped Arrow kernel (`_rank_kernel`), a loop over the events in seq
-order with a dictionary of holders and a sorted list of at most n + 1 entries.
-The kernel compares integers only: the criteria and the unique keys are first
-replaced by their `dense_rank` within the sub-window (SQL's ordering, nulls
-first ascending, last descending; equal keys, nulls included, share a rank).
-It adds to each event the arrival that removed it (replaced, pushed out, or
-its own arrival if it came in worse than the worst of a full window).
+order. The kernel compares integers only: the criteria and the unique keys are
+first replaced by their `dense_rank` within the sub-window (SQL's ordering,
+nulls first ascending, last descending; equal keys, nulls included, share a
+rank). It adds to each event the arrival that removed it (replaced, pushed
+out, or its own arrival if it came in worse than the worst of a full window),
+and whether its arrival was posted at all.
+
+The kernel keeps Esper's books for `#rank`, since with nulls they part from
+"the latest event per key" (esper.md §3, the rules of
+`oracle.windows.sort.RankWindow`'s docstring, observed on Esper 9.0.0): events
+in tiers by sort rank (a tier's events in arrival order), a ledger from each
+unique key to the tier its event went to, and a count. A null sort value under
+one criterion files nothing in the ledger (Esper files a null, which its
+ledger reads as absent): the next event of that key is a newcomer, and the
+null-sorted event stays until it is the oldest of the worst tier. A ledger
+entry names a tier, not an event: a leaving or a replacement looks in that
+tier for the first event of the key (a tier of one: its event, whatever its
+key), and an event pushed out strikes its key's entry, whoever filed it last.
+Looking through a tier of two or more for a key, with one unique property, and
+meeting an event whose key is null first: Esper's search throws, and the
+arrival is not posted and changes nothing.
 """
 
 from __future__ import annotations
@@ -67,14 +82,18 @@ def sorted_window(items: DataFrame, spec: Sort, ctx: Context) -> DataFrame:
 def ranked_window(items: DataFrame, spec: Rank, ctx: Context) -> DataFrame:
     partition = ", ".join(quoted(c) for c in ctx.partition)
     unique = ", ".join(f"{quoted(k)} ASC NULLS FIRST" for k in spec.keys)
+    one_sort = f"{quoted(spec.criteria[0].property)} IS NULL" if len(spec.criteria) == 1 else "false"
+    one_key = f"{quoted(spec.keys[0])} IS NULL" if len(spec.keys) == 1 else "false"
     prepared = events(items).selectExpr(
         "*", f"dense_rank() OVER (PARTITION BY {partition} ORDER BY {_order(spec)}) AS `#s`",
         f"dense_rank() OVER (PARTITION BY {partition} ORDER BY {unique}) AS `#u`",
+        f"{one_sort} AS `#s_unfiled`", f"{one_key} AS `#u_null`",
     )
     schema = T.StructType([*prepared.schema.fields, T.StructField("#out_seq", T.LongType()),
-                           T.StructField("#out_time", T.LongType())])
+                           T.StructField("#out_time", T.LongType()), T.StructField("#posted", T.BooleanType())])
     removed = prepared.groupBy(*ctx.partition).applyInArrow(_rank_kernel(spec.size), schema)
-    return arrival_posts(removed, ctx, Emit("insert", "seq", "time"), Emit("remove", "`#out_seq`", "`#out_time`"))
+    return arrival_posts(removed, ctx, Emit("insert", "CASE WHEN `#posted` THEN seq END", "time"),
+                         Emit("remove", "`#out_seq`", "`#out_time`"))
 
 
 def _rank_kernel(size: int):
@@ -86,32 +105,89 @@ def _rank_kernel(size: int):
         import pyarrow as pa
 
         seq, time = table.column("seq").to_pylist(), table.column("time").to_pylist()
-        sort_rank, key = table.column("#s").to_pylist(), table.column("#u").to_pylist()
+        tier_of, key = table.column("#s").to_pylist(), table.column("#u").to_pylist()
+        unfiled, null_key = table.column("#s_unfiled").to_pylist(), table.column("#u_null").to_pylist()
         out_seq: list = [None] * len(seq)
         out_time: list = [None] * len(seq)
-        holder: dict[int, int] = {}  # unique key -> row held under it
-        held: list[tuple[int, int, int]] = []  # (sort rank, -seq, row): last is the oldest of the worst
+        posted = [True] * len(seq)
+        tiers: dict[int, list[int]] = {}  # sort rank -> rows, oldest first
+        ranks: list[int] = []  # the sort ranks with a tier, best first
+        ledger: dict[int, int] = {}  # unique key -> the tier its event went to
+        count = 0
+
+        class Throws(Exception):
+            """Esper's search met a null key first."""
 
         def leave(row: int, by: int) -> None:
             out_seq[row], out_time[row] = seq[by], time[by]
 
+        def search(rows: list[int], wanted: int) -> int | None:
+            for at, row in enumerate(rows):
+                if null_key[row]:
+                    raise Throws
+                if key[row] == wanted:
+                    return at
+            return None
+
+        def drop_tier(rank: int) -> None:
+            del tiers[rank]
+            ranks.pop(bisect.bisect_left(ranks, rank))
+
+        def place(row: int) -> None:
+            rank = tier_of[row]
+            if rank not in tiers:
+                tiers[rank] = []
+                bisect.insort(ranks, rank)
+            tiers[rank].append(row)
+
         for row in sorted(range(len(seq)), key=seq.__getitem__):
-            entry = (sort_rank[row], -seq[row], row)
-            old = holder.get(key[row])
-            if old is not None:
-                held.pop(bisect.bisect_left(held, (sort_rank[old], -seq[old], old)))
-                leave(old, row)
-            elif len(held) >= size and sort_rank[row] > held[-1][0]:
-                leave(row, row)
+            k, rank = key[row], tier_of[row]
+            filed = ledger.get(k)
+            try:
+                if filed is not None and filed == rank and not unfiled[row]:
+                    rows = tiers.get(rank)  # the same tier: the arrival takes the place of the key's event
+                    if rows is not None:
+                        at = 0 if len(rows) == 1 else search(rows, k)
+                        if len(rows) == 1:
+                            leave(rows[0], row)
+                            rows[0] = row
+                        else:
+                            if at is not None:
+                                leave(rows.pop(at), row)
+                            rows.append(row)
+                    continue
+                if filed is not None:  # another tier: the key's event there leaves first
+                    rows = tiers.get(filed)
+                    if rows is not None:
+                        at = 0 if len(rows) == 1 else search(rows, k)
+                        if at is not None:
+                            leave(rows.pop(at), row)
+                            count -= 1
+                            if not rows:
+                                drop_tier(filed)
+            except Throws:
+                posted[row] = False
                 continue
-            bisect.insort(held, entry)
-            holder[key[row]] = row
-            if len(held) > size:
-                _, _, worst = held.pop()
-                del holder[key[worst]]
-                leave(worst, row)
-        return table.append_column("#out_seq", pa.array(out_seq, pa.int64())).append_column(
-            "#out_time", pa.array(out_time, pa.int64()))
+            if count >= size and rank > ranks[-1]:
+                leave(row, row)  # worse than the worst of a full window: in and out at once
+            else:
+                place(row)
+                count += 1
+                if unfiled[row]:
+                    ledger.pop(k, None)
+                else:
+                    ledger[k] = rank
+            while count > size:
+                worst = ranks[-1]
+                gone = tiers[worst].pop(0)
+                ledger.pop(key[gone], None)
+                count -= 1
+                leave(gone, row)
+                if not tiers[worst]:
+                    drop_tier(worst)
+        return (table.append_column("#out_seq", pa.array(out_seq, pa.int64()))
+                .append_column("#out_time", pa.array(out_time, pa.int64()))
+                .append_column("#posted", pa.array(posted, pa.bool_())))
 
     return kernel
 

@@ -33,7 +33,8 @@ are in arrival order.
   `(P_before, P]`, and the first of them reaching `P_i + t` is found as in
   `clock.hits`: points and marks in one window over the sub-window,
   sorted by value descending, a running `last` mark. The remover posts the
-  removed events in arrival order after its own insert.
+  removed events in arrival order after its own insert. An event whose `ts`
+  is null is not one of the sub-window's events at all (`stamped_events`).
 * `#firsttime(t)`: the timer is armed at the window's creation (the trace's
   start, or under groupwin the group's first arrival) for `creation + t`, and
   fires in the first unit whose clock reaches it. An event is kept (and
@@ -60,7 +61,7 @@ from pyspark.sql import functions as F
 from oracle.model import ExtTimed, FirstTime, Time, TimeAccum
 from spark_impl import clock
 from spark_impl.windows import Context, TimeFrame
-from spark_impl.windows.base import Emit, arrival_posts, events, over, quoted
+from spark_impl.windows.base import Emit, arrival_posts, events, over, quoted, stamped_events
 
 TIMER = 0  # the contract's phase of a timer stop (1: an arrival)
 SO_FAR = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
@@ -152,9 +153,10 @@ def timer_removals(found: DataFrame, items: DataFrame, ctx: Context, due: str, *
     return timer_posts(timed, ctx, "remove", f"{hit}.seq", "`#at`", "`#group_due`", n="`#n`" if by_due else "seq")
 
 
-def arrivals(items: DataFrame, ctx: Context) -> DataFrame:
-    """Every event inserted at its own arrival (in order its seq)."""
-    return arrival_posts(events(items), ctx, Emit("insert", "seq", "time"))
+def arrivals(items: DataFrame, ctx: Context, taken: DataFrame | None = None) -> DataFrame:
+    """Every event (of `taken`, the events the window takes, where given)
+    inserted at its own arrival (in order its seq)."""
+    return arrival_posts(events(items) if taken is None else taken, ctx, Emit("insert", "seq", "time"))
 
 
 def sliding(items: DataFrame, ctx: Context, span: int) -> DataFrame:
@@ -166,7 +168,8 @@ def sliding(items: DataFrame, ctx: Context, span: int) -> DataFrame:
 def externally_timed(items: DataFrame, ctx: Context, timestamp: str, span: int) -> DataFrame:
     ts = f"CAST({quoted(timestamp)} AS BIGINT)"
     own = carried(ctx)
-    stamped = events(items).selectExpr(
+    taken = stamped_events(items, timestamp)
+    stamped = taken.selectExpr(
         *own, "time",
         f"max({ts}) {over(ctx, frame=SO_FAR)} AS `#p`",
         f"max({ts}) {over(ctx, frame=BEFORE)} AS `#p_before`",
@@ -180,7 +183,7 @@ def externally_timed(items: DataFrame, ctx: Context, timestamp: str, span: int) 
     first_reaching = f"OVER ({partition(ctx)} ORDER BY `#r`.t DESC, `#r`.k DESC {SO_FAR})"
     found = rows.selectExpr("*", f"last(`#r`.mark, true) {first_reaching} AS `#remover`").where("`#r`.k = 0")
     removed = arrival_posts(found, ctx, Emit("remove", "`#remover`.seq", "`#remover`.time", "seq"))
-    return arrivals(items, ctx).unionByName(removed)
+    return arrivals(items, ctx, taken).unionByName(removed)
 
 
 def first_time(items: DataFrame, ctx: Context, span: int) -> DataFrame:

@@ -58,6 +58,7 @@ first event, and posted again (old) at the arrival of the first event of the
 batch after that; a batch never followed posts nothing, and no batch is empty.
 Both arrivals are found by running `last` over the sub-window in descending
 arrival order: the nearest start after a row, then that start's own next start.
+An event whose `ts` is null is not in the sub-window (`stamped_events`).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ from pyspark.sql import types as T
 from oracle.model import ExtTimedBatch, TimeBatch, TimeLengthBatch
 from spark_impl import clock
 from spark_impl.windows import Context
-from spark_impl.windows.base import Emit, arrival_posts, events, over, quoted
+from spark_impl.windows.base import Emit, arrival_posts, events, over, quoted, stamped_events
 from spark_impl.windows.time import BEFORE, SO_FAR, TIMER, carried, group_table, partition, with_group
 
 CREATED = quoted(clock.CREATED)
@@ -225,7 +226,7 @@ def external_batches(items: DataFrame, ctx: Context, spec: ExtTimedBatch) -> Dat
     else:
         reference = f"first({ts}) {over(ctx, frame=SO_FAR)}"
     cell = clock.floor_div(f"{ts} - {reference}", spec.span)
-    celled = events(items).selectExpr(*carried(ctx), "time", f"{cell} AS `#cell`")
+    celled = stamped_events(items, spec.timestamp).selectExpr(*carried(ctx), "time", f"{cell} AS `#cell`")
     marked = celled.selectExpr(
         "*", f"coalesce(`#cell` > max(`#cell`) {over(ctx, frame=BEFORE)}, true) AS `#start`"
     )

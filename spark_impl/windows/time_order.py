@@ -13,6 +13,9 @@ distinct due time; a jump releases everything due by its target in one post.
 Order within a post: ascending `ts`, then arrival, i.e. (due, seq); among
 groupwin's groups, Esper's (due, slot) timer order (`time.timer_removals`,
 with `by_due`).
+
+An event whose `ts` is null is never posted nor held (`stamped_events`);
+under `#groupwin` its group exists from it on (the slot).
 """
 
 from __future__ import annotations
@@ -22,14 +25,15 @@ from pyspark.sql import DataFrame
 from oracle.model import TimeOrder
 from spark_impl import clock
 from spark_impl.windows import Context
-from spark_impl.windows.base import Emit, arrival_posts, events, quoted
+from spark_impl.windows.base import Emit, arrival_posts, events, quoted, stamped_events
 from spark_impl.windows.time import carried, timer_removals
 
 
 def time_ordered(items: DataFrame, spec: TimeOrder, ctx: Context) -> DataFrame:
     own = carried(ctx)
     due = quoted(clock.DUE)
-    stamped = events(items).selectExpr(*own, "time", f"CAST({quoted(spec.timestamp)} AS BIGINT) + {spec.span} AS {due}")
+    stamped = stamped_events(items, spec.timestamp).selectExpr(
+        *own, "time", f"CAST({quoted(spec.timestamp)} AS BIGINT) + {spec.span} AS {due}")
     arrived = arrival_posts(stamped, ctx, Emit("insert", "seq", "time"),
                             Emit("remove", f"CASE WHEN {due} <= time THEN seq END", "time"))
     held = stamped.where(f"{due} > time").drop("time")

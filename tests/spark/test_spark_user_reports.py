@@ -1,0 +1,67 @@
+"""What a new user hit running the README (issue 43), on Spark's side: each
+reproduction a row (the oracle's side: tests/test_user_reports.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from oracle.errors import InvalidTrace
+from oracle.events import run_events
+from oracle.model import Advance, Arrive, Event, Trace
+from spark_impl import apply_window_to_events, frames
+from spark_impl.errors import InvalidFrame
+
+pytestmark = pytest.mark.spark
+
+ROWS = [(0, 0, "IBM", 1.0), (1, 400, "MSFT", 2.0), (2, 1500, "IBM", None)]
+
+
+@pytest.fixture(scope="module")
+def events(spark):
+    return spark.createDataFrame(ROWS, "n long, t long, symbol string, price double")
+
+
+def test_star_lists_the_order_and_time_columns_on_both_engines(events):
+    """The order and time columns are properties of the event on both paths, so
+    `select *` posts the same fields over a table and over an events file."""
+    out = apply_window_to_events(events, "select irstream * from E#length(1)", order_col="n", time_col="t")
+    spark_rows = [(r.side, json.loads(r["values"])) for r in out.orderBy("after", "side").collect()]
+    records = [{k: v for k, v in {"id": str(n), "n": n, "t": t, "symbol": s, "price": p}.items() if v is not None}
+               for n, t, s, p in ROWS]  # a null cell is a property the event lacks
+    oracle_rows = [(side, dict(row)) for u in run_events("select irstream * from E#length(1)", records, time="t")
+                   for side, rows in (("insert", u.values.insert), ("remove", u.values.remove)) for row in rows]
+    assert spark_rows == oracle_rows
+    assert set(spark_rows[0][1]) == {"id", "n", "t", "symbol", "price"} and len(spark_rows) == 5
+
+
+def test_ext_timed_reads_the_time_column_on_both_engines(events):
+    out = apply_window_to_events(events, "#ext_timed(t, 1 sec)", order_col="n", time_col="t")
+    removed = [r.id for r in out.where("side = 'remove'").orderBy("pos").collect()]
+    oracle_removed = [e.id for u in run_events("#ext_timed(t, 1 sec)", [
+        {"id": str(n), "n": n, "t": t} for n, t, _, _ in ROWS], time="t") for e in u.remove]
+    assert removed == oracle_removed == ["0", "1"]
+
+
+def test_a_statement_over_a_column_the_table_lacks_is_refused(events):
+    with pytest.raises(InvalidFrame, match="reads property 'nosuch', but the event table has no column 'nosuch'"):
+        apply_window_to_events(events, "select nosuch from E#length(3)", order_col="n", time_col="t")
+
+
+def test_a_property_some_events_lack_reads_null(events):
+    out = apply_window_to_events(events, "select price from E#length(3)", order_col="n", time_col="t")
+    assert [json.loads(r["values"]) for r in out.orderBy("after").collect()] == [
+        {"price": 1.0}, {"price": 2.0}, {"price": None}]
+
+
+def test_trace_rows_checks_values_against_the_declared_column_types():
+    """Names alone make string columns: a number under one is refused naming
+    the trace, the item and the property, not an Arrow error at write time."""
+    types = frames.PropertyTypes(["symbol"])
+    trace = Trace([Arrive(Event("E1", {"symbol": None})), Advance(100), Arrive(Event("E2", {"symbol": 7}))])
+    with pytest.raises(InvalidTrace, match=r"trace item 2: trace 't1': event 'E2': property 'symbol' is 7, but its "
+                                           r"column is a string column"):
+        frames.trace_rows("t1", trace, types.schema())
+    inferred = frames.PropertyTypes.of_trace("t1", trace)
+    assert frames.trace_rows("t1", trace, inferred.schema())[-1][-1] == 7
