@@ -122,9 +122,13 @@ class BatchResult:
         return [r for r in self.results if r.mismatch]
 
 
-def _first_line(exc: BaseException, limit: int = 300) -> str:
-    text = (str(exc).strip().splitlines() or [""])[0]
-    return f"{type(exc).__name__}: {text[:limit]}"
+def impl_failure(exc: BaseException) -> str:
+    """What an implementation's exception says (`spark_impl.errors.cause`): the
+    Python or Java exception's own message, not Spark's wrapper around it.
+    Called only where an `ImplUnderTest` exists, so spark_impl is loaded."""
+    from spark_impl.errors import cause
+
+    return cause(exc)
 
 
 class ImplUnderTest:
@@ -217,7 +221,7 @@ def run_impl(impl: ImplUnderTest, spec: WindowSpec, window: str, dialect: str,
     except ImplError as exc:
         return None, str(exc)
     except Exception as exc:  # the implementation under test failing is a finding, not a crash
-        return None, _first_line(exc)
+        return None, impl_failure(exc)
 
 
 def judge(spec: WindowSpec, window: str, dialect: str, batch: Sequence[tuple[str, Trace]],

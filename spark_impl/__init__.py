@@ -55,7 +55,7 @@ from oracle.dialects import parse
 from oracle.errors import InvalidTrace, UnsupportedWindow, WindowOracleError
 from oracle.model import Jump, Trace, Update, WindowSpec
 from spark_impl import frames, pipeline
-from spark_impl.errors import InvalidFrame, JobFailed, SparkUnavailable
+from spark_impl.errors import InvalidFrame, JobFailed, SparkUnavailable, cause
 from spark_impl.event_table import apply_window_to_events, check_trace_frame
 from spark_impl.frames import OUTPUT_COLUMNS, UPDATE_KEY, PropertyTypes
 from spark_impl.session import get_spark, interpreted
@@ -126,7 +126,7 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
     a replay of thousands of cases runs in a few jobs of bounded memory. A job
     of small traces (frames.ONE_PARTITION_ROWS rows in all) runs without code
     generation (`session.interpreted`). A job that fails gives each of its pairs
-    a `JobFailed` naming the error; the other jobs run. `on_rows(rows)` sees each
+    a `JobFailed` naming the error's cause (`errors.cause`); the other jobs run. `on_rows(rows)` sees each
     job's collected output rows (OUTPUT_COLUMNS, `window` where a plan has it;
     `trace_id` the pair's index) before they become updates."""
     results: list = [None] * len(pairs)
@@ -168,7 +168,7 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
             with interpreted(spark) if small else nullcontext():
                 collected = union.collect()
         except Exception as exc:  # noqa: BLE001 - a failed job fails its own cases, not the others
-            failure = JobFailed(f"the Spark job failed: {type(exc).__name__}: {_first_line(exc)}")
+            failure = JobFailed(f"the Spark job failed: {cause(exc)}")
             for trace_id in traces:
                 results[int(trace_id)] = failure
         else:
@@ -179,11 +179,6 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
         if progress:
             progress(done, len(jobs))
     return results
-
-
-def _first_line(exc: BaseException, limit: int = 300) -> str:
-    text = (str(exc).strip().splitlines() or [""])[0]
-    return text[:limit]
 
 
 def _batches(members):

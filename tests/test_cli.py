@@ -351,6 +351,66 @@ def test_a_spark_impl_that_cannot_be_loaded_is_one_sentence(tmp_path, capsys, mo
     assert code == 2 and err.count("\n") == 1 and err.startswith("difftest replay: the spark engine cannot be loaded: ")
 
 
+# what an implementation's failure says (issue 43, item 3): the exception's own cause, not Spark's wrapper
+PYTHON_WORKER = """An exception was thrown from the Python worker:
+Traceback (most recent call last):
+  File "/home/me/impl.py", line 10, in price_of
+    raise ValueError(f"price {x} is not a price")
+ValueError: price 3 is not a price
+"""
+JAVA_WRAPPED_PYTHON = """An error occurred while calling o30376.collectToPython.
+: org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 3.0 failed 1 times, most recent \
+failure: Lost task 0.0 in stage 3.0 (TID 3) (10.0.0.1 executor driver): org.apache.spark.api.python.PythonException: \
+Traceback (most recent call last):
+  File "/home/me/impl.py", line 4, in check
+    raise KeyError("symbol")
+KeyError: 'symbol'
+
+\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(PythonRunner.scala:581)
+""".replace("\\\n", "")
+JAVA_CRASH = """An error occurred while calling o217.collectToPython.
+: org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 23.0 failed 1 times, most recent \
+failure: Lost task 0.0 in stage 23.0 (TID 31) (192.0.2.2 executor driver): org.apache.spark.SparkException: Python \
+worker exited unexpectedly (crashed).
+\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator$$anonfun$1.applyOrElse(PythonRunner.scala:1136)
+Caused by: java.io.EOFException
+\tat java.base/java.io.DataInputStream.readInt(DataInputStream.java:386)
+
+Driver stacktrace:
+\tat org.apache.spark.scheduler.DAGScheduler.$anonfun$abortStage$3(DAGScheduler.scala:4568)
+Caused by: org.apache.spark.SparkException: Python worker exited unexpectedly (crashed).
+""".replace("\\\n", "")
+JAVA_CAUSED_BY = """An error occurred while calling o12.collectToPython.
+: org.apache.spark.SparkException: Job aborted.
+\tat org.apache.spark.sql.execution.SparkPlan.executeCollect(SparkPlan.scala:480)
+Caused by: java.lang.IllegalStateException: the state store of partition 3 is closed
+\tat org.apache.spark.sql.execution.streaming.state.StateStore.get(StateStore.scala:10)
+"""
+ANALYSIS = """[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with name `nosuch` cannot \
+be resolved. Did you mean one of the following? [`id`]. SQLSTATE: 42703;
+'Project ['nosuch]
++- Range (0, 5, step=1, splits=Some(4))
+""".replace("\\\n", "")
+
+
+@pytest.mark.parametrize("name, text, said", [
+    ("PythonException", PYTHON_WORKER, "ValueError: price 3 is not a price"),
+    ("Py4JJavaError", JAVA_WRAPPED_PYTHON, "KeyError: 'symbol'"),
+    ("Py4JJavaError", JAVA_CRASH, "SparkException: Python worker exited unexpectedly (crashed)."),
+    ("Py4JJavaError", JAVA_CAUSED_BY, "IllegalStateException: the state store of partition 3 is closed"),
+    ("AnalysisException", ANALYSIS, "AnalysisException: [UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or "
+                                    "function parameter with name `nosuch` cannot be resolved. Did you mean one of "
+                                    "the following? [`id`]."),
+    ("RuntimeError", "my window is not ready\nsecond line", "RuntimeError: my window is not ready"),
+    ("RuntimeError", "", "RuntimeError"),
+])
+def test_an_implementations_error_is_told_by_its_cause(name, text, said):
+    from spark_impl.errors import cause
+
+    exc = type(name, (Exception,), {})(text)
+    assert cause(exc) == said
+
+
 # --------------------------------------------------------------------------- bench
 
 

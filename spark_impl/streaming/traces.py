@@ -642,8 +642,8 @@ def run_cases(pairs, spark=None, *, batches: int = 3, seed: int = 0, early: floa
     import tempfile
     from pathlib import Path
 
-    from spark_impl import _batches, _first_line
-    from spark_impl.errors import JobFailed
+    from spark_impl import _batches
+    from spark_impl.errors import JobFailed, cause
     from spark_impl.frames import PropertyTypes, check_pair, input_schema, spec_properties, trace_rows, updates_from_rows
     from spark_impl.session import get_spark
 
@@ -683,7 +683,7 @@ def run_cases(pairs, spark=None, *, batches: int = 3, seed: int = 0, early: floa
             try:
                 posted = run_files(spark, here / "in", schema, specs, here / "checkpoint")
             except Exception as exc:  # noqa: BLE001 - a failed query fails its own cases, not the others
-                failure = JobFailed(f"the streaming query failed: {type(exc).__name__}: {_first_line(exc)}")
+                failure = JobFailed(f"the streaming query failed: {cause(exc)}")
                 for trace_id in traces:
                     results[int(trace_id)] = failure
             else:

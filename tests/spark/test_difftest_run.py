@@ -140,6 +140,8 @@ USER_IMPLS = [
     ("returns_its_input", "error", "the implementation's output has no column 'after'"),
     ("returns_pandas", "error", "the implementation returned a pandas.core.frame.DataFrame, not a Spark DataFrame"),
     ("raises", "error", "RuntimeError: my window is not ready"),
+    # a Python worker's exception by its own line, not "PythonException: An exception was thrown from the Python worker"
+    ("fails_in_a_worker", "error", "ValueError: no price for any event (window: #length(2))"),
     ("two_arguments", "error", "TypeError: two_arguments() takes 2 positional arguments but 3 were given"),
     ("time_as_string", "error", "the implementation's output column 'time' is string, not bigint"),
     ("off_by_one_in_time", "mismatch", "differs in time"),
