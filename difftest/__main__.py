@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from difftest import bench, replay, runner
+from difftest.compare import counted
 from difftest.engines import ENGINE_NAMES, ImplEngine, SparkEngine, StreamingEngine, load_spark, make_engines
 from oracle.dialects import IMPLEMENTED
 from oracle.dialects import parse as oracle_parse
@@ -307,8 +308,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     open_session(args, True)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     dialects = sorted({t.dialect or args.dialect for t in targets}, key=(runner.ALL_DIALECTS, *IMPLEMENTED).index)
-    print(f"difftest run: {len(targets)} window kind{'s' * (len(targets) != 1)} of {', '.join(dialects)}, "
-          f"{args.examples} traces per kind, "
+    print(f"difftest run: {counted(len(targets), 'window kind')} of {', '.join(dialects)}, "
+          f"{counted(args.examples, 'trace')} per kind, "
           f"budget {args.budget:g} s, seed {seed} (repeat with --seed {seed})", flush=True)
     session = load_spark("spark_impl.session", "get_spark")()
     impl = runner.ImplUnderTest(runner.load_impl(args.impl), session, args.impl)

@@ -46,7 +46,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import HypothesisWarning
 
 import oracle
-from difftest.compare import Difference, compare
+from difftest.compare import Difference, compare, counted
 from difftest.shrink import shrink
 from difftest.known import KNOWN_DIFFERENCES, KnownDifference, known_difference
 from difftest.strategies import implemented_kinds, seeded_traces, trace_shape, windows
@@ -596,10 +596,10 @@ def kind_line(stats: KindStats) -> str:
     if stats.error:
         return f"{stats.kind}: ERROR, the implementation failed: nothing compared (the reason follows the table)"
     short = "" if stats.cases >= stats.asked else f" (stopped at {stats.cases} of {stats.asked} asked)"
-    rejected = f" ({stats.rejected} rejected items: error updates)" if stats.rejected else ""
-    return (f"{stats.kind}: {len(stats.windows)} windows, {stats.cases} cases{short}, "
-            f"{stats.updates} updates compared{rejected}, "
-            f"{stats.mismatches} mismatches, {stats.seconds:.1f} s")
+    rejected = f" ({counted(stats.rejected, 'rejected item')}: error updates)" if stats.rejected else ""
+    return (f"{stats.kind}: {counted(len(stats.windows), 'window')}, {counted(stats.cases, 'case')}{short}, "
+            f"{counted(stats.updates, 'update')} compared{rejected}, "
+            f"{counted(stats.mismatches, 'mismatch', 'mismatches')}, {stats.seconds:.1f} s")
 
 
 def table_lines(stats: Sequence[KindStats], totals: dict[str, Any]) -> list[tuple[str, str | None]]:
@@ -625,7 +625,7 @@ def table_lines(stats: Sequence[KindStats], totals: dict[str, Any]) -> list[tupl
     lines.append(("known differences: " + (", ".join(f"{k}: {v}" for k, v in known.items()) or "none listed"), None))
     nothing = [s.kind for s in stats if s.compared_nothing]
     if nothing:
-        lines.append((f"NOT CHECKED: {len(nothing)} kind(s) compared no update at all (not a pass): "
+        lines.append((f"NOT CHECKED: {counted(len(nothing), 'kind')} compared no update at all (not a pass): "
                       + ", ".join(nothing), "red"))
     for s in stats:
         if s.error:

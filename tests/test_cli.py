@@ -148,7 +148,7 @@ def test_a_case_that_cannot_run_is_an_error_and_the_others_still_run(tmp_path, c
     assert code == 2
     assert lines[0].startswith(f"ERROR {bad}: ") and reason in lines[0]
     assert f"PASS {ok}" in lines
-    assert lines[-1] == "1 passed, 0 failed, 1 errors"
+    assert lines[-1] == "1 passed, 0 failed, 1 error"
     assert "Traceback" not in err
 
 
@@ -275,7 +275,7 @@ def test_spark_runs_all_cases_in_one_call(tmp_path, capsys, fake_spark):
     code, lines, _ = replay(capsys, "--engine", "spark", tmp_path)
     assert len(fake_spark.calls) == 1 and len(fake_spark.calls[0]) == 3
     assert lines[:3] == [f"PASS {p}" for p in paths]
-    assert code == 2 and lines[-1] == "3 passed, 0 failed, 1 errors"
+    assert code == 2 and lines[-1] == "3 passed, 0 failed, 1 error"
 
 
 def test_spark_failures_and_per_case_errors(tmp_path, capsys, fake_spark):
@@ -287,7 +287,7 @@ def test_spark_failures_and_per_case_errors(tmp_path, capsys, fake_spark):
     assert lines[0] == f"PASS {a}"
     assert lines[1] == f"FAIL {b}" and lines[2] == "  update 2 is missing (of 3 updates expected, 2 posted)"
     assert f"ERROR {c}: trace item 1: the spark engine refuses this" in lines
-    assert lines[-1] == "1 passed, 1 failed, 1 errors"
+    assert lines[-1] == "1 passed, 1 failed, 1 error"
 
 
 def test_both_engines_report_a_line_per_engine(tmp_path, capsys, fake_spark):
@@ -519,6 +519,8 @@ def test_a_kind_stopped_early_says_so():
     assert cases_cell(stopped) == "700/2000" and cases_cell(whole) == "2000"
     assert kind_line(stopped) == ("time: 2 windows, 700 cases (stopped at 700 of 2000 asked), 900 updates compared, "
                                   "0 mismatches, 3.2 s")
+    one = KindStats("length", asked=1, cases=1, updates=1, mismatches=1, seconds=1.0, windows={"#length(1)"})
+    assert kind_line(one) == "length: 1 window, 1 case, 1 update compared, 1 mismatch, 1.0 s"  # not "1 windows"
 
 
 def test_a_kind_that_compared_nothing_is_said_loudly():
@@ -531,7 +533,7 @@ def test_a_kind_that_compared_nothing_is_said_loudly():
     totals = Runner(impl=None, stats=[silent, busy, failed]).totals()
     assert totals["compared_nothing"] == ["esper: firstlength"] and totals["updates_compared"] == 31
     lines = [line for line, _ in table_lines([silent, busy, failed], totals)]
-    assert "NOT CHECKED: 1 kind(s) compared no update at all (not a pass): esper: firstlength" in lines
+    assert "NOT CHECKED: 1 kind compared no update at all (not a pass): esper: firstlength" in lines
     failed_row = next(line for line in lines if line.startswith("esper: time "))
     assert failed_row.split()[5] == "-" and failed_row.split()[7] == "ERROR"
 
@@ -564,7 +566,7 @@ def test_the_run_counts_the_items_a_window_rejected():
     stats = KindStats("tumbling", asked=1)
     stats.add(BatchResult(spec, case.window, "kuiper", (TraceResult("t0", case.trace, expected, expected, None, None),)))
     assert stats.rejected == late and stats.to_json()["rejected"] == late
-    assert f"({late} rejected items: error updates)" in kind_line(stats)
+    assert f"({late} rejected item{'s' * (late != 1)}: error updates)" in kind_line(stats)
     runner = Runner(impl=None, dialect="kuiper", stats=[stats])
     header, row = [line for line, _ in table_lines([stats], runner.totals())][:2]
     assert header.split()[6] == "rejected" and row.split()[5] == str(late)  # "window kind": two words
