@@ -682,13 +682,55 @@ def test_expect_runs_a_window_over_an_events_file(tmp_path, capsys, suffix, text
     (["--window", "#length(2)"], '{"price": 1}\n', "trace item 0: the event has no `id`"),
     (["--window", "#length(2)", "--write"], '{"id": "a"}\n', "--write fills a case file's `expected`"),
     (["--time", "t"], '{"id": "a"}\n', "--time applies to an events file with --window"),
+    # issue 43, item 11: the option named, what is missing said in words
+    (["--window", "#time(1 sec)", "--time", "t", "--until", "1000"], '{"id": "a", "t": 0}\n{"id": "b", "t": 5000}\n',
+     "--until is 1000 ms, before the last event's time, 5000 ms: it walks the clock on after the last event"),
+    (["--window", "#length(2)", "--time", "t"], '{"id": "a", "t": 0}\n{"id": "b"}\n',
+     "trace item 1: the event has no time (no value in its field 't')"),
+    ([], '{"id": "a", "t": 0}\n{"id": "b", "t": 5}\n',
+     "events.jsonl: an events file needs --window CLAUSE, the window to run over it"),
+    # item 8: a CSV row without a cell for every column
+    (["--window", "#length(2)", "--time", "t"], "id,t,sym\na,0,X\nb,500\nc,900,Y\n",
+     "events.csv line 3: 2 cells, the header has 3 (no cell for sym); leave a cell empty for a missing value"),
+    (["--window", "#length(2)"], "id,sym\na,X,Y\n", "events.csv line 2: 3 cells, the header has 2 (1 more than"),
+    (["--window", "#length(2)"], "", "events.csv: no header line naming the columns"),
 ])
 def test_expect_names_what_is_wrong(tmp_path, capsys, args, text, words):
-    path = tmp_path / "events.jsonl"
+    path = tmp_path / ("events.csv" if "csv" in words else "events.jsonl")
     path.write_text(text)
     assert main(["expect", *args, str(path)]) == 2
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("name, text", [
+    ("events.json", '{"id": "a", "t": 0}\n{"id": "b", "t": 5}\n'),  # JSON lines: "Extra data" before
+    ("one-event.json", '{"id": "a", "t": 0}\n'),  # one event: "the case has no 'dialect'" before
+])
+def test_expect_without_a_window_says_an_events_file_needs_one(tmp_path, capsys, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    assert main(["expect", str(path)]) == 2
+    assert "an events file needs --window CLAUSE" in capsys.readouterr().err
+
+
+def test_expect_types_a_csv_column_by_all_its_cells(tmp_path, capsys):
+    """A column of whole numbers is integers, of numbers doubles, else text (`007`
+    stays text beside `abc`); `id` is text; an empty cell is a missing property."""
+    path = tmp_path / "events.csv"
+    path.write_text("id,t,code,n,price\n007,0,007,1,1\n8,500,abc,2,2.5\n9,900,,3,\n")
+    assert main(["expect", "--window", "select code, n, price from E#length(5)", "--time", "t", str(path)]) == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    rows = [row for u in printed for row in u["values"]["insert"]]
+    assert rows == [{"code": "007", "n": 1, "price": 1.0}, {"code": "abc", "n": 2, "price": 2.5},
+                    {"code": None, "n": 3, "price": None}]
+    assert [type(row["n"]) for row in rows] == [int] * 3 and type(rows[0]["price"]) is float
+    from difftest.__main__ import read_events
+
+    assert [e["id"] for e in read_events(path)] == ["007", "8", "9"]
+    with pytest.raises(SystemExit):
+        main(["expect", "--help"])
+    assert "a column's type is decided from all its cells" in " ".join(capsys.readouterr().out.split())
 
 
 @pytest.fixture
