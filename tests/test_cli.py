@@ -111,7 +111,7 @@ ERRORS = [
     ("after-text.json", dict(expected=[{"after": "x", "time": 0, "insert": ["E1"]}]),
      "expected[0].after must be a whole number, got 'x'"),
     ("after-null.json", dict(expected=[{"after": None, "time": 0, "insert": ["E1"]}]),
-     "expected[0].after must be a whole number, got None"),
+     "expected[0].after must be a whole number, not null"),
     ("after-half.json", dict(expected=[{"after": 0.5, "time": 0, "insert": ["E1"]}]),
      "expected[0].after must be a whole number, got 0.5"),
     ("time-text.json", dict(expected=[{"after": 0, "time": "0", "insert": ["E1"]}]),
@@ -121,6 +121,11 @@ ERRORS = [
     ("values-rows.json", dict(expected=[{"after": 0, "time": 0, "insert": ["E1"], "values": {"insert": [1, 2]}}]),
      "expected[0].values.insert must be a list of objects"),
     ("error-type.json", dict(expected=[{"after": 0, "time": 0, "error": 5}]), "expected[0].error must be a message"),
+    # a null is said as one (JSON's word), not as Python's None (issue 43, item 11)
+    ("advance-null.json", dict(input=[{"advance": None}], expected=[]),
+     "trace item 0: 'advance' must be whole milliseconds, not null"),
+    ("id-null.json", dict(input=[{"event": {"id": None}}], expected=[]), "trace item 0: the event id must be a string, not null"),
+    ("query-null.json", dict(query=None), "'query' must be a string, not null"),
     # one rule of what a case may hold, for both engines (oracle.model.TraceProperties)
     ("seq-property.json", dict(input=[{"event": {"id": "E1", "seq": 1}}]),
      "trace item 0: property 'seq' is named like the trace frame's own column 'seq'"),

@@ -89,7 +89,7 @@ def case_spec(case) -> WindowSpec:
         return window
     text = extra["query"]
     if not isinstance(text, str):
-        raise InvalidCase(f"'query' must be a string, got {text!r}")
+        raise InvalidCase(f"'query' must be a string, {'not null' if text is None else f'got {text!r}'}")
     query = parse(text, case.dialect, chosen)
     if not isinstance(query, QUERIES):
         raise InvalidCase(f"'query' must be a whole statement over the window (a query), got {text!r}")

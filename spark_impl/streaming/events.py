@@ -298,19 +298,22 @@ class EventProcessor(KeyedProcessor):
     # ----------------------------------------------------------- rows in, rows fed
 
     def _where(self, trace_id, n, t) -> str:
-        in_trace = f" in trace {trace_id!r}" if self.trace_col else ""
-        return f"{self.time_col}={t} ms at {self.order_col}={n}{in_trace}"
+        """A row's place in words: `t=5 ms at seq=3 in trace 'a'`; a null value as no time, no order."""
+        when = f"{self.time_col}={t} ms" if t is not None else "no time"
+        order = f"{self.order_col}={n}" if n is not None else f"no {self.order_col}"
+        in_trace = f" in trace {trace_id!r}" if self.trace_col and trace_id is not None else ""
+        return f"{when} at {order}{in_trace}"
 
     def _arrive(self, trace_id, state: dict, row: tuple, watermark: int, out: list) -> None:
         n, t, id_, cells = row
         where = self._where(trace_id, n, t)
         problem = None
         if trace_id is None:
-            problem = f"trace_col {self.trace_col!r} is null ({self.order_col}={n}, {self.time_col}={t} ms)"
+            problem = f"trace_col {self.trace_col!r} is null ({where})"
         elif n is None:
             problem = f"order_col {self.order_col!r} is null ({where})"
         elif t is None:
-            problem = f"time_col {self.time_col!r} is null ({where})"
+            problem = f"the event has no time: time_col {self.time_col!r} is null ({where})"
         elif n < 0:
             problem = f"order_col {self.order_col!r} is negative ({where}): positions start at 0"
         elif id_ is None:
