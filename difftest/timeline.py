@@ -34,7 +34,7 @@ The rules of the layout, all of them decided here, none by a drawing backend:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from attrs import define, field, frozen
@@ -282,7 +282,7 @@ def _lanes(spec: WindowSpec | None, trace: Trace) -> tuple[list[Lane], dict[Any,
 def row_text(side: str, row: Any) -> str:
     if side == "error":
         return str(row)
-    if isinstance(row, dict):
+    if isinstance(row, Mapping):  # a values row (a frozen mapping): `{symbol: 'X', total: 13.0}`
         return "{" + ", ".join(f"{k}: {_value(v)}" for k, v in row.items()) + "}"
     return getattr(row, "id", str(row))
 

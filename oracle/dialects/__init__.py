@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from oracle.dialects.limits import check_text
-from oracle.errors import InvalidCase, UnsupportedWindow, WindowSyntaxError
+from oracle.errors import InvalidCase, UnsupportedWindow, WindowOracleError, WindowSyntaxError
 from oracle.model import Statement, WindowSpec
 
 DIALECTS = ("esper", "ccl", "apama", "kuiper")
@@ -53,6 +53,18 @@ def parse(text: str, dialect: str = "esper", settings: Mapping[str, Any] | None 
 def render(spec: WindowSpec, dialect: str = "esper") -> str:
     """`spec` written in `dialect`'s syntax; `parse(render(s), d, settings(s, d)) == s`."""
     return _module(dialect).render(spec)
+
+
+def expression_text(node: Any, dialect: str = "esper") -> str:
+    """A statement's expression (a select item, WHERE, HAVING ...) as `dialect`
+    writes it (its `render_expression`; Esper's where a dialect writes no
+    expressions: Apama's queries); `repr` where the dialect cannot write it."""
+    module = _module(dialect)
+    write = getattr(module, "render_expression", None) or _module("esper").render_expression
+    try:
+        return write(node)
+    except WindowOracleError:
+        return repr(node)
 
 
 def settings(spec: WindowSpec, dialect: str = "esper") -> dict[str, Any]:
