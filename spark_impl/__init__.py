@@ -125,7 +125,9 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
     each collected by one Spark action (`progress(done, total)` after each), so
     a replay of thousands of cases runs in a few jobs of bounded memory. A job
     of small traces (frames.ONE_PARTITION_ROWS rows in all) runs without code
-    generation (`session.interpreted`). A job that fails gives each of its pairs
+    generation (`session.interpreted`). A plan refused while it is made (a
+    `WindowOracleError`: a statement Esper's compiler refuses) is its pairs'
+    error, the job's other plans run. A job that fails gives each of its pairs
     a `JobFailed` naming the error's cause (`errors.cause`); the other jobs run. `on_rows(rows)` sees each
     job's collected output rows (OUTPUT_COLUMNS, `window` where a plan has it;
     `trace_id` the pair's index) before they become updates."""
@@ -161,12 +163,20 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
             for spec, types, batch, _ in job:
                 frame = frames.frame_of(spark, batch, types)
                 jumps = any(isinstance(item, Jump) for _, trace in batch for item in trace.items)
-                out = pipeline.apply(frame, spec, jumps=jumps)
+                try:
+                    out = pipeline.apply(frame, spec, jumps=jumps)
+                except WindowOracleError as exc:  # refused while planning (a statement Esper does not compile)
+                    for trace_id, _ in batch:
+                        results[int(trace_id)] = exc
+                        del traces[trace_id]
+                    continue
                 outputs.append(out.select(*OUTPUT_COLUMNS, *(c for c in OPTIONAL_COLUMNS if c in out.columns)))
-            union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), outputs)
-            small = sum(rows for *_, rows in job) <= frames.ONE_PARTITION_ROWS
-            with interpreted(spark) if small else nullcontext():
-                collected = union.collect()
+            collected = []
+            if outputs:
+                union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), outputs)
+                small = sum(rows for *_, rows in job) <= frames.ONE_PARTITION_ROWS
+                with interpreted(spark) if small else nullcontext():
+                    collected = union.collect()
         except Exception as exc:  # noqa: BLE001 - a failed job fails its own cases, not the others
             failure = JobFailed(f"the Spark job failed: {cause(exc)}")
             for trace_id in traces:

@@ -67,6 +67,17 @@ def expression_text(node: Any, dialect: str = "esper") -> str:
         return repr(node)
 
 
+def spec_text(spec: WindowSpec) -> str:
+    """`spec` as the first dialect that writes it writes it, for a message
+    (`esper: #length(2)`); its repr where none does."""
+    for dialect in IMPLEMENTED:
+        try:
+            return f"{dialect}: {render(spec, dialect)}"
+        except WindowOracleError:
+            continue
+    return repr(spec)
+
+
 def settings(spec: WindowSpec, dialect: str = "esper") -> dict[str, Any]:
     """The case keys besides the text that `spec` needs in `dialect` (none for most)."""
     module = _module(dialect)

@@ -130,7 +130,7 @@ import pickle
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from oracle.dialects import parse
+from oracle.dialects import parse, spec_text
 from oracle.errors import InvalidTrace, WindowOracleError
 from oracle.model import PANE_WINDOWS, Statement, WindowSpec
 from spark_impl import pipeline
@@ -364,8 +364,9 @@ class KeyedProcessor(_stateful_processor_base()):
             raise InvalidTrace(f"trace {trace_id!r}: the checkpoint's state has format {state.get('version')!r}, "
                                f"this version reads format {STATE_VERSION}")
         if state["spec"] != spec:
-            raise InvalidTrace(f"trace {trace_id!r}: the checkpoint's state was made by the window {state['spec']!r}, "
-                               f"not {spec!r}: restart a changed window from a new checkpoint")
+            raise InvalidTrace(f"trace {trace_id!r}: the checkpoint's state was made by the window "
+                               f"{spec_text(state['spec'])}, not {spec_text(spec)}: restart a changed window from a "
+                               "new checkpoint")
         return state
 
     def save(self, state: dict) -> None:
