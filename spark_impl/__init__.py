@@ -53,9 +53,10 @@ from functools import reduce
 
 from oracle.dialects import parse
 from oracle.errors import InvalidTrace, UnsupportedWindow, WindowOracleError
-from oracle.model import Jump, Trace, Update, WindowSpec
+from oracle.model import Jump, Spec, Trace, Update, WindowSpec
 from spark_impl import frames, pipeline
-from spark_impl.errors import InvalidFrame, JobFailed, SparkUnavailable, cause
+from spark_impl.errors import (
+    TRACE_FRAME, InvalidFrame, JobFailed, SparkUnavailable, WrongArgument, cause, check_frame, described)
 from spark_impl.event_table import apply_window_to_events, check_trace_frame
 from spark_impl.frames import OUTPUT_COLUMNS, UPDATE_KEY, PropertyTypes
 from spark_impl.session import get_spark, interpreted
@@ -83,7 +84,9 @@ def apply_window(trace_df, window: str | WindowSpec, dialect: str = "esper", *, 
     `validate` (the default): first check that the frame describes traces
     (`event_table.check_trace_frame`: two Spark jobs), raising `InvalidFrame`
     naming the column, the trace and the value; `validate=False` skips it for a
-    frame known to be valid (an invalid one then gives wrong output)."""
+    frame known to be valid (an invalid one then gives wrong output). Any
+    other `trace_df` (a list, a pandas frame) is a `WrongArgument` naming it."""
+    check_frame(trace_df, "apply_window", "trace_df", TRACE_FRAME)
     spec = _spec(window, dialect)
     if validate:  # the columns first (no job), then their values, read as given (check_input's frame raises)
         pipeline.check_input(trace_df, spec, jumps=jumps is not False)
@@ -131,6 +134,7 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
     a `JobFailed` naming the error's cause (`errors.cause`); the other jobs run. `on_rows(rows)` sees each
     job's collected output rows (OUTPUT_COLUMNS, `window` where a plan has it;
     `trace_id` the pair's index) before they become updates."""
+    check_pairs(pairs, "run_cases")
     results: list = [None] * len(pairs)
     groups: dict[WindowSpec, list[tuple[str, Trace, PropertyTypes]]] = defaultdict(list)
     for index, (spec, trace) in enumerate(pairs):
@@ -191,6 +195,18 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
     return results
 
 
+def check_pairs(pairs, function: str) -> None:
+    """Raise `WrongArgument` unless `pairs` is a sequence of (window spec, Trace) pairs."""
+    if not isinstance(pairs, Sequence) or isinstance(pairs, str):
+        raise WrongArgument(f"{function}: `pairs` must be a list of (window spec, Trace) pairs, "
+                            f"got {described(pairs)}")
+    for index, pair in enumerate(pairs):
+        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], Spec)
+                and isinstance(pair[1], Trace)):
+            raise WrongArgument(f"{function}: `pairs[{index}]` must be a (window spec, Trace) pair "
+                                f"(oracle.parse gives a spec), got {pair!r:.80}")
+
+
 def _batches(members):
     """Greedy split of one spec's traces into frames whose property types agree."""
     batches: list[tuple[PropertyTypes, list]] = []
@@ -208,5 +224,6 @@ def _batches(members):
     return batches
 
 
-__all__ = ["apply_window", "apply_window_to_events", "run_cases", "unsupported", "InvalidFrame", "SparkUnavailable", "get_spark",
+__all__ = ["apply_window", "apply_window_to_events", "run_cases", "unsupported", "InvalidFrame", "SparkUnavailable",
+           "WrongArgument", "get_spark",
            "UPDATE_KEY", "OUTPUT_COLUMNS"]

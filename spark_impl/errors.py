@@ -19,6 +19,39 @@ class InvalidFrame(WindowOracleError):
     the wrong type; the message names the column."""
 
 
+class WrongArgument(WindowOracleError, TypeError):
+    """A public function given an argument of the wrong type (a list where a
+    DataFrame belongs): one sentence naming the function and the argument."""
+
+
+#: what each public function's frame argument is, for `check_frame`'s message
+TRACE_FRAME = "a DataFrame of trace rows (spark_impl.frames.to_dataframe makes one from traces)"
+EVENT_TABLE = "a DataFrame of events, one row per event"
+
+
+def check_frame(value, function: str, argument: str, what: str) -> None:
+    """Raise `WrongArgument` unless `value` is a Spark DataFrame (classic or
+    Connect): `apply_window: trace_df must be a DataFrame of trace rows ...,
+    got a list`."""
+    from pyspark.sql import DataFrame
+
+    if not isinstance(value, DataFrame):
+        raise WrongArgument(f"{function}: `{argument}` must be {what}, got {described(value)}")
+
+
+def described(value) -> str:
+    """A value's type in words, with how to make a DataFrame of rows or of a pandas frame."""
+    kind = type(value)
+    if value is None:
+        return "nothing (None)"
+    if kind.__module__.startswith("pandas") and kind.__name__ == "DataFrame":
+        return "a pandas DataFrame (spark.createDataFrame(pdf) makes a Spark one)"
+    name = kind.__name__
+    article = "an" if name[:1].lower() in "aeiou" else "a"
+    rows = " (spark.createDataFrame(rows, schema) makes a DataFrame of rows)" if isinstance(value, (list, tuple)) else ""
+    return f"{article} {name}{rows}"
+
+
 class JobFailed(WindowOracleError):
     """A Spark job of `run_cases` that failed: every case of that job gets it, the
     other jobs run."""

@@ -116,13 +116,13 @@ from oracle.dialects import parse
 from oracle.errors import InvalidTrace, WindowOracleError
 from oracle.model import WindowSpec
 from spark_impl import pipeline
-from spark_impl.errors import InvalidFrame
+from spark_impl.errors import InvalidFrame, check_frame
 from spark_impl.event_table import MAX_CLOCK, check_clock, event_rows
 from spark_impl.frames import START_SEQ
 from spark_impl.windows.base import quoted
 from spark_impl.streaming.traces import (
-    FILES_PER_TRIGGER, KeyedProcessor, _decode, _drain, _encode, ensure_provider, has_panes, operator_input,
-    operator_output, operator_schema)
+    FILES_PER_TRIGGER, STREAM_OF_EVENTS, KeyedProcessor, _decode, _drain, _encode, check_specs, ensure_provider,
+    has_panes, operator_input, operator_output, operator_schema)
 
 #: the phase of a rejected row's error update: after every update of its order value
 REJECTED = 2
@@ -153,6 +153,7 @@ def apply_window_to_events(stream_df, window: str | WindowSpec, *, order_col: st
     Raises `InvalidFrame` naming a missing or mistyped column, a bad `delay`
     or `start`, a recorded (not streaming) frame; the parser's errors for a
     bad clause."""
+    check_frame(stream_df, "streaming.apply_window_to_events", "stream_df", STREAM_OF_EVENTS)
     spec = parse(window, dialect) if isinstance(window, str) else window
     return _apply(stream_df, lambda _trace_id: spec, [spec], pane_column=has_panes(spec), order_col=order_col,
                   time_col=time_col, delay=delay, trace_col=trace_col, start=start, validate=validate,
@@ -166,9 +167,8 @@ def apply_windows_to_events(stream_df, specs: Mapping[str, WindowSpec], *, order
     not named fails the query naming it): several windows in one query, as
     the tests run them. The output always has the `window` column (null but
     for pane windows). Otherwise `apply_window_to_events`."""
-    table = dict(specs)
-    if not table:
-        raise ValueError("apply_windows_to_events needs at least one (trace id, spec) pair")
+    check_frame(stream_df, "streaming.apply_windows_to_events", "stream_df", STREAM_OF_EVENTS)
+    table = check_specs(specs, "streaming.apply_windows_to_events")
 
     def spec_of(trace_id: str) -> WindowSpec:
         try:
