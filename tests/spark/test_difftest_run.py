@@ -4,6 +4,7 @@ and a deliberately broken implementation caught through `--impl`."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -170,7 +171,7 @@ def test_a_users_implementation_is_judged_with_its_reason(spark, tmp_path, monke
     else:
         assert len(saved) == 1 and data["mismatches"] == 1 and not data["errors"]
         assert words in data["kinds"][0]["reasons"][0]
-        assert "of 2 updates" in load_case(saved[0]).about or "updates expected" in load_case(saved[0]).about
+        assert re.search(r"of \d+ updates? expected", load_case(saved[0]).about)
 
 
 def test_replay_impl_replays_a_found_case_against_the_users_function(spark, tmp_path, monkeypatch, capsys):
