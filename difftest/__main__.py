@@ -31,15 +31,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import random
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 from difftest import bench, replay, runner
+from difftest.compare import counted
 from difftest.engines import ENGINE_NAMES, ImplEngine, SparkEngine, StreamingEngine, load_spark, make_engines
 from oracle.dialects import IMPLEMENTED
 from oracle.dialects import parse as oracle_parse
@@ -307,8 +310,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     open_session(args, True)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     dialects = sorted({t.dialect or args.dialect for t in targets}, key=(runner.ALL_DIALECTS, *IMPLEMENTED).index)
-    print(f"difftest run: {len(targets)} window kind{'s' * (len(targets) != 1)} of {', '.join(dialects)}, "
-          f"{args.examples} traces per kind, "
+    print(f"difftest run: {counted(len(targets), 'window kind')} of {', '.join(dialects)}, "
+          f"{counted(args.examples, 'trace')} per kind, "
           f"budget {args.budget:g} s, seed {seed} (repeat with --seed {seed})", flush=True)
     session = load_spark("spark_impl.session", "get_spark")()
     impl = runner.ImplUnderTest(runner.load_impl(args.impl), session, args.impl)
@@ -353,8 +356,8 @@ def add_expect(subparsers) -> None:
         "expect", help="the oracle's updates for a case file, or for a window over your own events",
         description="Print the updates the oracle posts, one JSON object per line in the case format's `expected` "
                     "shape: for a case file (its input; --write fills its `expected` in place), or for --window "
-                    "over an events file (JSON lines, or CSV with a header; every event has an `id`, the --time "
-                    "column is its arrival time in ms).",
+                    "over an events file (JSON lines, or CSV; every event has an `id`, the --time "
+                    "column is its arrival time in ms). " + CSV_RULES + ".",
     )
     p.add_argument("path", type=Path, metavar="CASE.json|EVENTS.jsonl|EVENTS.csv")
     p.add_argument("--window", metavar="CLAUSE", help="the window (or statement) to run over an events file")
@@ -365,21 +368,33 @@ def add_expect(subparsers) -> None:
     p.set_defaults(handler=cmd_expect)
 
 
+#: the suffixes of an events file: never a case file
+EVENTS_SUFFIXES = (".jsonl", ".ndjson", ".csv")
+NEEDS_WINDOW = "an events file needs --window CLAUSE, the window to run over it"
+
+
 def cmd_expect(args: argparse.Namespace) -> int:
     from oracle import cases, run
     from oracle.dialects import case_spec
+    from oracle.errors import InvalidTrace
     from oracle.events import events_trace
 
     if args.window is None:
         for option, value in (("--time", args.time), ("--until", args.until)):
             if value is not None:
                 raise UsageError(f"{option} applies to an events file with --window, not to a case file")
+        if args.path.suffix.lower() in EVENTS_SUFFIXES:
+            raise UsageError(f"{args.path}: {NEEDS_WINDOW} (without it, the path is a case file: one JSON object)")
         try:
             raw = json.loads(args.path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read {args.path}: {exc}") from None
         except json.JSONDecodeError as exc:
-            raise UsageError(f"{args.path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+            lines = f" (JSON lines? {NEEDS_WINDOW})" if exc.msg == "Extra data" else ""
+            raise UsageError(f"{args.path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+                             f"{lines}") from None
+        if isinstance(raw, dict) and not {"window", "input"} & set(raw):
+            raise UsageError(f"{args.path}: not a case file (no 'window', no 'input'); {NEEDS_WINDOW}")
         if isinstance(raw, dict):
             raw.setdefault("expected", [])  # a case being written has none yet
         case = cases.case_from_json(raw, args.path)
@@ -392,27 +407,28 @@ def cmd_expect(args: argparse.Namespace) -> int:
         if args.write:
             raise UsageError("--write fills a case file's `expected`; an events file has none")
         spec = oracle_parse(args.window, args.dialect)
-        updates = run(spec, events_trace(read_events(args.path), args.time, args.until))
+        try:
+            trace = events_trace(read_events(args.path), args.time, args.until)
+        except InvalidTrace as exc:
+            if exc.index is not None:
+                raise
+            raise UsageError("--until" + exc.reason.removeprefix("`until`")) from None  # no index: about `until`
+        updates = run(spec, trace)
     for update in updates:
         print(json.dumps(cases.update_to_json(update)))
     return 0
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
-    """The events of a JSON-lines or CSV file (by its suffix). CSV values are
-    numbers where they read as one (int, then float), else text; an empty cell
-    is a missing property. A line that is not an event names its number."""
-    import csv
-
+    """The events of a JSON-lines or CSV file (by its suffix, `read_csv_events`
+    for CSV). A line that is not an event names its number."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {path}: {exc}") from None
-    events: list[dict[str, Any]] = []
     if path.suffix.lower() == ".csv":
-        for row in csv.DictReader(text.splitlines()):
-            events.append({k: _csv_value(v) for k, v in row.items() if k is not None and v not in (None, "")})
-        return events
+        return read_csv_events(path, text)
+    events: list[dict[str, Any]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -426,13 +442,45 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return events
 
 
-def _csv_value(text: str) -> Any:
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            pass
-    return text
+#: how `expect` reads a CSV events file (its --help says so)
+CSV_RULES = ("CSV: a header line names the columns and every row has a cell for each; a column's type is decided "
+             "from all its cells: all whole numbers, integers; all numbers, doubles; else text (`id` is always "
+             "text); an empty cell is a missing property (null)")
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def read_csv_events(path: Path, text: str) -> list[dict[str, Any]]:
+    """The events of a CSV file by `CSV_RULES`. A row with more or fewer cells
+    than the header is refused, naming its line and the columns it lacks."""
+    import csv
+
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    if not header:
+        raise UsageError(f"{path}: no header line naming the columns")
+    rows: list[tuple[int, list[str]]] = []
+    for row in reader:
+        if not row:
+            continue  # a blank line
+        if len(row) != len(header):
+            lacking = f"no cell for {', '.join(header[len(row):])}" if len(row) < len(header) else \
+                f"{len(row) - len(header)} more than the header's columns"
+            raise UsageError(f"{path} line {reader.line_num}: {len(row)} cells, the header has {len(header)} "
+                             f"({lacking}); leave a cell empty for a missing value")
+        rows.append((reader.line_num, row))
+    convert = {name: _column_type(name, [row[n] for _, row in rows]) for n, name in enumerate(header)}
+    return [{name: convert[name](cell) for name, cell in zip(header, row) if cell != ""} for _, row in rows]
+
+
+def _column_type(name: str, cells: list[str]) -> Callable[[str], Any]:
+    """How a CSV column's cells are read: one type for the whole column."""
+    values = [cell for cell in cells if cell != ""]
+    if name != "id" and values and all(_WHOLE.fullmatch(v) for v in values):
+        return int
+    if name != "id" and values and all(_NUMBER.fullmatch(v) for v in values):
+        return float
+    return str
 
 
 # --------------------------------------------------------------------------- show, explain

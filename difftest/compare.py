@@ -40,6 +40,11 @@ NO_TIME = -1  # how oracle.cases reads an expected error update that gives no ti
 _MISSING = object()
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 window`, `2 windows`: a count with its noun in the right number."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 # --------------------------------------------------------------------------- field rules
 
 
@@ -161,7 +166,7 @@ class Difference:
     actual_count: int
 
     def headline(self) -> str:
-        counts = f"of {self.expected_count} updates expected, {self.actual_count} posted"
+        counts = f"of {counted(self.expected_count, 'update')} expected, {self.actual_count} posted"
         if self.actual_update is None:
             return f"update {self.index} is missing ({counts})"
         if self.expected_update is None:

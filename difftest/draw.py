@@ -25,13 +25,16 @@ UNIT = 0.30  # in, one axis unit
 LANE = 0.20  # in, one lane
 HEAD = 0.50  # in, a panel's heading and update numbers
 PANE_TRACK = 0.30  # in, one row of pane boxes
-AXIS = 0.75  # in, the time labels and item marks under the last panel
+AXIS = 0.75  # in, the time labels and item marks under the last panel (at least: longer labels, taller)
+AXIS_CHAR = 0.055  # in, a character of an upright 6.5 pt time label
 TABLE_LINE = 0.16  # in
 MAX_TABLE = 60  # rows listed; the rest counted
 MIN_PLOT = 6.0  # in: a short case's axis is stretched to this width
-LEGEND = ("^ advance   > jump (shaded: the span it skips)   * set   o arrival   bar: inserted .. removed "
-          "(faded: still held)   | removed   x removed, never inserted   D update (CCL)   X error   "
-          "square: in a pane   #n: update n")
+#: the legend's items: a line of the legend holds whole items, never half of one
+LEGEND = ("^ advance", "> jump (shaded: the span it skips)", "* set", "o arrival",
+          "bar: inserted .. removed (faded: still held)", "| removed", "x removed, never inserted", "D update (CCL)",
+          "X error", "square: in a pane", "#n: update n")
+TITLE_LINE = 0.17  # in, a line of the 9 pt title
 FONT = 7.0
 
 COLOURS = {"bar": "#4C72B0", "arrival": "#555555", "removed": "#C44E52", "update": "#DD8452", "error": "#C44E52",
@@ -68,16 +71,25 @@ def _rows(panel: Panel) -> list[tuple[str, object]]:
     return lines
 
 
-def _pane_rows(panel: Panel) -> list[int]:
-    """A row for each pane box, so overlapping panes (hopping) do not cover each other."""
+PANE_CHAR = 0.045  # in, a character of a pane's 5.5 pt label
+
+
+def _pane_label(box) -> str:
+    return (f"#{box.number} " if box.number is not None else "") + box.label
+
+
+def _pane_rows(panel: Panel, unit: float = UNIT) -> list[int]:
+    """A row for each pane box, so overlapping panes (hopping) and labels (a
+    count window's panes, `unit` in per axis unit) do not cover each other."""
     ends: list[float] = []
     rows = []
     for box in panel.panes:
-        row = next((r for r, end in enumerate(ends) if end <= box.start), len(ends))
+        end = max(box.end, box.start + 0.05 + len(_pane_label(box)) * PANE_CHAR / unit)
+        row = next((r for r, taken in enumerate(ends) if taken <= box.start), len(ends))
         if row == len(ends):
-            ends.append(box.end)
+            ends.append(end)
         else:
-            ends[row] = box.end
+            ends[row] = end
         rows.append(row)
     return rows
 
@@ -116,29 +128,37 @@ def figure(picture: Picture):
     tables = [p.table for p in picture.panels]
     heights = []
     for panel in picture.panels:
-        pane_rows = max(_pane_rows(panel), default=-1) + 1
+        pane_rows = max(_pane_rows(panel, unit), default=-1) + 1
         heights.append(HEAD + pane_rows * PANE_TRACK + max(len(_rows(panel)), 1) * LANE + 0.1)
     table_lines = sum(min(len(t), MAX_TABLE) + (len(t) > MAX_TABLE) + 1 for t in tables if t)
-    fig_height = 0.7 + sum(heights) + AXIS + 0.35 + table_lines * TABLE_LINE + 0.2
+    title = _wrap(picture.title, int((fig_width - 0.3) / 0.09))  # a long statement on several lines, none cut
+    legend = _items_in_lines(LEGEND, int((fig_width - 0.3) / 0.052))
+    title_extra = (len(title) - 1) * TITLE_LINE
+    legend_height = 0.11 + len(legend) * 0.12
+    axis_height = max(AXIS, 0.2 + AXIS_CHAR * max((len(picture.time_label(t)) for t, _, _ in picture.columns),
+                                                   default=0))
+    fig_height = 0.7 + title_extra + sum(heights) + axis_height + legend_height + table_lines * TABLE_LINE + 0.2
     fig = plt.figure(figsize=(fig_width, fig_height))
     W, H = fig.get_size_inches()
     chars = int((W - 0.3) / 0.062)  # 7 pt text fits this many characters across
-    fig.text(0.15 / W, 1 - 0.25 / H, _fit(picture.title, int((W - 0.3) / 0.09)), fontsize=9, weight="bold",
-             va="center", family="monospace")
+    for line_number, line in enumerate(title):
+        fig.text(0.15 / W, 1 - (0.25 + line_number * TITLE_LINE) / H, line, fontsize=9, weight="bold",
+                 va="center", family="monospace")
     if picture.subtitle:
-        fig.text(0.15 / W, 1 - 0.48 / H, _fit(picture.subtitle, chars), fontsize=7, va="center", color="#444444")
-    top = 0.7
+        fig.text(0.15 / W, 1 - (0.48 + title_extra) / H, _fit(picture.subtitle, chars), fontsize=7, va="center",
+                 color="#444444")
+    top = 0.7 + title_extra
     axes = []
     for number, (panel, height) in enumerate(zip(picture.panels, heights)):
         ax = fig.add_axes((left / W, 1 - (top + height) / H, plot_width / W, height / H))
-        _panel(ax, picture, panel, number, height, titles)
+        _panel(ax, picture, panel, number, height, titles, unit)
         axes.append(ax)
         top += height
-    _axis(fig, axes[-1], picture, left, top, W, H, titles)
-    top += AXIS
-    for line_number, line in enumerate(_wrap(LEGEND, int((W - 0.3) / 0.052))):
+    _axis(fig, axes[-1], picture, left, top, axis_height, W, H, titles)
+    top += axis_height
+    for line_number, line in enumerate(legend):
         fig.text(0.15 / W, 1 - (top + 0.08 + line_number * 0.12) / H, line, fontsize=6, color="#555555", va="center")
-    top += 0.35
+    top += legend_height
     for number, panel in enumerate(picture.panels):
         if panel.table:
             top = _table(fig, panel, number, top, W, H, titles)
@@ -160,9 +180,10 @@ def overlapping_labels(fig) -> list[tuple[str, str]]:
     return found
 
 
-def _panel(ax, picture: Picture, panel: Panel, number: int, height: float, titles: dict[str, str]) -> None:
+def _panel(ax, picture: Picture, panel: Panel, number: int, height: float, titles: dict[str, str],
+           unit: float = UNIT) -> None:
     lines = _rows(panel)
-    pane_rows = _pane_rows(panel)
+    pane_rows = _pane_rows(panel, unit)
     n_pane_rows = max(pane_rows, default=-1) + 1
     track = n_pane_rows * PANE_TRACK / LANE  # lanes' worth of pane track
     head = HEAD / LANE
@@ -212,14 +233,14 @@ def _panel(ax, picture: Picture, panel: Panel, number: int, height: float, title
     if diff_index is not None and diff_index >= len(panel.steps):  # a missing update: mark the end
         ax.text(picture.width, head - 0.45, f"#{diff_index} missing", ha="right", va="bottom", fontsize=6.5,
                 color=COLOURS["diff"], weight="bold")
-    for box, row in zip(panel.panes, pane_rows):
+    for index, (box, row) in enumerate(zip(panel.panes, pane_rows)):
         y = head + row * PANE_TRACK / LANE + 0.3
         h = PANE_TRACK / LANE * 0.6
         rect = ax.add_patch(_rect(box.start, y, max(box.end - box.start, 0.05), h, COLOURS["pane"]))
-        gid = f"pane-{number}-{box.number}-{row}"
+        gid = f"pane-{number}-{index}"
         rect.set_gid(gid)
         titles[gid] = box.title
-        ax.text(box.start + 0.05, y + h / 2, f"#{box.number} {box.label}", fontsize=5.5, va="center", ha="left",
+        ax.text(box.start + 0.05, y + h / 2, _pane_label(box), fontsize=5.5, va="center", ha="left",
                 color="#1E4D2B", clip_on=True)
     for i, bar in enumerate(panel.bars):
         y = y_of[bar.lane]
@@ -250,9 +271,22 @@ def _fit(text: str, chars: int) -> str:
 
 
 def _wrap(text: str, chars: int) -> list[str]:
+    """`text` in lines of at most `chars` characters, broken between words."""
     import textwrap
 
-    return textwrap.wrap(text, max(chars, 20))[:2]
+    return textwrap.wrap(text, max(chars, 20)) or [""]
+
+
+def _items_in_lines(items: tuple[str, ...], chars: int, gap: str = "   ") -> list[str]:
+    """`items` in lines of at most `chars` characters (an item longer than a
+    line has one of its own): an item is never split."""
+    lines: list[str] = []
+    for item in items:
+        if lines and len(lines[-1]) + len(gap) + len(item) <= chars:
+            lines[-1] += gap + item
+        else:
+            lines.append(item)
+    return lines
 
 
 def _rect(x, y, w, h, colour):
@@ -261,11 +295,12 @@ def _rect(x, y, w, h, colour):
     return Rectangle((x, y), w, h, facecolor=colour, alpha=0.35, edgecolor=colour, lw=0.8)
 
 
-def _axis(fig, ax, picture: Picture, left: float, top: float, W: float, H: float, titles: dict[str, str]) -> None:
+def _axis(fig, ax, picture: Picture, left: float, top: float, height: float, W: float, H: float,
+          titles: dict[str, str]) -> None:
     """Time labels, one per instant, and the trace's clock items under the last panel."""
-    axis = fig.add_axes((left / W, 1 - (top + AXIS) / H, ax.get_position().width, AXIS / H))
+    axis = fig.add_axes((left / W, 1 - (top + height) / H, ax.get_position().width, height / H))
     axis.set_xlim(0, picture.width)
-    axis.set_ylim(1, 0)
+    axis.set_ylim(height / AXIS, 0)  # y in units of AXIS inches, however tall the labels make it
     axis.axis("off")
     axis.plot([0, picture.width], [0.02, 0.02], color="black", lw=0.8)
     for t, x0, w in picture.columns:

@@ -182,7 +182,7 @@ class ImplEngine:
         self.function, self.name = function, name
 
     def run(self, pairs: Sequence[Pair]) -> list[Outcome]:
-        from difftest.runner import ImplError, ImplUnderTest, _first_line
+        from difftest.runner import ImplError, ImplUnderTest, impl_failure
 
         spark = load_spark("spark_impl.session", "get_spark")()
         impl = ImplUnderTest(self.function, spark, self.name)
@@ -198,7 +198,7 @@ class ImplEngine:
             except WindowOracleError as exc:
                 updates = {tid: exc for tid, _ in batch}
             except Exception as exc:  # the implementation failing is a finding about it, named once per case
-                error = ImplError(f"the implementation failed: {_first_line(exc)}")
+                error = ImplError(f"the implementation failed: {impl_failure(exc)}")
                 updates = {tid: error for tid, _ in batch}
             for tid, _ in batch:
                 out[int(tid)] = updates.get(tid, ())

@@ -23,7 +23,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from difftest.compare import Difference, compare
+from difftest.compare import Difference, compare, counted
 from difftest.engines import Engine
 from oracle.cases import Case, case_files, load_case
 from oracle.dialects import case_spec
@@ -132,7 +132,7 @@ class Totals:
 
     def line(self) -> str:
         text = f"{self.passed} passed, {self.failed} failed"
-        return text + f", {self.errors} errors" if self.errors else text
+        return text + f", {counted(self.errors, 'error')}" if self.errors else text
 
 
 def text_lines(results: Sequence[CaseResult], engine_names: Sequence[str]) -> list[tuple[str, str | None]]:

@@ -46,7 +46,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import HypothesisWarning
 
 import oracle
-from difftest.compare import Difference, compare
+from difftest.compare import Difference, compare, counted
 from difftest.shrink import shrink
 from difftest.known import KNOWN_DIFFERENCES, KnownDifference, known_difference
 from difftest.strategies import implemented_kinds, seeded_traces, trace_shape, windows
@@ -122,9 +122,13 @@ class BatchResult:
         return [r for r in self.results if r.mismatch]
 
 
-def _first_line(exc: BaseException, limit: int = 300) -> str:
-    text = (str(exc).strip().splitlines() or [""])[0]
-    return f"{type(exc).__name__}: {text[:limit]}"
+def impl_failure(exc: BaseException) -> str:
+    """What an implementation's exception says (`spark_impl.errors.cause`): the
+    Python or Java exception's own message, not Spark's wrapper around it.
+    Called only where an `ImplUnderTest` exists, so spark_impl is loaded."""
+    from spark_impl.errors import cause
+
+    return cause(exc)
 
 
 class ImplUnderTest:
@@ -217,7 +221,7 @@ def run_impl(impl: ImplUnderTest, spec: WindowSpec, window: str, dialect: str,
     except ImplError as exc:
         return None, str(exc)
     except Exception as exc:  # the implementation under test failing is a finding, not a crash
-        return None, _first_line(exc)
+        return None, impl_failure(exc)
 
 
 def judge(spec: WindowSpec, window: str, dialect: str, batch: Sequence[tuple[str, Trace]],
@@ -592,10 +596,10 @@ def kind_line(stats: KindStats) -> str:
     if stats.error:
         return f"{stats.kind}: ERROR, the implementation failed: nothing compared (the reason follows the table)"
     short = "" if stats.cases >= stats.asked else f" (stopped at {stats.cases} of {stats.asked} asked)"
-    rejected = f" ({stats.rejected} rejected items: error updates)" if stats.rejected else ""
-    return (f"{stats.kind}: {len(stats.windows)} windows, {stats.cases} cases{short}, "
-            f"{stats.updates} updates compared{rejected}, "
-            f"{stats.mismatches} mismatches, {stats.seconds:.1f} s")
+    rejected = f" ({counted(stats.rejected, 'rejected item')}: error updates)" if stats.rejected else ""
+    return (f"{stats.kind}: {counted(len(stats.windows), 'window')}, {counted(stats.cases, 'case')}{short}, "
+            f"{counted(stats.updates, 'update')} compared{rejected}, "
+            f"{counted(stats.mismatches, 'mismatch', 'mismatches')}, {stats.seconds:.1f} s")
 
 
 def table_lines(stats: Sequence[KindStats], totals: dict[str, Any]) -> list[tuple[str, str | None]]:
@@ -621,7 +625,7 @@ def table_lines(stats: Sequence[KindStats], totals: dict[str, Any]) -> list[tupl
     lines.append(("known differences: " + (", ".join(f"{k}: {v}" for k, v in known.items()) or "none listed"), None))
     nothing = [s.kind for s in stats if s.compared_nothing]
     if nothing:
-        lines.append((f"NOT CHECKED: {len(nothing)} kind(s) compared no update at all (not a pass): "
+        lines.append((f"NOT CHECKED: {counted(len(nothing), 'kind')} compared no update at all (not a pass): "
                       + ", ".join(nothing), "red"))
     for s in stats:
         if s.error:

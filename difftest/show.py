@@ -177,8 +177,7 @@ def explain_lines(case: Case) -> list[tuple[str, str | None]]:
         lines.append((f"#{number} after item {u.after}, at {u.time}{pane}", "bold"))
         for row in explained.rows:
             sign = {"insert": "+", "remove": "-", "update": "~", "error": "!"}[row.side.split(".")[-1]]
-            text = row.label if row.side in ("insert", "remove", "update", "error") else "{" + row.label + "}"
-            lines.append((f"  {sign} {text}   why: {row.because}", None))
+            lines.append((f"  {sign} {row_text(row.side, row.row)}   why: {row.because}", None))
     return lines
 
 

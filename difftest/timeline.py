@@ -18,7 +18,10 @@ The rules of the layout, all of them decided here, none by a drawing backend:
   window has **a lane per key** instead: a bar per stored row, update marks
   (the new row's id) and delete ends. A pane window (eKuiper) has no bars: an
   event's lane marks each pane that holds it, and the panes are intervals
-  with their bounds on a track of their own.
+  with their bounds on a track of their own, labelled `#n [start, end)` (n
+  the update; the window's own run under a statement has none). A count
+  window's pane has no span (its bounds are both the clock at the pane): it
+  is labelled by its ordinal and its rows, `pane 2: 5 rows`.
 * **Rows that are not events** (derived values, statement rows, errors) are a
   table under the axis, one line per row, numbered by update. A statement's or
   a derived-value window's lanes are its window's (the oracle's run of the
@@ -34,7 +37,7 @@ The rules of the layout, all of them decided here, none by a drawing backend:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from attrs import define, field, frozen
@@ -42,7 +45,7 @@ from attrs import define, field, frozen
 from difftest.compare import Difference, compare
 from oracle.explain import Explained, explain, update_rows
 from oracle.model import Advance, Arrive, Jump, SetVariables, Trace, Update, WindowSpec
-from oracle.model import BatchedTime, GroupWin, Keyed, Statement
+from oracle.model import BatchedTime, CountPanes, GroupWin, Keyed, Statement
 from oracle.model.derived import DERIVED_WINDOWS
 
 #: where an instant lies in its column (units from its left edge); its updates follow
@@ -123,7 +126,7 @@ class PaneBox:
     end: float
     label: str
     title: str
-    number: int
+    number: int | None  # the update; None for the window's own run under a statement
 
 
 @define
@@ -282,7 +285,7 @@ def _lanes(spec: WindowSpec | None, trace: Trace) -> tuple[list[Lane], dict[Any,
 def row_text(side: str, row: Any) -> str:
     if side == "error":
         return str(row)
-    if isinstance(row, dict):
+    if isinstance(row, Mapping):  # a values row (a frozen mapping): `{symbol: 'X', total: 13.0}`
         return "{" + ", ".join(f"{k}: {_value(v)}" for k, v in row.items()) + "}"
     return getattr(row, "id", str(row))
 
@@ -360,16 +363,23 @@ def _event_rows(panel: Panel, number: int | None, x: float, u: Update, reasons: 
     tag = f"#{number} " if number is not None else "(window) "
     rows = list(update_rows(u))
     if u.window is not None:  # a pane: its box, and a mark on each of its rows' lanes
-        label = f"[{picture.time_label(u.window.start)}, {picture.time_label(u.window.end)})"
-        title = f"{tag}pane {u.window.start} .. {u.window.end}, {len(u.insert)} rows"
+        rows_text = f"{len(u.insert)} row{'s' * (len(u.insert) != 1)}"
+        if isinstance(spec, CountPanes):  # no span: told by its ordinal (the run's) and rows
+            ordinal = 1 + sum((box.number is None) == (number is None) for box in panel.panes)
+            label = rows_text if number is not None else f"pane {ordinal}: {rows_text}"
+            where = f"pane {ordinal}"
+            title = f"{tag}pane {ordinal} of the count window, {rows_text}, at {u.time}"
+        else:
+            label = f"[{picture.time_label(u.window.start)}, {picture.time_label(u.window.end)})"
+            where = f"the pane {label}"
+            title = f"{tag}pane {u.window.start} .. {u.window.end}, {rows_text}"
         why = reasons[0] if reasons else None
         title += f"\nwhy: {why}" if why else ""
-        panel.panes.append(PaneBox(picture.x_of(u.window.start), picture.x_of(u.window.end), label, title,
-                                   number if number is not None else -1))
+        panel.panes.append(PaneBox(picture.x_of(u.window.start), picture.x_of(u.window.end), label, title, number))
         for event in u.insert:
             lane = lane_of.get(event.id)
             if lane is not None:
-                panel.marks.append(Mark(lane, x, "pane", f"{tag}{event.id} in the pane {label}"))
+                panel.marks.append(Mark(lane, x, "pane", f"{tag}{event.id} in {where}"))
         return
     open_bars = {b.lane: b for b in panel.bars if b.end is None}
     for i, (side, row) in enumerate(rows):

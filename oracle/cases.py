@@ -50,27 +50,32 @@ class Case:
 # --------------------------------------------------------------------------- reading
 
 
+def _got(value: Any) -> str:
+    """What a message says a file held instead: `got 'x'`, or `not null` (JSON's null, no value)."""
+    return "not null" if value is None else f"got {value!r}"
+
+
 def _time(value: Any, what: str, index: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not value.is_integer()):
-        raise InvalidTrace(f"{what} must be whole milliseconds, got {value!r}", index)
+        raise InvalidTrace(f"{what} must be whole milliseconds, {_got(value)}", index)
     return int(value)
 
 
 def event_from_json(raw: Any, index: int | None = None) -> Event:
     if not isinstance(raw, Mapping):
-        raise InvalidTrace(f"an event must be an object, got {raw!r}", index)
+        raise InvalidTrace(f"an event must be an object, {_got(raw)}", index)
     if "id" not in raw:
         raise InvalidTrace("the event has no 'id'", index)
     event_id = raw["id"]
     if not isinstance(event_id, str):
-        raise InvalidTrace(f"the event id must be a string, got {event_id!r}", index)
+        raise InvalidTrace(f"the event id must be a string, {_got(event_id)}", index)
     return Event(event_id, {k: v for k, v in raw.items() if k != "id"})
 
 
 def item_from_json(raw: Any, index: int) -> TraceItem:
     """One trace item; raises `InvalidTrace` naming `index`."""
     if not isinstance(raw, Mapping):
-        raise InvalidTrace(f"an item must be an object, got {raw!r}", index)
+        raise InvalidTrace(f"an item must be an object, {_got(raw)}", index)
     keys = set(raw)
     if "event" in keys:
         unknown = keys - {"event", "time", "op"}
@@ -79,7 +84,7 @@ def item_from_json(raw: Any, index: int) -> TraceItem:
         time = _time(raw["time"], "'time'", index) if "time" in raw else None
         op = raw.get("op")
         if op is not None and not isinstance(op, str):
-            raise InvalidTrace(f"'op' must be a string, got {op!r}", index)
+            raise InvalidTrace(f"'op' must be a string, {_got(op)}", index)
         try:
             return Arrive(event_from_json(raw["event"], index), time=time, op=op)
         except InvalidTrace as exc:
@@ -90,7 +95,7 @@ def item_from_json(raw: Any, index: int) -> TraceItem:
         return Jump(_time(raw["jump"], "'jump'", index))
     if keys == {"set"}:
         if not isinstance(raw["set"], Mapping):
-            raise InvalidTrace(f"'set' must be an object of variables, got {raw['set']!r}", index)
+            raise InvalidTrace(f"'set' must be an object of variables, {_got(raw['set'])}", index)
         return SetVariables(raw["set"])
     raise InvalidTrace(f"unknown item {json.dumps(raw)[:80]}; expected one of event, advance, jump, set", index)
 
@@ -99,7 +104,7 @@ def trace_from_json(items: Any, start_time: int = 0, variables: Any = None) -> T
     if not isinstance(items, list):
         raise InvalidTrace(f"'input' must be a list of items, got {type(items).__name__}")
     if variables is not None and not isinstance(variables, Mapping):
-        raise InvalidTrace(f"'variables' must be an object, variable name to starting value, got {variables!r}")
+        raise InvalidTrace(f"'variables' must be an object, variable name to starting value, {_got(variables)}")
     trace = Trace(tuple(item_from_json(raw, i) for i, raw in enumerate(items)), start_time, variables or {})
     check_trace(trace, mixed_kinds=True)  # one kind per property, where the window asks it, is checked when it runs
     return trace
@@ -107,7 +112,7 @@ def trace_from_json(items: Any, start_time: int = 0, variables: Any = None) -> T
 
 def _ids(raw: Any, where: str) -> tuple[Event, ...]:
     if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
-        raise InvalidCase(f"{where} must be a list of event ids, got {raw!r}")
+        raise InvalidCase(f"{where} must be a list of event ids, {_got(raw)}")
     return tuple(Event(x) for x in raw)
 
 
@@ -121,7 +126,7 @@ def _whole(raw: Mapping, key: str, where: str) -> int:
     value = raw[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (
             isinstance(value, float) and not value.is_integer()):
-        raise InvalidCase(f"{where}.{key} must be a whole number, got {value!r}")
+        raise InvalidCase(f"{where}.{key} must be a whole number, {_got(value)}")
     return int(value)
 
 
@@ -129,7 +134,7 @@ def _rows(raw: Mapping, key: str, where: str) -> list[dict]:
     """A `values` side: a list of objects (one per derived row)."""
     rows = raw.get(key, [])
     if not isinstance(rows, list) or not all(isinstance(row, Mapping) for row in rows):
-        raise InvalidCase(f"{where}.values.{key} must be a list of objects (one per row), got {rows!r}")
+        raise InvalidCase(f"{where}.values.{key} must be a list of objects (one per row), {_got(rows)}")
     return [{k: _value(x) for k, x in row.items()} for row in rows]
 
 
@@ -161,7 +166,7 @@ def update_from_json(raw: Any, index: int, events: Mapping[str, Event]) -> Updat
             raise InvalidCase(f"{where}.window must be {{'start': ms, 'end': ms}}")
         pane = Pane(_whole(w, "start", f"{where}.window"), _whole(w, "end", f"{where}.window"))
     if "error" in raw and not isinstance(raw["error"], str):
-        raise InvalidCase(f"{where}.error must be a message (a string), got {raw['error']!r}")
+        raise InvalidCase(f"{where}.error must be a message (a string), {_got(raw['error'])}")
     unordered = raw.get("unordered", [])
     if not isinstance(unordered, list) or not set(unordered) <= {"insert", "remove"}:
         raise InvalidCase(f"{where}.unordered must name 'insert' and/or 'remove'")

@@ -14,8 +14,9 @@ properties, the `time` key among them (as every column of a Spark event table
 is, `spark_impl.apply_window_to_events`, so `*` lists the same fields on both and
 `#ext_timed(t, ...)` can read `t`); the `time` key is also the arrival time in
 integer ms (the clock walks to it first, firing the timers due on the way, as an
-`advance` item does); without `time`, every event arrives at the current clock. `until`
-walks the clock on after the last event. `after` in the updates is the index
+`advance` item does); without `time`, every event arrives at the current clock.
+`until` walks the clock on after the last event: a time before the last event's
+is refused, naming `until` (no index: it is no record). `after` in the updates is the index
 of the record that caused them (the final walk is index `len(events)`). A bad
 record is an `InvalidTrace` naming its index and the field.
 """
@@ -35,6 +36,7 @@ def events_trace(events: Iterable[Mapping[str, Any]], time: str | None = None, u
                  start_time: int = 0) -> Trace:
     """The trace of `events` (rules: module docstring)."""
     items: list[TraceItem] = []
+    last = start_time  # the clock after the records
     for index, record in enumerate(events):
         if not isinstance(record, Mapping):
             raise InvalidTrace(f"an event is a mapping of field names to values, got {type(record).__name__}", index)
@@ -44,12 +46,18 @@ def events_trace(events: Iterable[Mapping[str, Any]], time: str | None = None, u
         at = None
         if time is not None:
             at = record.get(time)
+            if at is None:
+                raise InvalidTrace(f"the event has no time (no value in its field {time!r})", index)
             if isinstance(at, bool) or not isinstance(at, int):
                 raise InvalidTrace(f"the time field {time!r} must be a whole number of ms, got {at!r}", index)
+            last = max(last, at)
         items.append(Arrive(Event(str(record["id"]), props), time=at))
     if until is not None:
         if isinstance(until, bool) or not isinstance(until, int):
-            raise InvalidTrace(f"`until` must be a whole number of ms, got {until!r}", len(items))
+            raise InvalidTrace(f"`until` must be a whole number of ms, got {until!r}")
+        if until < last:
+            raise InvalidTrace(f"`until` is {until} ms, before the last event's time, {last} ms: it walks the clock on "
+                               "after the last event, never back")
         items.append(Advance(until))
     return Trace(tuple(items), start_time)
 

@@ -12,7 +12,7 @@ rule of the window that posted it (`oracle.windows.reasons`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from attrs import frozen
@@ -42,7 +42,7 @@ class Row:
         row = self.row
         if hasattr(row, "id"):
             return row.id
-        if isinstance(row, dict):
+        if isinstance(row, Mapping):
             return ", ".join(f"{k}={v!r}" for k, v in row.items())
         return str(row)
 

@@ -53,9 +53,10 @@ from functools import reduce
 
 from oracle.dialects import parse
 from oracle.errors import InvalidTrace, UnsupportedWindow, WindowOracleError
-from oracle.model import Jump, Trace, Update, WindowSpec
+from oracle.model import Jump, Spec, Trace, Update, WindowSpec
 from spark_impl import frames, pipeline
-from spark_impl.errors import InvalidFrame, JobFailed, SparkUnavailable
+from spark_impl.errors import (
+    TRACE_FRAME, InvalidFrame, JobFailed, SparkUnavailable, WrongArgument, cause, check_frame, described)
 from spark_impl.event_table import apply_window_to_events, check_trace_frame
 from spark_impl.frames import OUTPUT_COLUMNS, UPDATE_KEY, PropertyTypes
 from spark_impl.session import get_spark, interpreted
@@ -83,7 +84,9 @@ def apply_window(trace_df, window: str | WindowSpec, dialect: str = "esper", *, 
     `validate` (the default): first check that the frame describes traces
     (`event_table.check_trace_frame`: two Spark jobs), raising `InvalidFrame`
     naming the column, the trace and the value; `validate=False` skips it for a
-    frame known to be valid (an invalid one then gives wrong output)."""
+    frame known to be valid (an invalid one then gives wrong output). Any
+    other `trace_df` (a list, a pandas frame) is a `WrongArgument` naming it."""
+    check_frame(trace_df, "apply_window", "trace_df", TRACE_FRAME)
     spec = _spec(window, dialect)
     if validate:  # the columns first (no job), then their values, read as given (check_input's frame raises)
         pipeline.check_input(trace_df, spec, jumps=jumps is not False)
@@ -125,10 +128,13 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
     each collected by one Spark action (`progress(done, total)` after each), so
     a replay of thousands of cases runs in a few jobs of bounded memory. A job
     of small traces (frames.ONE_PARTITION_ROWS rows in all) runs without code
-    generation (`session.interpreted`). A job that fails gives each of its pairs
-    a `JobFailed` naming the error; the other jobs run. `on_rows(rows)` sees each
+    generation (`session.interpreted`). A plan refused while it is made (a
+    `WindowOracleError`: a statement Esper's compiler refuses) is its pairs'
+    error, the job's other plans run. A job that fails gives each of its pairs
+    a `JobFailed` naming the error's cause (`errors.cause`); the other jobs run. `on_rows(rows)` sees each
     job's collected output rows (OUTPUT_COLUMNS, `window` where a plan has it;
     `trace_id` the pair's index) before they become updates."""
+    check_pairs(pairs, "run_cases")
     results: list = [None] * len(pairs)
     groups: dict[WindowSpec, list[tuple[str, Trace, PropertyTypes]]] = defaultdict(list)
     for index, (spec, trace) in enumerate(pairs):
@@ -161,14 +167,22 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
             for spec, types, batch, _ in job:
                 frame = frames.frame_of(spark, batch, types)
                 jumps = any(isinstance(item, Jump) for _, trace in batch for item in trace.items)
-                out = pipeline.apply(frame, spec, jumps=jumps)
+                try:
+                    out = pipeline.apply(frame, spec, jumps=jumps)
+                except WindowOracleError as exc:  # refused while planning (a statement Esper does not compile)
+                    for trace_id, _ in batch:
+                        results[int(trace_id)] = exc
+                        del traces[trace_id]
+                    continue
                 outputs.append(out.select(*OUTPUT_COLUMNS, *(c for c in OPTIONAL_COLUMNS if c in out.columns)))
-            union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), outputs)
-            small = sum(rows for *_, rows in job) <= frames.ONE_PARTITION_ROWS
-            with interpreted(spark) if small else nullcontext():
-                collected = union.collect()
+            collected = []
+            if outputs:
+                union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), outputs)
+                small = sum(rows for *_, rows in job) <= frames.ONE_PARTITION_ROWS
+                with interpreted(spark) if small else nullcontext():
+                    collected = union.collect()
         except Exception as exc:  # noqa: BLE001 - a failed job fails its own cases, not the others
-            failure = JobFailed(f"the Spark job failed: {type(exc).__name__}: {_first_line(exc)}")
+            failure = JobFailed(f"the Spark job failed: {cause(exc)}")
             for trace_id in traces:
                 results[int(trace_id)] = failure
         else:
@@ -181,9 +195,16 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
     return results
 
 
-def _first_line(exc: BaseException, limit: int = 300) -> str:
-    text = (str(exc).strip().splitlines() or [""])[0]
-    return text[:limit]
+def check_pairs(pairs, function: str) -> None:
+    """Raise `WrongArgument` unless `pairs` is a sequence of (window spec, Trace) pairs."""
+    if not isinstance(pairs, Sequence) or isinstance(pairs, str):
+        raise WrongArgument(f"{function}: `pairs` must be a list of (window spec, Trace) pairs, "
+                            f"got {described(pairs)}")
+    for index, pair in enumerate(pairs):
+        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], Spec)
+                and isinstance(pair[1], Trace)):
+            raise WrongArgument(f"{function}: `pairs[{index}]` must be a (window spec, Trace) pair "
+                                f"(oracle.parse gives a spec), got {pair!r:.80}")
 
 
 def _batches(members):
@@ -203,5 +224,6 @@ def _batches(members):
     return batches
 
 
-__all__ = ["apply_window", "apply_window_to_events", "run_cases", "unsupported", "InvalidFrame", "SparkUnavailable", "get_spark",
+__all__ = ["apply_window", "apply_window_to_events", "run_cases", "unsupported", "InvalidFrame", "SparkUnavailable",
+           "WrongArgument", "get_spark",
            "UPDATE_KEY", "OUTPUT_COLUMNS"]

@@ -14,7 +14,7 @@ from pyspark.sql import types as T
 from oracle.dialects import parse
 from oracle.model import Statement, WindowSpec, unknown_property
 from spark_impl import frames, pipeline
-from spark_impl.errors import InvalidFrame
+from spark_impl.errors import EVENT_TABLE, InvalidFrame, check_frame
 
 #: the trace_id of a table without trace_col
 ONE_TRACE = "0"
@@ -65,6 +65,7 @@ def apply_window_to_events(events_df: DataFrame, window: str | WindowSpec, *, or
         ...     order_col="offset", time_col="ts", until=1_700_000_060_000)
         >>> out.where("side = 'remove'").groupBy("symbol").count()
     """
+    check_frame(events_df, "apply_window_to_events", "events_df", EVENT_TABLE)
     spec = parse(window, dialect) if isinstance(window, str) else window
     for name, value in (("until", until), ("start", start)):
         check_clock(name, value)

@@ -112,7 +112,7 @@ ERRORS = [
     ("after-text.json", dict(expected=[{"after": "x", "time": 0, "insert": ["E1"]}]),
      "expected[0].after must be a whole number, got 'x'"),
     ("after-null.json", dict(expected=[{"after": None, "time": 0, "insert": ["E1"]}]),
-     "expected[0].after must be a whole number, got None"),
+     "expected[0].after must be a whole number, not null"),
     ("after-half.json", dict(expected=[{"after": 0.5, "time": 0, "insert": ["E1"]}]),
      "expected[0].after must be a whole number, got 0.5"),
     ("time-text.json", dict(expected=[{"after": 0, "time": "0", "insert": ["E1"]}]),
@@ -122,6 +122,11 @@ ERRORS = [
     ("values-rows.json", dict(expected=[{"after": 0, "time": 0, "insert": ["E1"], "values": {"insert": [1, 2]}}]),
      "expected[0].values.insert must be a list of objects"),
     ("error-type.json", dict(expected=[{"after": 0, "time": 0, "error": 5}]), "expected[0].error must be a message"),
+    # a null is said as one (JSON's word), not as Python's None (issue 43, item 11)
+    ("advance-null.json", dict(input=[{"advance": None}], expected=[]),
+     "trace item 0: 'advance' must be whole milliseconds, not null"),
+    ("id-null.json", dict(input=[{"event": {"id": None}}], expected=[]), "trace item 0: the event id must be a string, not null"),
+    ("query-null.json", dict(query=None), "'query' must be a string, not null"),
     # one rule of what a case may hold, for both engines (oracle.model.TraceProperties)
     ("seq-property.json", dict(input=[{"event": {"id": "E1", "seq": 1}}]),
      "trace item 0: property 'seq' is named like the trace frame's own column 'seq'"),
@@ -149,7 +154,7 @@ def test_a_case_that_cannot_run_is_an_error_and_the_others_still_run(tmp_path, c
     assert code == 2
     assert lines[0].startswith(f"ERROR {bad}: ") and reason in lines[0]
     assert f"PASS {ok}" in lines
-    assert lines[-1] == "1 passed, 0 failed, 1 errors"
+    assert lines[-1] == "1 passed, 0 failed, 1 error"
     assert "Traceback" not in err
 
 
@@ -276,7 +281,7 @@ def test_spark_runs_all_cases_in_one_call(tmp_path, capsys, fake_spark):
     code, lines, _ = replay(capsys, "--engine", "spark", tmp_path)
     assert len(fake_spark.calls) == 1 and len(fake_spark.calls[0]) == 3
     assert lines[:3] == [f"PASS {p}" for p in paths]
-    assert code == 2 and lines[-1] == "3 passed, 0 failed, 1 errors"
+    assert code == 2 and lines[-1] == "3 passed, 0 failed, 1 error"
 
 
 def test_spark_failures_and_per_case_errors(tmp_path, capsys, fake_spark):
@@ -288,7 +293,7 @@ def test_spark_failures_and_per_case_errors(tmp_path, capsys, fake_spark):
     assert lines[0] == f"PASS {a}"
     assert lines[1] == f"FAIL {b}" and lines[2] == "  update 2 is missing (of 3 updates expected, 2 posted)"
     assert f"ERROR {c}: trace item 1: the spark engine refuses this" in lines
-    assert lines[-1] == "1 passed, 1 failed, 1 errors"
+    assert lines[-1] == "1 passed, 1 failed, 1 error"
 
 
 def test_both_engines_report_a_line_per_engine(tmp_path, capsys, fake_spark):
@@ -350,6 +355,66 @@ def test_a_spark_impl_that_cannot_be_loaded_is_one_sentence(tmp_path, capsys, mo
     monkeypatch.setitem(sys.modules, "spark_impl", module)
     code, _, err = replay(capsys, "--engine", "spark", write(tmp_path, "ok.json"))
     assert code == 2 and err.count("\n") == 1 and err.startswith("difftest replay: the spark engine cannot be loaded: ")
+
+
+# what an implementation's failure says (issue 43, item 3): the exception's own cause, not Spark's wrapper
+PYTHON_WORKER = """An exception was thrown from the Python worker:
+Traceback (most recent call last):
+  File "/home/me/impl.py", line 10, in price_of
+    raise ValueError(f"price {x} is not a price")
+ValueError: price 3 is not a price
+"""
+JAVA_WRAPPED_PYTHON = """An error occurred while calling o30376.collectToPython.
+: org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 3.0 failed 1 times, most recent \
+failure: Lost task 0.0 in stage 3.0 (TID 3) (10.0.0.1 executor driver): org.apache.spark.api.python.PythonException: \
+Traceback (most recent call last):
+  File "/home/me/impl.py", line 4, in check
+    raise KeyError("symbol")
+KeyError: 'symbol'
+
+\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(PythonRunner.scala:581)
+""".replace("\\\n", "")
+JAVA_CRASH = """An error occurred while calling o217.collectToPython.
+: org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 23.0 failed 1 times, most recent \
+failure: Lost task 0.0 in stage 23.0 (TID 31) (192.0.2.2 executor driver): org.apache.spark.SparkException: Python \
+worker exited unexpectedly (crashed).
+\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator$$anonfun$1.applyOrElse(PythonRunner.scala:1136)
+Caused by: java.io.EOFException
+\tat java.base/java.io.DataInputStream.readInt(DataInputStream.java:386)
+
+Driver stacktrace:
+\tat org.apache.spark.scheduler.DAGScheduler.$anonfun$abortStage$3(DAGScheduler.scala:4568)
+Caused by: org.apache.spark.SparkException: Python worker exited unexpectedly (crashed).
+""".replace("\\\n", "")
+JAVA_CAUSED_BY = """An error occurred while calling o12.collectToPython.
+: org.apache.spark.SparkException: Job aborted.
+\tat org.apache.spark.sql.execution.SparkPlan.executeCollect(SparkPlan.scala:480)
+Caused by: java.lang.IllegalStateException: the state store of partition 3 is closed
+\tat org.apache.spark.sql.execution.streaming.state.StateStore.get(StateStore.scala:10)
+"""
+ANALYSIS = """[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with name `nosuch` cannot \
+be resolved. Did you mean one of the following? [`id`]. SQLSTATE: 42703;
+'Project ['nosuch]
++- Range (0, 5, step=1, splits=Some(4))
+""".replace("\\\n", "")
+
+
+@pytest.mark.parametrize("name, text, said", [
+    ("PythonException", PYTHON_WORKER, "ValueError: price 3 is not a price"),
+    ("Py4JJavaError", JAVA_WRAPPED_PYTHON, "KeyError: 'symbol'"),
+    ("Py4JJavaError", JAVA_CRASH, "SparkException: Python worker exited unexpectedly (crashed)."),
+    ("Py4JJavaError", JAVA_CAUSED_BY, "IllegalStateException: the state store of partition 3 is closed"),
+    ("AnalysisException", ANALYSIS, "AnalysisException: [UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or "
+                                    "function parameter with name `nosuch` cannot be resolved. Did you mean one of "
+                                    "the following? [`id`]."),
+    ("RuntimeError", "my window is not ready\nsecond line", "RuntimeError: my window is not ready"),
+    ("RuntimeError", "", "RuntimeError"),
+])
+def test_an_implementations_error_is_told_by_its_cause(name, text, said):
+    from spark_impl.errors import cause
+
+    exc = type(name, (Exception,), {})(text)
+    assert cause(exc) == said
 
 
 # --------------------------------------------------------------------------- bench
@@ -460,6 +525,8 @@ def test_a_kind_stopped_early_says_so():
     assert cases_cell(stopped) == "700/2000" and cases_cell(whole) == "2000"
     assert kind_line(stopped) == ("time: 2 windows, 700 cases (stopped at 700 of 2000 asked), 900 updates compared, "
                                   "0 mismatches, 3.2 s")
+    one = KindStats("length", asked=1, cases=1, updates=1, mismatches=1, seconds=1.0, windows={"#length(1)"})
+    assert kind_line(one) == "length: 1 window, 1 case, 1 update compared, 1 mismatch, 1.0 s"  # not "1 windows"
 
 
 def test_a_kind_that_compared_nothing_is_said_loudly():
@@ -472,7 +539,7 @@ def test_a_kind_that_compared_nothing_is_said_loudly():
     totals = Runner(impl=None, stats=[silent, busy, failed]).totals()
     assert totals["compared_nothing"] == ["esper: firstlength"] and totals["updates_compared"] == 31
     lines = [line for line, _ in table_lines([silent, busy, failed], totals)]
-    assert "NOT CHECKED: 1 kind(s) compared no update at all (not a pass): esper: firstlength" in lines
+    assert "NOT CHECKED: 1 kind compared no update at all (not a pass): esper: firstlength" in lines
     failed_row = next(line for line in lines if line.startswith("esper: time "))
     assert failed_row.split()[5] == "-" and failed_row.split()[7] == "ERROR"
 
@@ -505,7 +572,7 @@ def test_the_run_counts_the_items_a_window_rejected():
     stats = KindStats("tumbling", asked=1)
     stats.add(BatchResult(spec, case.window, "kuiper", (TraceResult("t0", case.trace, expected, expected, None, None),)))
     assert stats.rejected == late and stats.to_json()["rejected"] == late
-    assert f"({late} rejected items: error updates)" in kind_line(stats)
+    assert f"({late} rejected item{'s' * (late != 1)}: error updates)" in kind_line(stats)
     runner = Runner(impl=None, dialect="kuiper", stats=[stats])
     header, row = [line for line, _ in table_lines([stats], runner.totals())][:2]
     assert header.split()[6] == "rejected" and row.split()[5] == str(late)  # "window kind": two words
@@ -621,13 +688,55 @@ def test_expect_runs_a_window_over_an_events_file(tmp_path, capsys, suffix, text
     (["--window", "#length(2)"], '{"price": 1}\n', "trace item 0: the event has no `id`"),
     (["--window", "#length(2)", "--write"], '{"id": "a"}\n', "--write fills a case file's `expected`"),
     (["--time", "t"], '{"id": "a"}\n', "--time applies to an events file with --window"),
+    # issue 43, item 11: the option named, what is missing said in words
+    (["--window", "#time(1 sec)", "--time", "t", "--until", "1000"], '{"id": "a", "t": 0}\n{"id": "b", "t": 5000}\n',
+     "--until is 1000 ms, before the last event's time, 5000 ms: it walks the clock on after the last event"),
+    (["--window", "#length(2)", "--time", "t"], '{"id": "a", "t": 0}\n{"id": "b"}\n',
+     "trace item 1: the event has no time (no value in its field 't')"),
+    ([], '{"id": "a", "t": 0}\n{"id": "b", "t": 5}\n',
+     "events.jsonl: an events file needs --window CLAUSE, the window to run over it"),
+    # item 8: a CSV row without a cell for every column
+    (["--window", "#length(2)", "--time", "t"], "id,t,sym\na,0,X\nb,500\nc,900,Y\n",
+     "events.csv line 3: 2 cells, the header has 3 (no cell for sym); leave a cell empty for a missing value"),
+    (["--window", "#length(2)"], "id,sym\na,X,Y\n", "events.csv line 2: 3 cells, the header has 2 (1 more than"),
+    (["--window", "#length(2)"], "", "events.csv: no header line naming the columns"),
 ])
 def test_expect_names_what_is_wrong(tmp_path, capsys, args, text, words):
-    path = tmp_path / "events.jsonl"
+    path = tmp_path / ("events.csv" if "csv" in words else "events.jsonl")
     path.write_text(text)
     assert main(["expect", *args, str(path)]) == 2
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("name, text", [
+    ("events.json", '{"id": "a", "t": 0}\n{"id": "b", "t": 5}\n'),  # JSON lines: "Extra data" before
+    ("one-event.json", '{"id": "a", "t": 0}\n'),  # one event: "the case has no 'dialect'" before
+])
+def test_expect_without_a_window_says_an_events_file_needs_one(tmp_path, capsys, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    assert main(["expect", str(path)]) == 2
+    assert "an events file needs --window CLAUSE" in capsys.readouterr().err
+
+
+def test_expect_types_a_csv_column_by_all_its_cells(tmp_path, capsys):
+    """A column of whole numbers is integers, of numbers doubles, else text (`007`
+    stays text beside `abc`); `id` is text; an empty cell is a missing property."""
+    path = tmp_path / "events.csv"
+    path.write_text("id,t,code,n,price\n007,0,007,1,1\n8,500,abc,2,2.5\n9,900,,3,\n")
+    assert main(["expect", "--window", "select code, n, price from E#length(5)", "--time", "t", str(path)]) == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    rows = [row for u in printed for row in u["values"]["insert"]]
+    assert rows == [{"code": "007", "n": 1, "price": 1.0}, {"code": "abc", "n": 2, "price": 2.5},
+                    {"code": None, "n": 3, "price": None}]
+    assert [type(row["n"]) for row in rows] == [int] * 3 and type(rows[0]["price"]) is float
+    from difftest.__main__ import read_events
+
+    assert [e["id"] for e in read_events(path)] == ["007", "8", "9"]
+    with pytest.raises(SystemExit):
+        main(["expect", "--help"])
+    assert "a column's type is decided from all its cells" in " ".join(capsys.readouterr().out.split())
 
 
 @pytest.fixture

@@ -134,7 +134,7 @@ def test_a_missing_update_at_the_end():
 def test_an_extra_update_at_the_end():
     diff = compare(EXPECTED[:1], EXPECTED[:2])
     assert diff.index == 1 and diff.expected_update is None
-    assert diff.render().splitlines()[0] == "update 1 is extra (of 1 updates expected, 2 posted)"
+    assert diff.render().splitlines()[0] == "update 1 is extra (of 1 update expected, 2 posted)"
 
 
 def test_the_report_shows_other_fields_only_where_present():

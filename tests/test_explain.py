@@ -102,3 +102,45 @@ def test_posts_compare_equal_whatever_their_reasons(text):
 
     e = Event("E1")
     assert Post((e,), why=LengthWindow.REASONS.arrival) == Post((e,))
+
+
+HAVING = {"name": "having", "dialect": "esper", "window": "#length(2)",
+          "query": "select irstream symbol, sum(price) as total from E#length(2) group by symbol "
+                   "having sum(price) > 10",
+          "input": [{"event": {"id": f"E{i}", "symbol": "X", "price": p}} for i, p in ((1, 6.0), (2, 7.0), (3, 8.0))]}
+
+
+def test_explain_prints_a_statements_rows_once_braced_with_the_post_and_the_having(tmp_path, capsys):
+    """Issue 43, item 4: `{symbol: 'X', ...}`, not `{{'symbol': 'X', ...}}`; the
+    reason names the events that entered and left and the HAVING that held."""
+    from difftest.__main__ import main
+
+    path = tmp_path / "having.json"
+    path.write_text(__import__("json").dumps(HAVING))
+    assert main(["explain", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:] == [
+        "#0 after item 1, at 0",
+        "  + {symbol: 'X', total: 13.0}   why: the new row is the group's state after the post "
+        "(E2 entered; HAVING sum(price) > 10 held)",
+        "#1 after item 2, at 0",
+        "  + {symbol: 'X', total: 15.0}   why: the new row is the group's state after the post "
+        "(E3 entered and E1 left; HAVING sum(price) > 10 held)",
+        "  - {symbol: 'X', total: 13.0}   why: the old row is the group's state before the post "
+        "(E3 entered and E1 left; HAVING sum(price) > 10 held)",
+    ]
+
+
+@pytest.mark.parametrize("text, dialect, because", [
+    # no HAVING: the post alone; a derived window's rows (no id) counted
+    ("select count(*) as n from E#length(1)", "esper", "one new row after the post is applied (E2 entered and E1 left)"),
+    ("select sum(average) as s from E#length(2)#uni(price)", "esper",
+     "one new row after the post is applied (1 row entered and 1 row left)"),
+    # CCL's HAVING as CCL writes it
+    ("SELECT symbol, sum(price) AS total FROM s KEEP 2 ROWS GROUP BY symbol HAVING sum(price) > 1", "ccl",
+     "posted insert if the window did not hold the group's row (E2 entered; HAVING sum(price) > 1 held)"),
+])
+def test_a_statements_reason_names_the_post(text, dialect, because):
+    trace = Trace([Arrive(Event("E1", {"symbol": "X", "price": 1.0})), Arrive(Event("E2", {"symbol": "X", "price": 2.0}))])
+    last = explain(parse(text, dialect), trace)[-1]
+    assert last.rows[0].because == because

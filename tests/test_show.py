@@ -136,3 +136,58 @@ def test_bad_input_is_one_line(tmp_path, capsys, content, message):
 def test_out_must_be_svg_or_png(tmp_path, capsys):
     assert main(["show", str(ROOT / "corpus/esper/groupwin-time_batch-jump.json"), "--out", str(tmp_path / "a.pdf")]) == 2
     assert ".svg or .png" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- issue 43, item 5
+
+
+def _figure_texts(picture) -> list[str]:
+    fig, _ = draw.figure(picture)
+    try:
+        assert draw.overlapping_labels(fig) == []
+        return [t.get_text() for t in fig.findobj(lambda a: a.__class__.__name__ == "Text") if t.get_text().strip()]
+    finally:
+        draw._pyplot().close(fig)
+
+
+def test_a_count_windows_panes_are_labelled_by_ordinal_and_rows_not_a_time_range():
+    """A COUNTWINDOW pane's bounds are both the clock: `pane 2: 5 rows` (the
+    window's run under a query) or `#1 3 rows` (an update), never `#-1 [0, 0)`."""
+    case, has_expected = read_case(ROOT / "corpus/kuiper/count-having-and-window-bounds.json")
+    picture = case_picture(case, has_expected)
+    assert [(box.number, box.label) for box in picture.panels[0].panes] == [
+        (None, "pane 1: 5 rows"), (None, "pane 2: 5 rows"), (None, "pane 3: 5 rows")]
+    texts = _figure_texts(picture)
+    assert "pane 2: 5 rows" in texts and not any(t.startswith("#-1") or "[500, 500)" in t for t in texts)
+    case, has_expected = read_case(ROOT / "corpus/kuiper/count-sliding-5-2.json")
+    assert [(box.number, box.label) for box in case_picture(case, has_expected).panels[0].panes] == [
+        (0, "5 rows"), (1, "5 rows")]
+
+
+def test_dense_count_panes_and_time_panes_of_a_query_keep_their_labels_apart():
+    trace = [{"event": {"id": f"E{i}"}, "time": 100 * i} for i in range(1, 13)]
+    for query in ("SELECT count(*) AS c FROM demo GROUP BY COUNTWINDOW(2,1)",
+                  "SELECT count(*) AS c FROM demo GROUP BY TUMBLINGWINDOW(ss, 1)"):
+        raw = {"name": "dense", "dialect": "kuiper", "window": query.split("GROUP BY ")[1], "query": query,
+               "input": trace}
+        from oracle.cases import case_from_json
+
+        picture = case_picture(case_from_json({**raw, "expected": []}), False)
+        texts = _figure_texts(picture)  # no two labels overlap
+        assert not any(t.startswith("#-1") for t in texts)
+
+
+def test_a_long_statement_title_wraps_whole_and_the_legend_keeps_its_items_whole():
+    query = ("select irstream symbol, sum(price) as total, count(*) as n, avg(price) as average, min(price) as low, "
+             "max(price) as high from E#length(2) group by symbol having sum(price) > 10 and count(*) > 1")
+    raw = {"name": "long-title", "dialect": "esper", "window": "#length(2)", "query": query,
+           "input": [{"event": {"id": f"E{i}", "symbol": "X", "price": float(i)}} for i in range(1, 4)]}
+    from oracle.cases import case_from_json
+
+    picture = case_picture(case_from_json({**raw, "expected": []}), False)
+    texts = _figure_texts(picture)
+    title = [t for t in texts if len(t) > 20 and t in query]
+    assert len(title) >= 2 and " ".join(title) == query  # every word, the HAVING too, nothing cut with "..."
+    legend = [t for t in texts if "arrival" in t or "update n" in t or "never inserted" in t]
+    items = [item for line in legend for item in line.split("   ")]
+    assert sorted(items) == sorted(draw.LEGEND)

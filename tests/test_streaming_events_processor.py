@@ -337,6 +337,11 @@ def test_bad_values_are_rejected_naming_the_column():
                  "column 'id' is null", "trace_col 'trace' is null"):
         assert any(text in r for r in reasons), (text, reasons)
     assert {r["after"] for r in posted if r["error"].startswith("order_col 'n' is null")} == {-1}
+    # a null value is said in words, never as `t=None ms` (issue 43, item 11)
+    assert "the event has no time: time_col 't' is null (no time at n=1 in trace 'a')" in reasons
+    assert "order_col 'n' is null (t=200 ms at no n in trace 'a')" in reasons
+    assert "trace_col 'trace' is null (t=500 ms at n=5)" in reasons
+    assert not any("None" in r for r in reasons), reasons
 
 
 def test_a_repeated_id_is_rejected_by_the_trace_check():

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from oracle.dialects.limits import check_text
-from oracle.errors import InvalidCase, UnsupportedWindow, WindowSyntaxError
+from oracle.errors import InvalidCase, UnsupportedWindow, WindowOracleError, WindowSyntaxError
 from oracle.model import Statement, WindowSpec
 
 DIALECTS = ("esper", "ccl", "apama", "kuiper")
@@ -55,6 +55,29 @@ def render(spec: WindowSpec, dialect: str = "esper") -> str:
     return _module(dialect).render(spec)
 
 
+def expression_text(node: Any, dialect: str = "esper") -> str:
+    """A statement's expression (a select item, WHERE, HAVING ...) as `dialect`
+    writes it (its `render_expression`; Esper's where a dialect writes no
+    expressions: Apama's queries); `repr` where the dialect cannot write it."""
+    module = _module(dialect)
+    write = getattr(module, "render_expression", None) or _module("esper").render_expression
+    try:
+        return write(node)
+    except WindowOracleError:
+        return repr(node)
+
+
+def spec_text(spec: WindowSpec) -> str:
+    """`spec` as the first dialect that writes it writes it, for a message
+    (`esper: #length(2)`); its repr where none does."""
+    for dialect in IMPLEMENTED:
+        try:
+            return f"{dialect}: {render(spec, dialect)}"
+        except WindowOracleError:
+            continue
+    return repr(spec)
+
+
 def settings(spec: WindowSpec, dialect: str = "esper") -> dict[str, Any]:
     """The case keys besides the text that `spec` needs in `dialect` (none for most)."""
     module = _module(dialect)
@@ -89,7 +112,7 @@ def case_spec(case) -> WindowSpec:
         return window
     text = extra["query"]
     if not isinstance(text, str):
-        raise InvalidCase(f"'query' must be a string, got {text!r}")
+        raise InvalidCase(f"'query' must be a string, {'not null' if text is None else f'got {text!r}'}")
     query = parse(text, case.dialect, chosen)
     if not isinstance(query, QUERIES):
         raise InvalidCase(f"'query' must be a whole statement over the window (a query), got {text!r}")

@@ -48,7 +48,8 @@ of them; a row has no id). For each post, in order:
     event, old rows too, each with the aggregates after the post
     (`RowPerEvent`);
   - fully aggregated with GROUP BY: one new and one old row per group the
-    post touched, the old from before, the new from after (`RowPerGroup`);
+    post touched: the new row is the group's state after the post, the old
+    row is the group's state before the post (`RowPerGroup`);
     a group seen the first time has the aggregates of nothing as its old row.
     Decided: the groups in the order their events appear in the post (new
     events first); Esper iterates a hash map, which the corpus marks
@@ -57,6 +58,8 @@ of them; a row has no id). For each post, in order:
     after the post (`AggregateGrouped`).
 * HAVING keeps the rows it is true for, each side judged with the state its
   row reads.
+* A row's reason names its rule, then the post: the events that entered and
+  left, and the HAVING that held (`oracle.explain`; no part of the output).
 * The stream selector: `istream` posts the new rows; `irstream` the new rows
   and the old rows; `rstream` the old rows, delivered as new data.
 * A post that yields no rows on the selected sides posts nothing; the rows of
@@ -112,7 +115,8 @@ class StatementWindow(WindowBase):
         simple_new="new rows from the new events", simple_old="old rows from the old",
         row_for_all_new="one new row after the post is applied", row_for_all_old="one old row from before it",
         row_per_event="one row per event, old rows too, each with the aggregates after the post",
-        row_per_group_new="the new from after", row_per_group_old="the old from before",
+        row_per_group_new="the new row is the group's state after the post",
+        row_per_group_old="the old row is the group's state before the post",
         aggregate_grouped="one row per event with its group's aggregates after the post",
         rstream="rstream the old rows, delivered as new data",
         store_insert="posted insert if the window did not hold the group's row",
@@ -178,12 +182,15 @@ class StatementWindow(WindowBase):
             if self.stores:
                 values = _store(self, new, old)
                 if values.insert or values.update or values.remove:
-                    out.append(Post(values=values, why={"values.insert": self.REASONS.store_insert,
-                                                        "values.update": self.REASONS.store_update,
-                                                        "values.remove": self.REASONS.store_delete}))
+                    held, moved = self._note(new, old), self._note(new, old, having=False)
+                    out.append(Post(values=values, why={"values.insert": self.REASONS.store_insert.via(None, held),
+                                                        "values.update": self.REASONS.store_update.via(None, held),
+                                                        "values.remove": self.REASONS.store_delete.via(None, moved)}))
                 continue
             new_rows, old_rows = self.shape(self, new, old)
-            new_why, old_why = (getattr(self.REASONS, rule) for rule in self.SHAPE_REASONS[self.spec.shape])
+            note = self._note(new, old)
+            new_why, old_why = (getattr(self.REASONS, rule).via(None, note)
+                                for rule in self.SHAPE_REASONS[self.spec.shape])
             selector = self.spec.selector
             if selector == "istream":
                 old_rows = []
@@ -194,6 +201,17 @@ class StatementWindow(WindowBase):
                 out.append(Post(values=DerivedValues(insert=new_rows, remove=old_rows),
                                 why={"values.insert": new_why, "values.remove": old_why}))
         return out
+
+    def _note(self, new: list, old: list, having: bool = True) -> str | None:
+        """What a post's reasons add to the rule: `E3 entered and E1 left;
+        HAVING sum(price) > 10 held` (the events by id, derived rows counted)."""
+        note = " and ".join(_moved(rows, verb) for rows, verb in ((new, "entered"), (old, "left")) if rows)
+        if having and self.spec.having is not None:
+            from oracle.dialects import expression_text
+
+            held = f"HAVING {expression_text(self.spec.having, self.spec.rules.engine)} held"
+            note = f"{note}; {held}" if note else held
+        return note or None
 
     def _passes_where(self, event: Event) -> bool:
         return self.spec.where is None or self._true(self.spec.where, event, {})
@@ -261,6 +279,14 @@ def _read(post: Post) -> tuple[list, list]:
     if post.values is None:
         return list(post.insert), list(post.remove)
     return [_ValueRow(r) for r in post.values.insert], [_ValueRow(r) for r in post.values.remove]
+
+
+def _moved(rows: list, verb: str, shown: int = 5) -> str:
+    """`E1, E2 entered`, `E1, ..., E5 and 3 more left`, `2 rows entered` (a derived row has no id)."""
+    if any(isinstance(row, _ValueRow) for row in rows):
+        return f"{len(rows)} row{'s' * (len(rows) != 1)} {verb}"
+    ids = ", ".join(row.id for row in rows[:shown]) + (f" and {len(rows) - shown} more" if len(rows) > shown else "")
+    return f"{ids} {verb}"
 
 
 def _java_order(value: Any) -> tuple:

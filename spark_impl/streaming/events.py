@@ -116,13 +116,13 @@ from oracle.dialects import parse
 from oracle.errors import InvalidTrace, WindowOracleError
 from oracle.model import WindowSpec
 from spark_impl import pipeline
-from spark_impl.errors import InvalidFrame
+from spark_impl.errors import InvalidFrame, check_frame
 from spark_impl.event_table import MAX_CLOCK, check_clock, event_rows
 from spark_impl.frames import START_SEQ
 from spark_impl.windows.base import quoted
 from spark_impl.streaming.traces import (
-    FILES_PER_TRIGGER, KeyedProcessor, _decode, _drain, _encode, ensure_provider, has_panes, operator_input,
-    operator_output, operator_schema)
+    FILES_PER_TRIGGER, STREAM_OF_EVENTS, KeyedProcessor, _decode, _drain, _encode, check_specs, ensure_provider,
+    has_panes, operator_input, operator_output, operator_schema)
 
 #: the phase of a rejected row's error update: after every update of its order value
 REJECTED = 2
@@ -153,6 +153,7 @@ def apply_window_to_events(stream_df, window: str | WindowSpec, *, order_col: st
     Raises `InvalidFrame` naming a missing or mistyped column, a bad `delay`
     or `start`, a recorded (not streaming) frame; the parser's errors for a
     bad clause."""
+    check_frame(stream_df, "streaming.apply_window_to_events", "stream_df", STREAM_OF_EVENTS)
     spec = parse(window, dialect) if isinstance(window, str) else window
     return _apply(stream_df, lambda _trace_id: spec, [spec], pane_column=has_panes(spec), order_col=order_col,
                   time_col=time_col, delay=delay, trace_col=trace_col, start=start, validate=validate,
@@ -166,9 +167,8 @@ def apply_windows_to_events(stream_df, specs: Mapping[str, WindowSpec], *, order
     not named fails the query naming it): several windows in one query, as
     the tests run them. The output always has the `window` column (null but
     for pane windows). Otherwise `apply_window_to_events`."""
-    table = dict(specs)
-    if not table:
-        raise ValueError("apply_windows_to_events needs at least one (trace id, spec) pair")
+    check_frame(stream_df, "streaming.apply_windows_to_events", "stream_df", STREAM_OF_EVENTS)
+    table = check_specs(specs, "streaming.apply_windows_to_events")
 
     def spec_of(trace_id: str) -> WindowSpec:
         try:
@@ -298,19 +298,22 @@ class EventProcessor(KeyedProcessor):
     # ----------------------------------------------------------- rows in, rows fed
 
     def _where(self, trace_id, n, t) -> str:
-        in_trace = f" in trace {trace_id!r}" if self.trace_col else ""
-        return f"{self.time_col}={t} ms at {self.order_col}={n}{in_trace}"
+        """A row's place in words: `t=5 ms at seq=3 in trace 'a'`; a null value as no time, no order."""
+        when = f"{self.time_col}={t} ms" if t is not None else "no time"
+        order = f"{self.order_col}={n}" if n is not None else f"no {self.order_col}"
+        in_trace = f" in trace {trace_id!r}" if self.trace_col and trace_id is not None else ""
+        return f"{when} at {order}{in_trace}"
 
     def _arrive(self, trace_id, state: dict, row: tuple, watermark: int, out: list) -> None:
         n, t, id_, cells = row
         where = self._where(trace_id, n, t)
         problem = None
         if trace_id is None:
-            problem = f"trace_col {self.trace_col!r} is null ({self.order_col}={n}, {self.time_col}={t} ms)"
+            problem = f"trace_col {self.trace_col!r} is null ({where})"
         elif n is None:
             problem = f"order_col {self.order_col!r} is null ({where})"
         elif t is None:
-            problem = f"time_col {self.time_col!r} is null ({where})"
+            problem = f"the event has no time: time_col {self.time_col!r} is null ({where})"
         elif n < 0:
             problem = f"order_col {self.order_col!r} is negative ({where}): positions start at 0"
         elif id_ is None:

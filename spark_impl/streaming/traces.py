@@ -130,11 +130,11 @@ import pickle
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from oracle.dialects import parse
+from oracle.dialects import parse, spec_text
 from oracle.errors import InvalidTrace, WindowOracleError
-from oracle.model import PANE_WINDOWS, Statement, WindowSpec
+from oracle.model import PANE_WINDOWS, Spec, Statement, WindowSpec
 from spark_impl import pipeline
-from spark_impl.errors import InvalidFrame
+from spark_impl.errors import TRACE_FRAME, InvalidFrame, WrongArgument, check_frame
 from spark_impl.frames import BASE_COLUMNS, JSON_TEXT, OUTPUT_COLUMNS, START_SEQ
 from spark_impl.windows.base import quoted
 
@@ -175,6 +175,7 @@ def apply_window(stream_df, window: str | WindowSpec, dialect: str = "esper", *,
     in append mode. `validate=False` keeps no event ids in state (a repeated id
     is then not caught). Raises `InvalidFrame` naming a missing or mistyped
     column (the batch's check), the parser's errors for a bad clause."""
+    check_frame(stream_df, "streaming.apply_window", "stream_df", STREAM_OF_TRACES)
     spec = parse(window, dialect) if isinstance(window, str) else window
     _check_streaming(stream_df)
     validated = pipeline.check_input(stream_df, spec)  # the batch's columns, kinds and operation codes
@@ -189,9 +190,8 @@ def apply_windows(stream_df, specs: Mapping[str, WindowSpec], *, validate: bool 
     window (checked as the batch checks them); an operation code a window
     does not take fails the query naming the item (the oracle's refusal). The
     output always has the `window` column (null but for pane windows)."""
-    table = dict(specs)
-    if not table:
-        raise ValueError("apply_windows needs at least one (trace id, spec) pair")
+    check_frame(stream_df, "streaming.apply_windows", "stream_df", STREAM_OF_TRACES)
+    table = check_specs(specs, "streaming.apply_windows")
     _check_streaming(stream_df)
     for spec in dict.fromkeys(table.values()):
         pipeline.check_input(stream_df, spec)
@@ -208,6 +208,21 @@ def apply_windows(stream_df, specs: Mapping[str, WindowSpec], *, validate: bool 
             raise InvalidTrace(f"trace {trace_id!r} has no window (apply_windows names a spec per trace)") from None
 
     return _apply(validated, spec_of, pane_column=True, validate=validate, set_provider=set_provider)
+
+
+#: what the streaming functions' frame argument is, for `errors.check_frame`'s message
+STREAM_OF_TRACES = "a streaming DataFrame of trace rows (spark.readStream...)"
+STREAM_OF_EVENTS = "a streaming DataFrame of events (spark.readStream...)"
+
+
+def check_specs(specs, function: str) -> dict:
+    """`specs` as a dict of trace id -> window spec; `WrongArgument` for any other value, `ValueError` when empty."""
+    if not isinstance(specs, Mapping) or not all(isinstance(s, Spec) for s in specs.values()):
+        raise WrongArgument(f"{function}: `specs` must be a mapping of trace id to window spec (oracle.parse gives "
+                            f"a spec), got {specs!r:.80}")
+    if not specs:
+        raise ValueError(f"{function} needs at least one (trace id, spec) pair")
+    return dict(specs)
 
 
 def _check_streaming(frame) -> None:
@@ -364,8 +379,9 @@ class KeyedProcessor(_stateful_processor_base()):
             raise InvalidTrace(f"trace {trace_id!r}: the checkpoint's state has format {state.get('version')!r}, "
                                f"this version reads format {STATE_VERSION}")
         if state["spec"] != spec:
-            raise InvalidTrace(f"trace {trace_id!r}: the checkpoint's state was made by the window {state['spec']!r}, "
-                               f"not {spec!r}: restart a changed window from a new checkpoint")
+            raise InvalidTrace(f"trace {trace_id!r}: the checkpoint's state was made by the window "
+                               f"{spec_text(state['spec'])}, not {spec_text(spec)}: restart a changed window from a "
+                               "new checkpoint")
         return state
 
     def save(self, state: dict) -> None:
@@ -642,11 +658,12 @@ def run_cases(pairs, spark=None, *, batches: int = 3, seed: int = 0, early: floa
     import tempfile
     from pathlib import Path
 
-    from spark_impl import _batches, _first_line
-    from spark_impl.errors import JobFailed
+    from spark_impl import _batches, check_pairs
+    from spark_impl.errors import JobFailed, cause
     from spark_impl.frames import PropertyTypes, check_pair, input_schema, spec_properties, trace_rows, updates_from_rows
     from spark_impl.session import get_spark
 
+    check_pairs(pairs, "streaming.run_cases")
     results: list = [None] * len(pairs)
     members: dict[bool, list] = {}
     for index, (spec, trace) in enumerate(pairs):
@@ -683,7 +700,7 @@ def run_cases(pairs, spark=None, *, batches: int = 3, seed: int = 0, early: floa
             try:
                 posted = run_files(spark, here / "in", schema, specs, here / "checkpoint")
             except Exception as exc:  # noqa: BLE001 - a failed query fails its own cases, not the others
-                failure = JobFailed(f"the streaming query failed: {type(exc).__name__}: {_first_line(exc)}")
+                failure = JobFailed(f"the streaming query failed: {cause(exc)}")
                 for trace_id in traces:
                     results[int(trace_id)] = failure
             else:
@@ -712,6 +729,7 @@ def apply_window_as_stream(trace_df, window: str | WindowSpec, dialect: str = "e
     import tempfile
     from pathlib import Path
 
+    check_frame(trace_df, "streaming.apply_window_as_stream", "trace_df", TRACE_FRAME)
     spark = trace_df.sparkSession
     spec = parse(window, dialect) if isinstance(window, str) else window
     schema = trace_df.schema

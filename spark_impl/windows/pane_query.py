@@ -61,6 +61,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from oracle.dialects import expression_text
 from oracle.errors import UnsupportedWindow
 from oracle.model import (
     Aggregate,
@@ -282,7 +283,7 @@ class RowEval:
             if isinstance(v, Failure):
                 return v
             return v.get(node.name) if isinstance(v, Mapping) else None
-        raise UnsupportedWindow(f"a kuiper query cannot evaluate {node!r} on Spark")
+        raise UnsupportedWindow(f"a kuiper query cannot evaluate {expression_text(node, 'kuiper')} on Spark")
 
 
     def _rows(self) -> list:

@@ -102,6 +102,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from oracle.dialects import expression_text
 from oracle.errors import UnsupportedWindow
 from oracle.model import (
     DERIVED_WINDOWS,
@@ -141,6 +142,9 @@ _POST_PLACE = ("`#pd` AS slot_due", "`#ps` AS slot", f"shiftleft(`#pm`, {MEMBER_
 _GROUP_PLACE = ("`#fd` AS slot_due", "`#fs` AS slot", "`#fp` AS pos")
 _SET_FUNCTIONS = ("min", "max")
 _SQL_TYPES = {"long": "BIGINT", "double": "DOUBLE", "string": "STRING", "boolean": "BOOLEAN"}
+#: a value kind in a refusal's words
+_KIND_WORDS = {"long": "an integer", "double": "a double", "string": "a string", "boolean": "a boolean",
+               "null": "null", "other": "a list or an object"}
 
 
 # --------------------------------------------------------------------------- values: Java's rules in SQL
@@ -198,31 +202,32 @@ class JavaSql:
             return quoted(node.name), found
         if kind is Aggregate:
             if node not in self.aggregates:
-                raise UnsupportedWindow(f"statement: {node!r} has no value here")
+                raise UnsupportedWindow(f"statement: {expression_text(node)} has no value here")
             return self.aggregates[node]
         if kind is Negate:
             a, ka = self.value(node.operand)
             if ka == "null":
                 return "NULL", "null"
-            self._need(ka in _NUMBERS, "-", node)
+            self._need(ka in _NUMBERS, "-", node, ka)
             return f"(- {a})", ka
         if kind is Not:
             a, ka = self.value(node.operand)
             if ka == "null":
                 return "NULL", "null"
-            self._need(ka == "boolean", "not", node)
+            self._need(ka == "boolean", "not", node, ka)
             return f"(NOT {a})", "boolean"
         if kind is not Binary:
-            raise UnsupportedWindow(f"statement: the Spark statements do not evaluate {type(node).__name__} ({node!r})")
+            raise UnsupportedWindow(f"statement: the Spark statements do not evaluate {expression_text(node)} "
+                                    f"({type(node).__name__})")
         (a, ka), (b, kb) = self.value(node.left), self.value(node.right)
         op = node.op
         if op in ("and", "or"):
-            self._need(ka in ("boolean", "null") and kb in ("boolean", "null"), op, node)
+            self._need(ka in ("boolean", "null") and kb in ("boolean", "null"), op, node, ka, kb)
             return f"({a} {op.upper()} {b})", "boolean"
         if "null" in (ka, kb):
             return "NULL", "boolean" if op not in "+-*/%" else "null"
         if op in ("+", "-", "*", "/", "%"):
-            self._need(ka in _NUMBERS and kb in _NUMBERS, op, node)
+            self._need(ka in _NUMBERS and kb in _NUMBERS, op, node, ka, kb)
             if op == "/":
                 return _java_divide(_double(a, ka), _double(b, kb)), "double"
             if ka == kb == "long":
@@ -234,7 +239,8 @@ class JavaSql:
                 return f"(CASE WHEN {y} = 0 THEN double('NaN') ELSE {x} % {y} END)", "double"
             return f"({x} {op} {y})", "double"
         numbers = ka in _NUMBERS and kb in _NUMBERS
-        self._need(numbers or ka == kb == "string" or (ka == kb == "boolean" and op in ("=", "!=")), op, node)
+        self._need(numbers or ka == kb == "string" or (ka == kb == "boolean" and op in ("=", "!=")), op, node,
+                   ka, kb)
         sql_op = {"=": "=", "!=": "<>"}.get(op, op)
         if numbers and ka != kb:
             a, b = _double(a, ka), _double(b, kb)
@@ -247,13 +253,16 @@ class JavaSql:
     def truth(self, node: Any) -> str:
         """SQL true exactly where the condition is true (false and null are not)."""
         sql, kind = self.value(node)
-        self._need(kind in ("boolean", "null"), "a condition", node)
+        self._need(kind in ("boolean", "null"), "a condition", node, kind)
         return f"coalesce({sql}, false)"
 
     @staticmethod
-    def _need(ok: bool, op: str, node: Any) -> None:
+    def _need(ok: bool, op: str, node: Any, *kinds: str) -> None:
+        """Refuse `node` (written as the statement writes it) unless `ok`: `op` over `kinds` does not compile."""
         if not ok:
-            raise UnsupportedWindow(f"statement: {op} over the kinds in {node!r} is refused by Esper's compiler")
+            over = " and ".join(_KIND_WORDS.get(kind, kind) for kind in kinds)
+            raise UnsupportedWindow(f"statement: {expression_text(node)} is refused by Esper's compiler "
+                                    f"({op} over {over})")
 
 
 def _java_divide(a: str, b: str) -> str:
@@ -455,7 +464,8 @@ class _Plan:
         for i, node in enumerate(self.aggregates):
             arg, kind = java.value(node.argument) if node.argument is not None else ("1", "long")
             JavaSql._need(node.function == "count" or kind in ((*_NUMBERS, "null") if node.function in ("sum", "avg")
-                                                             else (*_NUMBERS, "string", "null")), node.function, node)
+                                                             else (*_NUMBERS, "string", "null")), node.function, node,
+                          kind)
             found[i] = (arg, kind)
         return found
 

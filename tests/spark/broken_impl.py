@@ -31,6 +31,13 @@ def raises(trace_df, window, dialect="esper"):
     raise RuntimeError("my window is not ready\nsecond line")
 
 
+def fails_in_a_worker(trace_df, window, dialect="esper"):
+    def price_of(event_id):
+        raise ValueError("no price for any event")
+
+    return correct_apply_window(trace_df, window, dialect).withColumn("id", F.udf(price_of, "string")("id"))
+
+
 def two_arguments(trace_df, window):
     return correct_apply_window(trace_df, window)
 

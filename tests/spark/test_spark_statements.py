@@ -127,3 +127,31 @@ def test_a_property_no_event_gives_a_value_reads_as_null(spark):
     (got,) = run_cases([(spec, trace)])
     assert not isinstance(got, Exception), got
     assert got == run(spec, trace) and len(got) == 2  # E1 enters; E2 is not kept (no post); E3 enters, pushing E1 out
+
+
+# issue 43, item 6: a statement Esper's compiler refuses is told as the user wrote it, not in Python reprs
+REFUSED = [
+    ("select sum(symbol) as s from E#length(2)", "statement: sum(symbol) is refused by Esper's compiler "
+                                                 "(sum over a string)"),
+    ("select symbol + 1 as s from E#length(2)", "statement: symbol + 1 is refused by Esper's compiler "
+                                                "(+ over a string and an integer)"),
+    ("select sum(price) as s from E#length(2) where symbol", "statement: symbol is refused by Esper's compiler "
+                                                             "(a condition over a string)"),
+    ("select -symbol as s from E#length(2)", "statement: -symbol is refused by Esper's compiler (- over a string)"),
+]
+
+
+@pytest.mark.parametrize("statement, message", REFUSED, ids=[s for s, _ in REFUSED])
+def test_a_refused_statement_is_written_as_the_user_wrote_it(spark, statement, message):
+    from oracle import parse
+    from oracle.errors import UnsupportedWindow
+    from oracle.model import Arrive, Event, Length, Trace
+    from spark_impl import run_cases
+
+    trace = Trace([Arrive(Event("E1", {"symbol": "X", "price": 1.0}))])
+    refused, fine = run_cases([(parse(statement), trace), (Length(1), trace)])  # one job: the other plan runs
+    assert isinstance(refused, UnsupportedWindow) and str(refused) == message
+    assert [u.insert[0].id for u in fine] == ["E1"]
+    events = spark.createDataFrame([(0, 0, "E1", "X", 1.0)], "n long, t long, id string, symbol string, price double")
+    with pytest.raises(UnsupportedWindow, match=r"^statement: .* is refused by Esper's compiler"):
+        apply_window_to_events(events, statement, order_col="n", time_col="t").collect()
