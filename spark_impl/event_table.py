@@ -1,7 +1,29 @@
 """A window over an ordinary event table (`apply_window_to_events`): the table's
 order, time and trace columns become the input frame's `seq`, `time` and
 `trace_id` (`spark_impl.frames`), after one Spark job has checked that they
-describe traces at all (`check_events`)."""
+describe traces at all (`check_events`).
+
+The check (`check_events`, one Spark job before planning) raises
+`InvalidFrame` naming the column, the trace and the value for: a null trace,
+order or time value; a negative or repeated order value; a time that goes
+back along the order (`time_col 't' goes back along order_col 'n' in trace
+'d2': 400 ms at n=7, after 500 ms at n=6`); an `until` before a trace's last
+event; an event before the window's `start` (0 by default); an `id` column
+with a null or a repeated value in a trace; a column name that is not an
+identifier (`a.b`); an `until` or `start` that is not a whole number of ms
+within 2^62 of 0. A table written in order (a log, a Parquet export) is
+checked in one scan without a sort; one whose partitions interleave
+positions costs a sort. The repeated-id check is a hashed pre-check
+(`ids_may_repeat`: each event's 64-bit hash of (trace, id), sorted per input
+partition, the sorted runs merged by hash range); the exact count over
+every (trace, id) runs only where it finds a suspect, and names the problem.
+A table without an `id` column takes its ids from the order column and
+skips the id check. `apply_window` checks a trace frame the same way by
+default (`check_trace_frame`: an unknown kind, an event without an id or an
+id twice, a clock past 2^62, a second start row, then the order rules).
+`validate=False` skips the checks for a table known to be valid (an invalid
+one then gives wrong output); what they cost: spark_impl/bench.py.
+"""
 
 from __future__ import annotations
 

@@ -5,8 +5,8 @@ Apama post what entered and what left. Each test rebuilds the other window's
 content from its updates and checks that eKuiper's panes are that content at
 the rows or times eKuiper triggers: two oracle classes of different kinds, so a
 slip in either shows. Where the rules part (a closed interval, a jump,
-alignment, a session's maximum duration) a corpus case shows it (README,
-"Window forms across the engines").
+alignment, a session's maximum duration) a corpus case shows it
+(oracle/dialects/__init__.py, "Window forms across the engines").
 """
 
 from __future__ import annotations

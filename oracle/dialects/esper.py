@@ -89,6 +89,40 @@ take raises `InvalidSpec` naming the window, the parameter and its column.
 `N sec` when whole seconds else `N msec`, reference points as `NL`, flow control
 as `"FORCE_UPDATE"` or `"FORCE_UPDATE, START_EAGER"`, `retain-union` only for a
 union. `parse(render(s)) == s` for every valid spec.
+
+**The windows, one by one** (every one on the oracle and on Spark; each
+window's module in `oracle/windows/` states its rules in full):
+
+| window | notes |
+|---|---|
+| `#length(n)` |  |
+| `#length_batch(n)` |  |
+| `#time(t)` |  |
+| `#ext_timed(ts, t)` | arrival-order deque, out-of-order events block expiry |
+| `#time_batch(t[, ref][, "FORCE_UPDATE, START_EAGER"])` | grid kept for life; START_EAGER implies FORCE_UPDATE and ignores ref |
+| `#ext_timed_batch(ts, t[, ref])` | the closing event starts the next batch |
+| `#time_length_batch(t, n[, "FORCE_UPDATE, START_EAGER"])` | n events or t, whichever first; every release re-arms the timer at its own clock + t (never a grid); Spark: a grouped Arrow kernel, the cut being sequential |
+| `#time_accum(t)` | all leave together t after the last arrival; an arrival exactly t later starts anew |
+| `#time_order(ts, t)`, `#timetolive(ts)` | held until the clock reaches ts + t, released by timestamp; an event already that old is in and out at once; `#timetolive(ts)` is span 0 |
+| `#sort(n, p [asc or desc], ...)` | the n best; ties: newest first, the oldest pushed out; null sorts first ascending, last descending |
+| `#rank(k, ..., n, p [asc or desc], ...)` | the latest event per key, the n best of those; an arrival worse than the worst of a full window is in and out at once |
+| `#expr(expiry)` | expiry evaluated for the oldest at each arrival, expiring from the front until it holds (false and null expire); no timer; a `set` of a variable it reads re-evaluates and posts, even an empty update; Spark: a grouped Arrow kernel with its own evaluator (`current_count <= n` is planned as `#length(n)`) |
+| `#expr_batch(expiry[, include])` | evaluated for each arrival; true releases the buffer (without the trigger when `include` is false, keeping the batch start as Esper does); a `set` releases the whole buffer, even an empty one |
+| `#keepall` |  |
+| `#firstlength(n)` |  |
+| `#firsttime(t)` | timer armed at creation |
+| `#firstevent` |  |
+| `#lastevent` |  |
+| `#unique(k, ...)` | a missing key property is the null key |
+| `#firstunique(k, ...)` |  |
+| `#groupwin(k, ...)` + any of the above, optionally closed by `#merge(k, ...)` | a sub-window per group, created on first sight; a closing `#merge` with the same keys changes nothing (a merge followed by a data window, or with other keys, is an error) |
+| `retain-union` of any data windows (and grouped) | an event leaves when its last member lets go; a first-X member that refused it keeps it for ever (Esper counts every member); old in member order; Spark: each member alone, then one aggregate per event |
+| intersection (`#w1#w2...`, and grouped) | removed by any member, dropped quietly by the others; first-X members and one batch member as Esper's source (a refused arrival posted as old only, batch releases reset the others); old in member order (Esper: a HashSet). A `#time` member's timer stays where it was when another member removes its oldest events (Esper's `TimeWindowView` reschedules only on an empty window's arrival and after a firing; the spec's `stale_time_timers`): the stale timer posts nothing in a walk and orders a jump's sub-windows by its old due time (`esper/groupwin-unique-time-stale-timer-orders-a-jump`; Apama's partitions release by their items' own dues instead, `apama/partition-within-unique-jump-releases-by-own-due`). Spark: members that decide alone (`#time`, `#time_accum`, `#time_order`, `#unique`, `#lastevent`, `#keepall`) as set operations, an event leaving at its first member removal; any other member, and a `#time` member beside a quietly removing one where several timers share a jump (groups, several timed members), in a grouped Arrow kernel per sub-window that replays the members with the clock (spark_impl/windows/intersect.py), each member a small table of its own written from esper.md (which rows it holds, keyed how, its timer's due; spark_impl/windows/members.py), every removal dropped from all members by one operation |
+| `#size([p, ...])` | derived values (rows in `values`, no events): `size`, posted only when the count changes; the first old row is size 0 with the additional properties null |
+| `#uni(x[, p, ...])` | `datapoints`, `total`, `average`, `variance`, `stddev` (sample), `stddevpa`; posted on every source post, an empty FORCE_UPDATE batch too; null x skipped; sums reset to exactly 0 when the last point leaves |
+| `#linest(x, y[, p, ...])` | the regression of y on x (x the first parameter; Esper's 19 fields); an additional property named like a field other than `slope`/`YIntercept` replaces it |
+| `#correl(x, y[, p, ...])` | `correlation`, NaN while either sum of squares is 0 |
+| `#weighted_avg(x, w[, p, ...])` | `average` = sum(xw)/sum(w), NaN when sum(w) is 0; its own sums start NaN and are never reset (Esper's `WeightedAverageView`) |
 """
 
 from __future__ import annotations

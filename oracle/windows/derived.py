@@ -45,6 +45,20 @@ rows of values instead of events. Shared rules (`DerivedWindow`):
   the events its updates hold are none (Esper's iterator gives one row of
   the current values: `current_row()`). Every NaN in a row is the one
   object `NAN`, so rows compare equal as values.
+
+Grouped statistics (`#groupwin(symbol)#length(10)#uni(price)`): under
+`#groupwin` each group has its own derived window; only the arriving event's
+group posts, its rows carry the group keys (the first old row too), unless
+every key is already a field of the rows (then nothing is added; one key
+among the fields beside one that is not is an `InvalidSpec`, as Esper
+refuses it); after `#merge` a derived window is `UnsupportedWindow`. Corpus:
+`esper/groupwin-uni-*`, `esper/groupwin-size-*`. On Spark
+(`spark_impl/windows/derived.py`: running sums over the source's posts, per
+segment between resets; a post is a unit of work, or within a timer's unit
+of an intersection or union with two timed members or more, one member
+timer's firing) a group's source that may post an update of no event (a
+FORCE_UPDATE batch, an expression window on a `set` item) is
+`UnsupportedWindow` for grouped statistics.
 """
 
 from __future__ import annotations

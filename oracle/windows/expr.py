@@ -15,6 +15,17 @@ here at run time: `EventError`, which the driver reports naming the trace item.
   (distinct non-null values), `count(*)`, `min`, `max`; null values are
   skipped, and with none left `sum`, `avg`, `min`, `max` are null.
 * The expiry's value must be true, false or null; anything else is an `EventError`.
+
+What an expiry expression may hold (esper.md §4): properties, literals
+(numbers, strings, `true`, `false`, `null`), `+ - * / %`, `= != <> < <= > >=`,
+`and`, `or`, `not`, parentheses, the built-ins `current_count`,
+`expired_count`, `oldest_timestamp`, `newest_timestamp`, `oldest_event.p`,
+`newest_event.p`, and `sum`, `count` (also `count(*)`), `avg`, `min`, `max`
+over the events held. A name is a variable when the case declares it (the
+case key `variables`, corpus/README.md; a `set` item of an undeclared
+variable is an invalid trace). A bad expression is a `WindowSyntaxError` or
+`InvalidSpec` naming its column; `view_reference` and expression windows
+inside an intersection or union are `UnsupportedWindow`.
 """
 
 from __future__ import annotations

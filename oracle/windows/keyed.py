@@ -74,6 +74,17 @@ log"). Case `ccl/keyed-keep-all-duplicate-insert-error`.
 Decided: a missing key column is the null key, a key like any other, as for
 every key in this project (`oracle.windows.keys`). Case
 `ccl/keyed-null-key-is-a-key`.
+
+The operation codes at a glance (a trace item `{"event": {...}, "op":
+"update"}`; no `op` is `insert`):
+
+| code | key held | key missing, `KEEP ALL` (strict) | key missing, a policy (lax) |
+|---|---|---|---|
+| insert | strict: error; lax: update | insert | insert |
+| update | update | error | insert |
+| upsert | update | insert | insert |
+| delete | delete | error | nothing |
+| safedelete | delete | nothing | nothing |
 """
 
 from __future__ import annotations

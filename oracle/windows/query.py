@@ -71,6 +71,28 @@ Decided: out of range is null, as eKuiper's earlier valuer gives it; its
 recent one errs (`out of index: i of n`) and fails the pane's row, so one
 short pane would post an error where the rest post rows
 (`query-collect-index-out-of-range-is-null`).
+
+The eKuiper functions modelled (both engines; every other eKuiper built-in,
+`abs`, `lag`, `last_value`, `last_agg_hit_time`, ..., is refused as
+`UnsupportedWindow` naming its column, a name eKuiper lacks is an unknown
+function, `InvalidSpec`):
+
+| function | what it gives |
+|---|---|
+| `count(*)`, `count(x)`, `sum`, `avg`, `min`, `max` | over a group (the pane, or one GROUP BY key's rows); nulls skipped |
+| `collect(*)`, `collect(x)` | the group's rows as objects, or x's values; with `[i]` and `->f` |
+| `deduplicate(x, true)` | the group's rows whose x (as Go's `%v` text: 1 and 1.0 are one key) was not seen before, as a list |
+| `deduplicate(x, false)` | the group's last row if its x is new, else null (an empty output row) |
+| `window_start()`, `window_end()` | the pane's bounds as eKuiper reports them |
+| `event_time()` | a row's time where a row is evaluated (conditions, a row-by-row select, an aggregate's argument: the arrival time, or the event time); a group's pane end |
+| `row_number()` | the output row's number after ORDER BY |
+| `last_hit_time()`, `last_hit_count()` | in `OVER(WHEN ...)`: the time and number of the trigger's earlier hits |
+
+An aggregate may stand in a WHERE that eKuiper keeps after the window (count
+and sliding windows, any event-time window), where it reads the whole pane
+(`count-where-aggregate-reads-the-pane`); over a processing-time tumbling,
+hopping or session window the planner pushes WHERE into the window's filter
+and such a WHERE is refused.
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ its items run one after another in one Python worker, so one trace goes at
 the speed of one core running the oracle plus this module's plumbing,
 whatever the cluster; many traces spread over the cluster by trace. The
 bench (`difftest bench --engine streaming`, spark_impl/streaming/bench.py;
-figures in the README, "On a stream") measures each window beside a bare
+its figures in its docstring) measures each window beside a bare
 stream: the same operator, key and output schema with a processor that
 posts each event as one row and keeps a counter. On `local[2]`, one trace of
 1 M events over 10,000 keys in 100,000-row micro-batches: the bare stream

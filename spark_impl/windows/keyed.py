@@ -1,8 +1,8 @@
 """Keyed windows: CCL's `PRIMARY KEY (cols) KEEP ...` (apama-ccl.md §2.8), the
 operation codes applied per key in seq order, with a retention policy over the
 rows. The rules (strict under `KEEP ALL`, lax under a count or time policy;
-what each code posts; errors as rows of the output) are stated in the README's
-CCL section; this module derives each from a key's operations.
+what each code posts; errors as rows of the output) are stated in
+oracle/windows/keyed.py; this module derives each from a key's operations.
 
 Output rows: an insert posts the row (side `insert`) and, in the same update,
 the rows its policy pushes out (side `remove`, oldest first); an update posts

@@ -4,7 +4,7 @@
 (`retain n every m [with unique k]`) and `LengthUnique` (`[within d] retain n
 with unique k`), the last two also under `#groupwin` (`partition by`).
 
-The rules (the README's Apama section; decided points pinned by corpus/apama):
+The rules (oracle/windows/lots.py; decided points pinned by corpus/apama):
 
 * One activation (an arrival, one stop of a walk, one jump) posts one lot: what
   the window shows after it, minus what it showed before (insert), and the

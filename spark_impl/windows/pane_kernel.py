@@ -2,7 +2,7 @@
 event-time pane window, and the processing-time tumbling and hopping traces
 whose ticks re-align (a jump, or a creation at or past its aligned end),
 replayed per trace in a grouped Arrow task (`panes.py` plans it). The rules
-are kuiper.md §1-§5 and the decisions in README's eKuiper section; this
+are kuiper.md §1-§5 and the decisions in oracle/windows/panes.py; this
 module states them as its own state and loop, derived below. The clock is
 `replay.py`'s: a machine here answers `due()`, `fire(now)`, `arrive(row,
 now)`, and leaves what a unit of work posts in `posts`, each a closed pane

@@ -3,8 +3,8 @@ stream_query.py) on small hand-made traces, at the points where a plan could
 go wrong: the order of a jump's lot across partitions and groups, a count
 batch whose own items displace and hide each other, aggregates over a window
 items leave (min and max cannot run forward), the empty window's values, and
-the errors. Every expectation is worked out by hand from the README's Apama
-section (each trace's comments show how); the oracle is asked too, as a check
+the errors. Every expectation is worked out by hand from Apama's rules
+(oracle/windows/lots.py; each trace's comments show how); the oracle is asked too, as a check
 on the hand work. All cases run through `spark_impl.run_cases` in one batch.
 """
 

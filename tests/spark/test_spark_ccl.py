@@ -2,7 +2,7 @@
 on small hand-made traces: SLACK, EVERY n ROWS, EVERY t (also per group), and
 keyed windows under every operation code, strict (KEEP ALL) and lax (a time
 or count policy, PER). Every expectation is worked out by hand from
-apama-ccl.md §2 and the README's CCL section, not taken from the oracle. All
+apama-ccl.md §2 and the CCL rules (oracle/dialects/ccl.py, oracle/windows/keyed.py), not taken from the oracle. All
 cases run through `spark_impl.run_cases` in one batch.
 
 ROWS (every event at clock 0; k is the PER column):

@@ -1,6 +1,6 @@
 """eKuiper's pane windows and queries on Spark (spark_impl/windows/panes.py,
 pane_kernel.py, pane_query.py) on small hand-made traces. Every expectation is
-worked out by hand from kuiper.md and the README's eKuiper section (then the
+worked out by hand from kuiper.md and the rules in oracle/windows/panes.py (then the
 oracle is asked to agree, so a wrong hand expectation shows too).
 
 TUMBLINGWINDOW(ss, 1), processing time, created at 0 (ends 1000, 2000, ...):
