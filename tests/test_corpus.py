@@ -1,6 +1,6 @@
 """Every conformance case in corpus/ replays through the oracle; corpus/esper/observed/
 holds the cases observed on a real Esper engine (windows, and statements over them:
-`query_*`), copied from the shared folder ../shared/esper-observed. Where that
+`query_*`, `query2_*`; null window properties: `nulls_*`), copied from the shared folder ../shared/esper-observed. Where that
 folder is beside the checkout, its cases must equal the copies (nothing drifts)."""
 
 from __future__ import annotations
@@ -33,10 +33,12 @@ OBSERVED_COPY = ROOT / "corpus" / "esper" / "observed"
 
 def test_the_observed_cases_are_in_the_corpus():
     """A clone holds the observed cases it is checked against (corpus/esper/observed),
-    the 62 statement cases among them."""
+    the 124 statement cases and the 50 null-property cases among them."""
     copies = {p.name for p in OBSERVED_COPY.glob("*.json")}
     assert len(copies) >= 200
     assert sum(name.startswith("query_") for name in copies) >= 62
+    assert sum(name.startswith("query2_") for name in copies) >= 62
+    assert sum(name.startswith("nulls_") for name in copies) >= 50
     if OBSERVED:
         assert {p.name for p in OBSERVED} == copies
         for name in copies:

@@ -18,7 +18,11 @@ class GroupWinWindow(WindowBase):
     * A group's window is created on the key's first event, with creation time =
       `now` (so a `#firsttime` or START_EAGER `#time_batch` copy counts from then).
       A missing property is the null key, a group like any other (seed 14.3.15:
-      "The runtime treats a null value as any other value").
+      "The runtime treats a null value as any other value"; observed:
+      corpus/esper/observed/nulls_groupwin_*). Decided: a group is created by
+      its key's first event even when its window then throws on that event
+      (`ViewFailure`: a null timestamp), so its slot is that event's place
+      (corpus/esper/groupwin-time-order-a-null-timestamp-makes-the-group).
     * Arrival: routed to its group's window; that window's posts pass through
       unchanged (the implicit merge, esper.md §5).
     * Timers: Esper orders timers by (due time, slot), slots handed out in view

@@ -49,9 +49,10 @@ class SortWindow(WindowBase):
     """`#sort(n, criteria)`: the `n` events that sort first (seed 14.3.19;
     esper.md §3 `#sort`).
 
-    * Criteria compare in order, each ascending unless `desc`. Decided (Esper
-      compares with `CollectionUtil.compareValues`): a null sorts before every
-      value ascending, after every value descending; ints and floats compare by
+    * Criteria compare in order, each ascending unless `desc`. Esper compares
+      with `CollectionUtil.compareValues`: a null sorts before every value
+      ascending, after every value descending, and ties with a null (observed:
+      corpus/esper/observed/nulls_sort*). Decided: ints and floats compare by
       value, strings by code point; a list, an object, or a string against a
       number makes the trace invalid, naming the item.
     * Among events that tie on every criterion the newest comes first (Esper

@@ -1,9 +1,10 @@
 """Keyed windows: `#unique(keys)` and `#firstunique(keys)`. No timers.
 
 The key is the tuple of the named properties' values (`oracle.windows.keys.key_of`).
-Decided: a missing property is a null key value, and null is a key like any
-other (as seed 14.3.15 says of `#groupwin` keys): events missing the property
-share one key.
+A missing property is a null key value, and null is a key like any other (as
+seed 14.3.15 says of `#groupwin` keys): events missing the property share one
+key (Esper keys a `HashMap` by the value, or by a null-safe multi-key;
+observed: corpus/esper/observed/nulls_unique*, nulls_firstunique*).
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 * `traces`: a stream of trace items (the batch `apply_window`'s input), keyed
   by trace, each trace's items run by the oracle's window state machine.
+* `failures`: `await_termination`, a failed query told by its cause.
 * `events`: a stream of plain events with an event-time column (the batch
   `apply_window_to_events`' input), put in order under a watermark, late rows
   posted as rejected, timers fired as the watermark passes them.
@@ -11,6 +12,7 @@ guarantee. This package is the one place of `spark_impl` that runs the
 oracle's runtime; nothing else in `spark_impl` imports it.
 """
 
+from spark_impl.streaming.failures import StreamFailed, await_termination, failure_sentence
 from spark_impl.streaming.events import (
     REJECTED, EventProcessor, apply_window_to_events, apply_windows_to_events, run_event_files)
 from spark_impl.streaming.traces import (
@@ -20,4 +22,5 @@ from spark_impl.streaming.traces import (
 __all__ = ["apply_window", "apply_window_as_stream", "apply_windows", "apply_window_to_events",
            "apply_windows_to_events", "micro_batches",
            "run_cases", "run_files", "run_event_files", "write_files", "ensure_provider", "has_panes",
-           "TraceProcessor", "EventProcessor", "REJECTED", "ROCKSDB", "PROVIDER"]
+           "TraceProcessor", "EventProcessor", "REJECTED", "ROCKSDB", "PROVIDER",
+           "await_termination", "StreamFailed", "failure_sentence"]

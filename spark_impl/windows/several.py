@@ -50,6 +50,7 @@ from oracle.model import (
     TimeLengthBatch,
     TimeOrder,
     Unique,
+    nested_specs,
 )
 from spark_impl import clock
 from spark_impl.windows import Context, family
@@ -206,7 +207,27 @@ def intersection(items: DataFrame, spec: Intersection, ctx: Context) -> DataFram
     return arrivals(events(items), props).unionByName(removed)
 
 
-POSTS = {Intersection: intersection, RetainUnion: retain_union}
+def refusing_unsafe_nulls(posts):
+    """`posts` over items whose events are checked first: an event with a null
+    a member cannot take (`Spec.unsafe_nulls`: a null timestamp, a null
+    `#rank` sort value or key) fails the job naming the trace and seq, as the
+    oracle refuses the trace (`null_unsafe_member`)."""
+
+    def checked(items: DataFrame, spec, ctx: Context) -> DataFrame:
+        names = list(dict.fromkeys(n for member in spec.members for part in nested_specs(member)
+                                   for n in part.unsafe_nulls()))
+        if not names:
+            return posts(items, spec, ctx)
+        null = " OR ".join(f"{quoted(n)} IS NULL" for n in names)
+        message = (f"concat('trace ', trace_id, ' seq ', seq, ': event ', coalesce(id, 'null'), ': a property of "
+                   f"{', '.join(names)} is null, which a member of the {spec.KIND} cannot take (not modelled)')")
+        kind = f"CASE WHEN kind = 'event' AND ({null}) THEN raise_error({message}) ELSE kind END"
+        return posts(items.withColumn("kind", F.expr(kind)), spec, ctx)
+
+    return checked
+
+
+POSTS = {Intersection: refusing_unsafe_nulls(intersection), RetainUnion: refusing_unsafe_nulls(retain_union)}
 
 
 def removed_on_row(items: DataFrame, spec: Intersection, ctx: Context) -> DataFrame:

@@ -65,3 +65,24 @@ def test_trace_rows_checks_values_against_the_declared_column_types():
         frames.trace_rows("t1", trace, types.schema())
     inferred = frames.PropertyTypes.of_trace("t1", trace)
     assert frames.trace_rows("t1", trace, inferred.schema())[-1][-1] == 7
+
+
+@pytest.mark.streaming
+def test_a_failed_stream_is_told_by_its_cause_first(spark, tmp_path):
+    """A replayed file (the same item in two micro-batches) stops the query; the
+    exception `await_termination` raises starts with the trace, the seq and the
+    reason, not with pyspark's forty-line wrapper."""
+    from spark_impl import streaming
+
+    types = frames.PropertyTypes(["symbol"])
+    schema = frames.input_schema(types.schema())
+    rows = frames.trace_rows("t1", Trace([Arrive(Event("E1", {"symbol": "IBM"})), Advance(500)]), types.schema())
+    streaming.write_files(tmp_path / "inbox", [rows, rows[1:2]], schema)  # E1's row again: a replayed input
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "inbox"))
+    query = (streaming.apply_window(stream, "#length(2)").writeStream.format("memory").queryName("replayed")
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+    with pytest.raises(streaming.StreamFailed) as info:
+        streaming.await_termination(query)
+    message = str(info.value)
+    assert message.startswith("trace 't1' seq 0: the item arrived twice (a replayed input?)"), message
+    assert "\n" not in message and "Traceback" not in message
