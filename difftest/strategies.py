@@ -957,6 +957,7 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
     clock, ts = start, start - start % GRID + choose.pick((0, GRID, 2 * GRID))
     items: list[TraceItem] = []
     count = 0
+    dropped: dict[str, Any] = {}  # a property left out of an event: the value it would have had
 
     def event() -> Event:
         nonlocal count, ts
@@ -966,13 +967,15 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
         if odd:
             price = choose.pick(_ODD_PRICES)
             if price is _MISSING:
-                del props["price"]
+                dropped["price"] = props.pop("price")
             elif price is not None:
                 props["price"] = price
         for name, values in (("symbol", SYMBOLS), *((name, KEY_VALUES) for name in extra)):
             value = _key_value(choose, values if name not in present else _NOT_NULL[values], count - 1)
             if value is not None:
                 props[name] = value
+            else:
+                dropped[name] = _NOT_NULL[values][0]
         for name in numbers:
             props[name] = 10.0 + choose.integer(0, 40) / 4
         for name in stamps:
@@ -982,7 +985,7 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
                 props.pop(name, None)
         for name in nulls:
             if name in props and choose.pick(_NULLS):
-                del props[name]
+                dropped[name] = props.pop(name)
         if mixed:
             for name in [n for n in ("price", "symbol", *extra) if n in props]:
                 if choose.pick(_KIND_CHANGES):
@@ -1008,7 +1011,24 @@ def build_trace(choose: Choices, properties: Iterable[str] = (), max_items: int 
         else:
             clock += choose.pick(_IDLE if step.startswith("idle") else _MOVES)
             items.append(Jump(clock) if step.endswith("jump") else Advance(clock))
-    return Trace(tuple(items[:target]), start, declared)
+    dropped = {name: value for name, value in dropped.items() if name in builtins or name not in ("symbol", "price", "ts")}
+    return Trace(_with_every_property(items[:target], dropped), start, declared)
+
+
+def _with_every_property(items: list[TraceItem], dropped: dict[str, Any]) -> tuple[TraceItem, ...]:
+    """`items`, the last event given back each property every event was left
+    without (the value it would have had): a trace's events make its stream's
+    type, and a statement reading a property no event has is refused
+    (`oracle.model.check_properties`), so a drawn trace never loses one whole."""
+    arrivals = [n for n, item in enumerate(items) if isinstance(item, Arrive)]
+    if not arrivals:
+        return tuple(items)
+    had = {name for n in arrivals for name in items[n].event.props}
+    back = {name: value for name, value in dropped.items() if name not in had}
+    if back:
+        last = items[arrivals[-1]]
+        items[arrivals[-1]] = Arrive(Event(last.event.id, {**last.event.props, **back}), time=last.time, op=last.op)
+    return tuple(items)
 
 
 @st.composite

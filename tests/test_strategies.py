@@ -172,3 +172,56 @@ def test_statements_meet_missing_and_non_finite_prices(window, odd):
         return
     assert {None, "nan", math.inf, -math.inf} <= {"nan" if p is not None and math.isnan(p) else p for p in odd_ones}
     assert len(odd_ones) < len(prices) / 5  # now and then, not mostly
+
+
+@pytest.mark.parametrize("window, nullable", [
+    ("#sort(3, price)", "price"),
+    ("#rank(feed, 2, price desc)", "price"),
+    ("#time_order(ts, 1 sec)", "ts"),
+    ("#timetolive(ts)", "ts"),
+    ("#ext_timed(ts, 1 sec)", "ts"),
+    ("#ext_timed_batch(ts, 1 sec)", "ts"),
+    ("#groupwin(symbol)#time_order(stamp, 1 sec)", "stamp"),
+    ("#length(4)#uni(price)", "price"),
+    ("#length(4)#weighted_avg(price, volume)", "volume"),
+    ("#expr(sum(price) < 40)", "price"),
+])
+def test_every_property_a_window_reads_is_now_and_then_null(window, nullable):
+    """A sort value, a timestamp a window takes null, a statistic's input, an
+    `#expr`'s input: missing now and then, present mostly."""
+    from difftest.strategies import trace_shape
+
+    spec = parse(window, "esper")
+    events = [e for trace in seeded_traces(3, 80, **trace_shape(spec)) for e in trace.events()]
+    missing = sum(e.get(nullable) is None for e in events)
+    assert 0 < missing < len(events) / 4
+
+
+@pytest.mark.parametrize("window, kept", [
+    ("#unique(symbol)#time_order(ts, 1 sec)", ("ts",)),
+    ("#length(3)#rank(feed, 2, price)", ("feed", "price")),
+    ("#groupwin(symbol)#length(2)#ext_timed(ts, 1 sec) retain-union", ("ts",)),
+])
+def test_a_member_that_cannot_take_a_null_is_never_drawn_one(window, kept):
+    from difftest.strategies import trace_shape
+
+    spec = parse(window, "esper")
+    events = [e for trace in seeded_traces(3, 80, **trace_shape(spec)) for e in trace.events()]
+    assert events and all(e.get(name) is not None for e in events for name in kept)
+
+
+@pytest.mark.parametrize("window", [
+    "select irstream symbol, sum(price) as s from E#length(2) group by symbol",  # odd prices, null keys
+    "select irstream count(*) as n from E#time_order(ts, 1 sec) where ts > 0",  # a timestamp drawn null
+])
+def test_a_drawn_trace_never_loses_a_property_from_every_event(window):
+    """Short traces whose every event drew a property missing get it back on the
+    last event: a statement reading a property no event has would be refused."""
+    from difftest.strategies import trace_shape
+    from oracle.model import check_properties
+
+    spec = parse(window, "esper")
+    made = seeded_traces(2, 400, max_items=3, **trace_shape(spec))
+    for trace in made:
+        check_properties(spec, trace)
+    assert any(e.get("price") is None or e.get("ts") is None for trace in made for e in trace.events())
