@@ -861,8 +861,8 @@ def trace_present(spec: WindowSpec) -> tuple[str, ...]:
 def trace_nulls(spec: WindowSpec) -> tuple[str, ...]:
     """The properties a trace for `spec` now and then leaves out (`build_trace`'s
     `nulls`), beyond the keys (`SYMBOLS`, `KEY_VALUES`) and a statement's
-    prices (`odd_prices`): the timestamps a window takes null (`unsafe_nulls`:
-    Esper's externally timed views), sort values, a statistic's inputs, an
+    prices (`odd_prices`): the timestamps whose null Esper's view throws on and
+    posts nothing for (`unsafe_nulls`: the externally timed views), sort values, a statistic's inputs, an
     `#expr`'s inputs; none a member of an intersection or union cannot take
     null (`trace_present`), nor a declared variable."""
     present = set(trace_present(spec))

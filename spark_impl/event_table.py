@@ -91,12 +91,7 @@ def apply_window_to_events(events_df: DataFrame, window: str | WindowSpec, *, or
     spec = parse(window, dialect) if isinstance(window, str) else window
     for name, value in (("until", until), ("start", start)):
         check_clock(name, value)
-    if isinstance(spec, Statement):  # an event table declares no variables: its columns are the stream's type
-        unknown = unknown_property(spec, events_df.columns)
-        if unknown is not None:
-            raise InvalidFrame(f"the statement reads property {unknown!r}, but the event table has no column "
-                               f"{unknown!r} (the {spec.rules.engine} dialect refuses a property its stream's "
-                               "type lacks)")
+    check_statement_columns(spec, events_df, order_col=order_col, time_col=time_col, trace_col=trace_col)
     rows = event_rows(events_df, order_col=order_col, time_col=time_col, trace_col=trace_col)
     has_ids = "id" in events_df.columns
     if validate or until is not None:
@@ -129,6 +124,27 @@ def check_clock(name: str, value) -> None:
                            "a 64-bit long)")
 
 
+def check_statement_columns(spec: WindowSpec, events_df: DataFrame, *, order_col: str, time_col: str,
+                            trace_col: str | None) -> None:
+    """Raise `InvalidFrame` where `spec` is a statement reading a property no
+    column of the table gives (`event_rows`' properties: the trace column is
+    none); an event table declares no variables, so its columns are the
+    stream's type (`oracle.model.unknown_property`)."""
+    if not isinstance(spec, Statement):
+        return
+    unknown = unknown_property(spec, _property_columns(events_df, order_col, time_col, trace_col))
+    if unknown is not None:
+        why = " (it is the trace column)" if unknown == trace_col else ""
+        raise InvalidFrame(f"the statement reads property {unknown!r}, but the event table has no column "
+                           f"{unknown!r} that is a property{why}: the {spec.rules.engine} dialect refuses a property "
+                           "its stream's type lacks")
+
+
+def _property_columns(events_df: DataFrame, order_col: str, time_col: str, trace_col: str | None) -> list[str]:
+    consumed = {trace_col, "id"} | ({order_col, time_col} & frames.RESERVED)
+    return [c for c in events_df.columns if c not in consumed]
+
+
 def event_rows(events_df: DataFrame, *, order_col: str, time_col: str, trace_col: str | None) -> DataFrame:
     """An event table's rows as trace items (`trace_id`, `seq`, `kind`
     'event', `time` in ms, `id`, then the properties): the order column is
@@ -150,8 +166,7 @@ def event_rows(events_df: DataFrame, *, order_col: str, time_col: str, trace_col
         arrival = _col(time_col).cast("long")
     else:
         raise InvalidFrame(f"time_col {time_col!r} must be integer ms or a timestamp, not {fields[time_col].simpleString()}")
-    consumed = {trace_col, "id"} | ({order_col, time_col} & frames.RESERVED)
-    props = [c for c in events_df.columns if c not in consumed]
+    props = _property_columns(events_df, order_col, time_col, trace_col)
     odd = next((c for c in props if not frames.is_identifier(c)), None)
     if odd is not None:
         raise InvalidFrame(f"column {odd!r} is not an identifier (letters, digits and _, not first a digit), so it "

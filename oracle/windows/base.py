@@ -108,7 +108,8 @@ class ViewFailure(Exception):
     reads: `Spec.unsafe_nulls`). Esper's runtime logs it and goes on: the
     statement posts nothing for the event and keeps whatever the view changed
     before the throw (nothing, for every view that raises this: each raises
-    before it changes its state). The driver ends the unit of work with no
+    before it changes its state; a `#groupwin` has made the event's group by
+    then, as Esper's does). The driver ends the unit of work with no
     update; the clock still walked to the event's arrival. Not a user error:
     the trace goes on."""
 

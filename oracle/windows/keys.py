@@ -52,6 +52,5 @@ def timestamp_of(event: Event, name: str) -> int:
     if value is None:
         raise ViewFailure(f"event {event.id!r}: timestamp property {name!r} is null")
     if isinstance(value, bool) or not isinstance(value, int):
-        what = "is missing" if value is None else f"is {value!r}, not an integer"
-        raise EventError(f"event {event.id!r}: timestamp property {name!r} {what}")
+        raise EventError(f"event {event.id!r}: timestamp property {name!r} is {value!r}, not an integer")
     return value

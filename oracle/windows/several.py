@@ -66,8 +66,7 @@ class _Members(WindowBase):
     def __init__(self, spec: Intersection | RetainUnion, now: int):
         self.spec = spec
         self.members = [_make(member, now) for member in spec.members]
-        members = spec.members
-        self.labels = [_label(i, member) for i, member in enumerate(members)]
+        self.labels = [_label(i, member) for i, member in enumerate(spec.members)]
 
     def _removals(self, i: int, posts: list[Post]) -> dict[Event, Any]:
         """Each event member `i` removed in `posts`, to why: the member's rule, named."""

@@ -89,6 +89,21 @@ class SortWindow(WindowBase):
         return list(self.held)
 
 
+class _Bucket:
+    """The events filed under one sort key, oldest first. `listed`: Esper holds
+    a bucket's first event alone and makes a list of it at the second, a list
+    that stays one until the bucket goes; a list is searched by unique key."""
+
+    __slots__ = ("sort", "events", "listed")
+
+    def __init__(self, sort: tuple, event: Event):
+        self.sort, self.events, self.listed = sort, [event], False
+
+    def add(self, event: Event) -> None:
+        self.events.append(event)
+        self.listed = True
+
+
 class RankWindow(WindowBase):
     """`#rank(keys..., n, criteria)`: the latest event per unique key, and of
     those the `n` that sort first (seed 14.3.20; esper.md §3 `#rank`).
@@ -96,9 +111,10 @@ class RankWindow(WindowBase):
     Kept as Esper keeps it (`RankWindowView`), since with nulls its books
     disagree with "the latest event per key" and what it posts follows the
     books: `buckets`, the held events by sort key (the criteria's values; keys
-    that tie share a bucket, its events in arrival order), best key first;
-    `sort_of`, each unique key's sort key (the one its event was filed under);
-    `count`, the number of events it believes it holds.
+    that tie share a bucket, its events in arrival order), best key first,
+    each a lone event or, once it held two, a list (`_Bucket`); `sort_of`,
+    each unique key's sort key (the one its event was filed under); `count`,
+    the number of events it believes it holds.
 
     * Criteria compare as `#sort`'s (nulls first ascending, last descending).
       Unique keys as `#unique`'s (a missing property is the null key).
@@ -107,14 +123,17 @@ class RankWindow(WindowBase):
       bucket's, it is posted as new and old at once and nothing changes;
       otherwise it goes to the back of its bucket, `sort_of` files it, `count`
       grows.
-    * Arrival whose unique key maps to sort key S: if the arrival's sort key
-      equals S, the event of that unique key found in bucket S is replaced
-      (posted as old; the arrival goes to the back of the bucket, or takes the
-      bucket's place if it held one event, which is replaced whatever its key;
-      no bucket S: nothing is replaced nor held). Otherwise the event of that
-      key in bucket S (or the bucket's one event) leaves, posted as old,
-      `count` shrinks, and the arrival is added as above (`sort_of` keeps S if
-      the arrival passes through).
+    * Arrival whose unique key maps to sort key S, and whose own sort key
+      equals S: it takes the place of the event of that key in bucket S, posted
+      as old: a lone event is replaced whatever its key; in a list the first
+      event of the key leaves and the arrival goes to the back (no event of
+      the key: nothing leaves, the arrival still goes in); no bucket S:
+      nothing leaves and the arrival is not held. `count` does not change.
+    * Arrival whose unique key maps to a sort key S it does not equal: the
+      event of that key in bucket S (a lone event whatever its key; in a list
+      the first of the key, if any) leaves, posted as old, `count` shrinks,
+      and the arrival is added as above (`sort_of` keeps S if the arrival
+      passes through).
     * Then, while `count > n`, the oldest event of the last bucket leaves,
       posted as old, and its unique key is struck from `sort_of` (whichever
       event that key now files).
@@ -129,25 +148,25 @@ class RankWindow(WindowBase):
       unique key is added beside the null-sorted event instead of replacing
       it, and the null-sorted event stays until it is the oldest of the last
       bucket (and then strikes the newer event's entry). With several
-      criteria a sort key is never null: no such effect.
+      criteria a sort key is never null, and sort keys are equal when every
+      value is (two nulls too).
     * With one unique key, a null key is a key like any other, except that
       Esper compares each scanned event's key by calling its `equals`: a
-      search of a bucket of two or more events (a replacement or a leaving by
-      key) that meets a null-keyed event before the one it looks for throws,
-      and the arrival posts nothing and changes nothing (`ViewFailure`).
-    * Tied sort keys are equal values (`compare_values` 0); `sort_of`'s S
-      equals the arrival's sort key by value, a null never equal to one.
+      search of a list (a replacement or a leaving by key) that reaches a
+      null-keyed event at or before a match throws, and the arrival posts
+      nothing and changes nothing (`ViewFailure`).
     """
 
     REASONS = Reasons(arrival="new = [arrival]",
-                      replaced="the event of that unique key found in bucket S is replaced",
-                      taken="the event of that key in bucket S (or the bucket's one event) leaves",
+                      replaced="it takes the place of the event of that key in bucket S, posted as old",
+                      taken="the event of that key in bucket S (a lone event whatever its key; in a list the first "
+                            "of the key, if any) leaves",
                       worse="sorts strictly after the last bucket's, it is posted as new and old at once",
-                      worst="while count > n, the oldest event of the last bucket leaves")
+                      worst="while `count > n`, the oldest event of the last bucket leaves")
 
     def __init__(self, spec: Rank, now: int):
         self.keys, self.size, self.criteria = spec.keys, spec.size, spec.criteria
-        self.buckets: list[tuple[tuple, list[Event]]] = []  # (sort key, events oldest first), best first
+        self.buckets: list[_Bucket] = []  # best first
         self.sort_of: dict[tuple, tuple] = {}
         self.count = 0
 
@@ -167,15 +186,18 @@ class RankWindow(WindowBase):
         return None if sort is None or (len(self.criteria) == 1 and sort[0] is None) else sort
 
     def _bucket(self, sort: tuple) -> int | None:
-        return next((i for i, (key, _) in enumerate(self.buckets) if self._compare(key, sort) == 0), None)
+        return next((i for i, bucket in enumerate(self.buckets) if self._compare(bucket.sort, sort) == 0), None)
 
-    def _find(self, events: list[Event], unique: tuple) -> int | None:
-        """The place of the first event keyed `unique` in a bucket of two or more,
-        scanning in order; `ViewFailure` where a null one-property key comes first."""
-        for at, held in enumerate(events):
+    def _find(self, bucket: _Bucket, unique: tuple) -> int | None:
+        """The place of the event keyed `unique` in `bucket`: a lone event
+        whatever its key; in a list the first of the key, scanning in order,
+        `ViewFailure` where a null one-property key comes at or before it."""
+        if not bucket.listed:
+            return 0
+        for at, held in enumerate(bucket.events):
             key = key_of(held, self.keys)
             if len(self.keys) == 1 and key[0] is None:
-                raise ViewFailure(f"event {held.id!r}: null unique key met in a scan of tied events")
+                raise ViewFailure(f"event {held.id!r}: null unique key met in a search of tied events")
             if key == unique:
                 return at
         return None
@@ -200,69 +222,63 @@ class RankWindow(WindowBase):
                 removed.append(gone)
                 why.append(self.REASONS.taken)
             self._add(event, unique, sort, removed, why)
-        while self.count > self.size:
-            if not self.buckets:
-                raise ViewFailure("the window believes it holds more events than it files")
-            _, events = self.buckets[-1]
-            while self.count > self.size and events:
-                oldest = events.pop(0)
+        while self.count > self.size:  # never more than the buckets hold: `count` only counts what went in
+            last = self.buckets[-1]
+            while self.count > self.size and last.events:
+                oldest = last.events.pop(0)
                 self.sort_of.pop(key_of(oldest, self.keys), None)
                 self.count -= 1
                 removed.append(oldest)
                 why.append(self.REASONS.worst)
-            if not events:
+            if not last.events:
                 self.buckets.pop()
         return [Post((event,), tuple(removed), why={"insert": self.REASONS.arrival, "remove": why})]
 
     def _add(self, event: Event, unique: tuple, sort: tuple, removed: list[Event], why: list[str]) -> None:
-        if self.count >= self.size:
-            if not self.buckets:
-                raise ViewFailure("the window believes it is full but files no event")
-            if self._compare(self.buckets[-1][0], sort) < 0:
-                removed.append(event)
-                why.append(self.REASONS.worse)
-                return
+        if self.count >= self.size and self._compare(self.buckets[-1].sort, sort) < 0:
+            removed.append(event)
+            why.append(self.REASONS.worse)
+            return
         self.sort_of[unique] = sort
         self.count += 1
         at = self._bucket(sort)
         if at is not None:
-            self.buckets[at][1].append(event)
+            self.buckets[at].add(event)
             return
         place = len(self.buckets)  # before the first bucket that sorts after it
-        while place > 0 and self._compare(self.buckets[place - 1][0], sort) > 0:
+        while place > 0 and self._compare(self.buckets[place - 1].sort, sort) > 0:
             place -= 1
-        self.buckets.insert(place, (sort, [event]))
+        self.buckets.insert(place, _Bucket(sort, event))
 
     def _take(self, sort: tuple, unique: tuple) -> Event | None:
         """Esper's `removeFromSortedEvents`: bucket `sort`'s event keyed `unique`
-        (its one event, whatever its key), out of the bucket."""
+        (`_find`), out of the bucket."""
         at = self._bucket(sort)
         if at is None:
             return None
-        events = self.buckets[at][1]
-        found = 0 if len(events) == 1 else self._find(events, unique)
+        bucket = self.buckets[at]
+        found = self._find(bucket, unique)
         if found is None:
             return None
-        gone = events.pop(found)
-        if not events:
+        gone = bucket.events.pop(found)
+        if not bucket.events:
             self.buckets.pop(at)
         return gone
 
     def _replace(self, sort: tuple, unique: tuple, event: Event) -> Event | None:
         """Esper's `inplaceReplaceSortedEvents`: the arrival in place of bucket
-        `sort`'s event keyed `unique` (at the bucket's back; a bucket of one: its
-        event, whatever its key)."""
+        `sort`'s event keyed `unique` (`_find`): a lone event's place, or the
+        back of a list."""
         at = self._bucket(sort)
         if at is None:
             return None
-        events = self.buckets[at][1]
-        if len(events) == 1:
-            replaced = events[0]
-            events[0] = event
+        bucket = self.buckets[at]
+        found = self._find(bucket, unique)
+        if not bucket.listed:
+            replaced, bucket.events[0] = bucket.events[0], event
             return replaced
-        found = self._find(events, unique)
-        replaced = events.pop(found) if found is not None else None
-        events.append(event)
+        replaced = bucket.events.pop(found) if found is not None else None
+        bucket.events.append(event)
         return replaced
 
     def discard(self, gone: Collection[Event]) -> None:
@@ -270,17 +286,17 @@ class RankWindow(WindowBase):
         `sort_of`. Decided: by the event itself, as every member drops what
         left elsewhere; Esper's view removes the event filed under `gone`'s
         unique key, another one where an arrival of that key replaced it in
-        the same unit of work (not modelled). Never called with a null-sorted
-        or null-keyed event (`Spec.unsafe_nulls`: an intersection refuses it)."""
+        the same unit of work (not modelled). An intersection never passes a
+        null this window's `unsafe_nulls` names (it refuses the event)."""
         for event in gone:
-            for at, (_, events) in enumerate(self.buckets):
-                if event in events:
-                    events.remove(event)
-                    if not events:
+            for at, bucket in enumerate(self.buckets):
+                if event in bucket.events:
+                    bucket.events.remove(event)
+                    if not bucket.events:
                         self.buckets.pop(at)
                     self.count -= 1
                     self.sort_of.pop(key_of(event, self.keys), None)
                     break
 
     def contents(self) -> list[Event]:
-        return [event for _, events in self.buckets for event in events]
+        return [event for bucket in self.buckets for event in bucket.events]

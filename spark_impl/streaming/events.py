@@ -117,7 +117,7 @@ from oracle.errors import InvalidTrace, WindowOracleError
 from oracle.model import WindowSpec
 from spark_impl import pipeline
 from spark_impl.errors import InvalidFrame, check_frame
-from spark_impl.event_table import MAX_CLOCK, check_clock, event_rows
+from spark_impl.event_table import MAX_CLOCK, check_clock, check_statement_columns, event_rows
 from spark_impl.frames import START_SEQ
 from spark_impl.windows.base import quoted
 from spark_impl.streaming.traces import (
@@ -150,11 +150,12 @@ def apply_window_to_events(stream_df, window: str | WindowSpec, *, order_col: st
       id is rejected (False: not kept, not caught).
     * `set_provider`: as `streaming.apply_window` (the RocksDB state store).
 
-    Raises `InvalidFrame` naming a missing or mistyped column, a bad `delay`
-    or `start`, a recorded (not streaming) frame; the parser's errors for a
-    bad clause."""
+    Raises `InvalidFrame` naming a missing or mistyped column, a column a
+    statement reads that the table lacks, a bad `delay` or `start`, a
+    recorded (not streaming) frame; the parser's errors for a bad clause."""
     check_frame(stream_df, "streaming.apply_window_to_events", "stream_df", STREAM_OF_EVENTS)
     spec = parse(window, dialect) if isinstance(window, str) else window
+    check_statement_columns(spec, stream_df, order_col=order_col, time_col=time_col, trace_col=trace_col)
     return _apply(stream_df, lambda _trace_id: spec, [spec], pane_column=has_panes(spec), order_col=order_col,
                   time_col=time_col, delay=delay, trace_col=trace_col, start=start, validate=validate,
                   set_provider=set_provider)

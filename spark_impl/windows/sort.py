@@ -42,11 +42,13 @@ one criterion files nothing in the ledger (Esper files a null, which its
 ledger reads as absent): the next event of that key is a newcomer, and the
 null-sorted event stays until it is the oldest of the worst tier. A ledger
 entry names a tier, not an event: a leaving or a replacement looks in that
-tier for the first event of the key (a tier of one: its event, whatever its
-key), and an event pushed out strikes its key's entry, whoever filed it last.
-Looking through a tier of two or more for a key, with one unique property, and
-meeting an event whose key is null first: Esper's search throws, and the
-arrival is not posted and changes nothing.
+tier for the event of the key, and an event pushed out strikes its key's
+entry, whoever filed it last. Esper keeps a tier's first event alone and makes
+it a list at the second, and a list stays one while the tier lasts: a lone
+event is the one found, whatever its key; a list is looked through for the
+first event of the key. Looking through a list, with one unique property, and
+reaching an event whose key is null at or before a match: Esper's search
+throws, and the arrival is not posted and changes nothing.
 """
 
 from __future__ import annotations
@@ -111,6 +113,7 @@ def _rank_kernel(size: int):
         out_time: list = [None] * len(seq)
         posted = [True] * len(seq)
         tiers: dict[int, list[int]] = {}  # sort rank -> rows, oldest first
+        lists: set[int] = set()  # the tiers that held two rows at once since they began
         ranks: list[int] = []  # the sort ranks with a tier, best first
         ledger: dict[int, int] = {}  # unique key -> the tier its event went to
         count = 0
@@ -121,7 +124,10 @@ def _rank_kernel(size: int):
         def leave(row: int, by: int) -> None:
             out_seq[row], out_time[row] = seq[by], time[by]
 
-        def search(rows: list[int], wanted: int) -> int | None:
+        def search(rank: int, wanted: int) -> int | None:
+            rows = tiers[rank]
+            if rank not in lists:
+                return 0
             for at, row in enumerate(rows):
                 if null_key[row]:
                     raise Throws
@@ -131,6 +137,7 @@ def _rank_kernel(size: int):
 
         def drop_tier(rank: int) -> None:
             del tiers[rank]
+            lists.discard(rank)
             ranks.pop(bisect.bisect_left(ranks, rank))
 
         def place(row: int) -> None:
@@ -139,6 +146,8 @@ def _rank_kernel(size: int):
                 tiers[rank] = []
                 bisect.insort(ranks, rank)
             tiers[rank].append(row)
+            if len(tiers[rank]) == 2:
+                lists.add(rank)
 
         for row in sorted(range(len(seq)), key=seq.__getitem__):
             k, rank = key[row], tier_of[row]
@@ -147,8 +156,8 @@ def _rank_kernel(size: int):
                 if filed is not None and filed == rank and not unfiled[row]:
                     rows = tiers.get(rank)  # the same tier: the arrival takes the place of the key's event
                     if rows is not None:
-                        at = 0 if len(rows) == 1 else search(rows, k)
-                        if len(rows) == 1:
+                        at = search(rank, k)
+                        if rank not in lists:
                             leave(rows[0], row)
                             rows[0] = row
                         else:
@@ -159,7 +168,7 @@ def _rank_kernel(size: int):
                 if filed is not None:  # another tier: the key's event there leaves first
                     rows = tiers.get(filed)
                     if rows is not None:
-                        at = 0 if len(rows) == 1 else search(rows, k)
+                        at = search(filed, k)
                         if at is not None:
                             leave(rows.pop(at), row)
                             count -= 1

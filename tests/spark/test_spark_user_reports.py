@@ -86,3 +86,10 @@ def test_a_failed_stream_is_told_by_its_cause_first(spark, tmp_path):
     message = str(info.value)
     assert message.startswith("trace 't1' seq 0: the item arrived twice (a replayed input?)"), message
     assert "\n" not in message and "Traceback" not in message
+
+
+def test_the_trace_column_is_no_property_a_statement_can_read(spark):
+    table = spark.createDataFrame([(0, 0, "s1", 1.0)], "n long, t long, sensor string, price double")
+    with pytest.raises(InvalidFrame, match="reads property 'sensor'.*it is the trace column"):
+        apply_window_to_events(table, "select sensor, sum(price) as s from E#length(2) group by sensor",
+                               order_col="n", time_col="t", trace_col="sensor")
