@@ -132,8 +132,9 @@ def test_property_names_and_values_that_cannot_be_columns(props, words):
     (Unique(("k",)), ev("E1", k={"a": 1}), "property 'k' is an object"),
     (GroupWin(("k",), KeepAll()), ev("E1", k={"a": 1}), "property 'k' is an object"),
     (ExtTimed("ts", 1000), ev("E1", ts=1.5), "timestamp property 'ts' is 1.5, not an integer"),
-    (ExtTimed("ts", 1000), ev("E1"), "timestamp property 'ts' is missing"),
-    (TimeOrder("ts", 0), ev("E1"), "timestamp property 'ts' is missing"),
+    (TimeOrder("ts", 0), ev("E1", ts=2.5), "timestamp property 'ts' is 2.5, not an integer"),
+    (Intersection([Unique(["symbol"]), TimeOrder("ts", 0)]), ev("E1", symbol="A"),
+     "property 'ts' is null, which the time_order member of the intersection cannot take"),
     (Sort(2, (SortKey("k"),)), ev("E1", k=[1, 2]), "sort property 'k' holds a list or object"),
     (Rank(("id",), 2, (SortKey("k", True),)), ev("E1", k={"a": 1}), "sort property 'k' holds a list or object"),
 ])

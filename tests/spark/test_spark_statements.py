@@ -114,8 +114,9 @@ def test_other_statements_over_time_read_the_windows_posts(spark, statement):
 
 
 def test_a_property_no_event_gives_a_value_reads_as_null(spark):
-    # the trace's `price` column has no value (a string column of nulls, marked `frames.NO_VALUES`): the statement
-    # reads it as a property no event has, null, not as a string it would refuse to compare with a number
+    # the trace's `price` column has no value (a string column of nulls, marked `frames.NO_VALUES`): every event
+    # has the property, null (`"price": null`), so the statement reads null, not a string it would refuse to
+    # compare with a number (a property no event has at all is refused: tests/test_user_reports.py)
     from oracle import run
     from oracle.dialects import parse
     from oracle.model import Arrive, Event, Trace
@@ -123,7 +124,8 @@ def test_a_property_no_event_gives_a_value_reads_as_null(spark):
 
     spec = parse("select irstream count(price) as c, sum(price) as s, count(*) as n from E(price > 1 or ts > 0)"
                  "#length(2) where price < 5 or symbol = 'A'", "esper")
-    trace = Trace([Arrive(Event(f"E{n}", {"symbol": s, "ts": n}), time=n * 100) for n, s in enumerate("ABA", 1)])
+    trace = Trace([Arrive(Event(f"E{n}", {"symbol": s, "ts": n, "price": None}), time=n * 100)
+                   for n, s in enumerate("ABA", 1)])
     (got,) = run_cases([(spec, trace)])
     assert not isinstance(got, Exception), got
     assert got == run(spec, trace) and len(got) == 2  # E1 enters; E2 is not kept (no post); E3 enters, pushing E1 out
