@@ -407,27 +407,39 @@ def cmd_expect(args: argparse.Namespace) -> int:
         if args.write:
             raise UsageError("--write fills a case file's `expected`; an events file has none")
         spec = oracle_parse(args.window, args.dialect)
+        lines: list[int] = []
+        events = read_events(args.path, lines)
         try:
-            trace = events_trace(read_events(args.path), args.time, args.until)
+            updates = run(spec, events_trace(events, args.time, args.until))
         except InvalidTrace as exc:
-            if exc.index is not None:
-                raise
-            raise UsageError("--until" + exc.reason.removeprefix("`until`")) from None  # no index: about `until`
-        updates = run(spec, trace)
+            raise UsageError(_where_in_file(args, lines, exc)) from None
     for update in updates:
         print(json.dumps(cases.update_to_json(update)))
     return 0
 
 
-def read_events(path: Path) -> list[dict[str, Any]]:
+def _where_in_file(args: argparse.Namespace, lines: list[int], exc) -> str:
+    """An events file's refused item told by its place: the file's line of an
+    event (`lines`: each event's line), `--until` for the final walk, or the
+    whole trace (a statement reading a property no event has)."""
+    if exc.index is None:
+        return "--until" + exc.reason.removeprefix("`until`") if exc.reason.startswith("`until`") else \
+            f"{args.path}: {exc.reason}"
+    if exc.index < len(lines):
+        return f"{args.path} line {lines[exc.index]}: {exc.reason}"
+    return f"--until {args.until}: {exc.reason}"
+
+
+def read_events(path: Path, lines: list[int] | None = None) -> list[dict[str, Any]]:
     """The events of a JSON-lines or CSV file (by its suffix, `read_csv_events`
-    for CSV). A line that is not an event names its number."""
+    for CSV). A line that is not an event names its number; `lines`, where
+    given, gets each event's line number."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {path}: {exc}") from None
     if path.suffix.lower() == ".csv":
-        return read_csv_events(path, text)
+        return read_csv_events(path, text, lines)
     events: list[dict[str, Any]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -439,6 +451,8 @@ def read_events(path: Path) -> list[dict[str, Any]]:
         if not isinstance(record, dict):
             raise UsageError(f"{path} line {number}: an event is a JSON object, got {type(record).__name__}")
         events.append(record)
+        if lines is not None:
+            lines.append(number)
     return events
 
 
@@ -450,9 +464,10 @@ _WHOLE = re.compile(r"[+-]?[0-9]+")
 _NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
-def read_csv_events(path: Path, text: str) -> list[dict[str, Any]]:
+def read_csv_events(path: Path, text: str, lines: list[int] | None = None) -> list[dict[str, Any]]:
     """The events of a CSV file by `CSV_RULES`. A row with more or fewer cells
-    than the header is refused, naming its line and the columns it lacks."""
+    than the header is refused, naming its line and the columns it lacks;
+    `lines`, where given, gets each event's line number."""
     import csv
 
     reader = csv.reader(io.StringIO(text, newline=""))
@@ -470,6 +485,8 @@ def read_csv_events(path: Path, text: str) -> list[dict[str, Any]]:
                              f"({lacking}); leave a cell empty for a missing value")
         rows.append((reader.line_num, row))
     convert = {name: _column_type(name, [row[n] for _, row in rows]) for n, name in enumerate(header)}
+    if lines is not None:
+        lines += [number for number, _ in rows]
     return [{name: convert[name](cell) for name, cell in zip(header, row) if cell != ""} for _, row in rows]
 
 

@@ -682,17 +682,22 @@ def test_expect_runs_a_window_over_an_events_file(tmp_path, capsys, suffix, text
 
 @pytest.mark.parametrize("args, text, words", [
     (["--window", "#length(2)", "--time", "t"], '{"id": "a", "t": 0}\n{"id": "b", "t": "x"}\n',
-     "trace item 1: the time field 't' must be a whole number of ms, got 'x'"),
+     "events.jsonl line 2: the time field 't' must be a whole number of ms, got 'x'"),
     (["--window", "#length(2)"], '{"id": "a"}\n[1, 2]\n', "line 2: an event is a JSON object, got list"),
     (["--window", "#length(2)"], '{"id": "a"}\n{"id": \n', "line 2: not valid JSON"),
-    (["--window", "#length(2)"], '{"price": 1}\n', "trace item 0: the event has no `id`"),
+    (["--window", "#length(2)"], '\n{"price": 1}\n', "events.jsonl line 2: the event has no `id`"),
     (["--window", "#length(2)", "--write"], '{"id": "a"}\n', "--write fills a case file's `expected`"),
     (["--time", "t"], '{"id": "a"}\n', "--time applies to an events file with --window"),
     # issue 43, item 11: the option named, what is missing said in words
     (["--window", "#time(1 sec)", "--time", "t", "--until", "1000"], '{"id": "a", "t": 0}\n{"id": "b", "t": 5000}\n',
      "--until is 1000 ms, before the last event's time, 5000 ms: it walks the clock on after the last event"),
     (["--window", "#length(2)", "--time", "t"], '{"id": "a", "t": 0}\n{"id": "b"}\n',
-     "trace item 1: the event has no time (no value in its field 't')"),
+     "events.jsonl line 2: the event has no time (no value in its field 't')"),
+    # an events file's refusals name the file's line (a CSV's header is line 1), not the item's index
+    (["--window", "#ext_timed(t, 1 sec)", "--time", "n"], "id,n,t\na,0,0\nb,5,x\n",
+     "events.csv line 2: event 'a': timestamp property 't' is '0', not an integer"),  # a text column: 'x' in it
+    (["--window", "select nosuch from E#length(2)"], '{"id": "a"}\n',
+     "events.jsonl: the statement reads property 'nosuch', which no event of the trace has"),
     ([], '{"id": "a", "t": 0}\n{"id": "b", "t": 5}\n',
      "events.jsonl: an events file needs --window CLAUSE, the window to run over it"),
     # item 8: a CSV row without a cell for every column
