@@ -59,7 +59,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from spark_impl import urls
-from spark_impl.errors import SparkUnavailable
+from spark_impl.errors import SparkUnavailable, cause
 
 LOCAL_CONF = {
     "spark.master": "local[2]",
@@ -159,7 +159,7 @@ def _classic(master: str | None):
     except Exception as exc:
         if master is None:  # the local start: pyspark's own errors (a JVM that does not start) as they were
             raise
-        raise SparkUnavailable(f"cannot start a Spark session on {master}: {_first_line(exc)}") from None
+        raise SparkUnavailable(f"cannot start a Spark session on {master}: {cause(exc)}") from None
     context = spark.sparkContext
     context.pythonExec = workers_python(context.getConf())
     context.setLogLevel("WARN")
@@ -181,14 +181,9 @@ def _connect(remote: str, active):
         raise SparkUnavailable(f"Spark Connect needs pyspark's connect extras (pip install 'window-oracle[connect]'): "
                                f"{exc}") from None
     except Exception as exc:
-        raise SparkUnavailable(f"cannot open a Spark Connect session at {url}: {_first_line(exc)}") from None
+        raise SparkUnavailable(f"cannot open a Spark Connect session at {url}: {cause(exc)}") from None
     _BUILT.append(spark)
     return spark
-
-
-def _first_line(exc: BaseException, limit: int = 300) -> str:
-    text = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-    return text[:limit]
 
 
 # Code generation compiles Java for every operator of a job, about half a second per

@@ -775,3 +775,25 @@ def test_replay_on_the_streaming_engine_passes_the_micro_batches_and_seed(tmp_pa
 def test_run_on_the_streaming_engine_takes_no_other_implementation(capsys):
     assert main(["run", "--engine", "streaming", "--impl", "mypkg:apply_window"]) == 2
     assert "give one of them" in capsys.readouterr().err
+
+
+def test_a_session_that_cannot_start_is_told_by_its_cause(monkeypatch):
+    """A cluster session that fails to start names the Java exception's own
+    message, not the Py4J wrapper's first line."""
+    import pyspark.sql
+
+    from spark_impl import session
+    from spark_impl.errors import SparkUnavailable
+
+    class Builder:
+        def config(self, *_):
+            return self
+
+        def getOrCreate(self):  # noqa: N802 (pyspark's name)
+            raise RuntimeError("An error occurred while calling None.None.\n: java.lang.IllegalStateException: "
+                               "bad memory setting\n\tat org.apache.spark.SparkConf.validate(SparkConf.scala:1)")
+
+    monkeypatch.setattr(pyspark.sql.SparkSession, "builder", Builder())
+    monkeypatch.setattr(session, "check_java", lambda: None)
+    with pytest.raises(SparkUnavailable, match=r"on yarn: IllegalStateException: bad memory setting$"):
+        session._classic("yarn")
