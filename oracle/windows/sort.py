@@ -210,7 +210,7 @@ class RankWindow(WindowBase):
         why: list[str] = []
         if filed is None:
             self._add(event, unique, sort, removed, why)
-        elif self._compare(filed, sort) == 0 and (len(self.criteria) > 1 or sort[0] is not None):
+        elif self._compare(filed, sort) == 0:  # a filed key is never a lone null: a null arrival differs
             replaced = self._replace(filed, unique, event)
             if replaced is not None:
                 removed.append(replaced)

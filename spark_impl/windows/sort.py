@@ -153,7 +153,7 @@ def _rank_kernel(size: int):
             k, rank = key[row], tier_of[row]
             filed = ledger.get(k)
             try:
-                if filed is not None and filed == rank and not unfiled[row]:
+                if filed is not None and filed == rank:  # an unfiled (null) rank is never in the ledger
                     rows = tiers.get(rank)  # the same tier: the arrival takes the place of the key's event
                     if rows is not None:
                         at = search(rank, k)
