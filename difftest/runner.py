@@ -157,10 +157,10 @@ class ImplUnderTest:
         # a spec whose case keys go beyond its text (eKuiper's time mode, zone) is handed as the spec itself;
         # the frame holds checked traces, so an implementation that can skip its own table check is asked to
         out = self.function(frame, spec if case_settings(spec, dialect) else window, dialect, **self.skip_check)
-        check_output(out)
-        optional = [name for name in OPTIONAL_OUTPUT if name in out.columns]
-        rows = out.select(*OUTPUT_TYPES, *optional).collect()
-        return self.frames.updates_from_rows(rows, dict(batch))
+        check_output(out, rows=self.frames.posts_rows(spec))
+        columns, reader = self.frames.harness_columns(out, spec)
+        rows = out.selectExpr(*columns).collect()
+        return self.frames.updates_from_rows(rows, dict(batch), {tid: reader for tid, _ in batch} if reader else None)
 
 
 #: the columns the harness reads from an implementation's output, and their types
@@ -177,11 +177,12 @@ OUTPUT_TYPES: dict[str, tuple[str, ...] | None] = {
 }
 
 
-#: columns the harness reads where the output has them: a derived-value window's
-#: rows as JSON objects (`values`, a string; null on event rows), a rejected
-#: item's message (`error`, a string, on its row of side 'error'; null else)
-OPTIONAL_OUTPUT: dict[str, tuple[str, ...]] = {"values": ("string",), "error": ("string",),
-                                                "window": ("struct<start:bigint,end:bigint>",)}
+#: columns the harness reads where the output has them: a rejected item's
+#: message (`error`, a string, on its row of side 'error'; null else), an
+#: eKuiper pane's bounds, a query's pane rows' event; every other column of a
+#: window posting rows is a field of its rows (`spark_impl.frames.RowFields`)
+OPTIONAL_OUTPUT: dict[str, tuple[str, ...]] = {"error": ("string",), "window": ("struct<start:bigint,end:bigint>",),
+                                                "pane_event": ("string",)}
 
 
 class ImplError(RunnerError):
@@ -189,15 +190,18 @@ class ImplError(RunnerError):
     the output's columns: an error of the implementation, not a mismatch."""
 
 
-def check_output(out: Any) -> None:
+def check_output(out: Any, rows: bool = False) -> None:
     """Raise `ImplError` unless `out` is a Spark DataFrame with the output's
-    columns (OUTPUT_TYPES), naming what is wrong."""
+    columns (OUTPUT_TYPES; `rows`, a window posting rows of fields: all but
+    `id`), naming what is wrong."""
     schema = getattr(out, "schema", None)
     if out is None or schema is None or not hasattr(out, "collect") or not hasattr(schema, "fields"):
         kind = "None" if out is None else f"a {type(out).__module__}.{type(out).__name__}"
         raise ImplError(f"the implementation returned {kind}, not a Spark DataFrame")
     fields = {f.name: f.dataType.simpleString() for f in schema.fields}
     for name, allowed in OUTPUT_TYPES.items():
+        if rows and name == "id":
+            continue
         if name not in fields:
             raise ImplError(f"the implementation's output has no column {name!r} (it has {', '.join(fields)}); "
                             "see the README's output schema")

@@ -58,7 +58,7 @@ from spark_impl import frames, pipeline
 from spark_impl.errors import (
     TRACE_FRAME, InvalidFrame, JobFailed, SparkUnavailable, WrongArgument, cause, check_frame, described)
 from spark_impl.event_table import apply_window_to_events, check_trace_frame
-from spark_impl.frames import OUTPUT_COLUMNS, UPDATE_KEY, PropertyTypes
+from spark_impl.frames import OUTPUT_COLUMNS, ROW_OUTPUT_COLUMNS, UPDATE_KEY, PropertyTypes
 from spark_impl.session import get_spark, interpreted
 
 
@@ -98,6 +98,19 @@ def apply_window(trace_df, window: str | WindowSpec, dialect: str = "esper", *, 
     return pipeline.numbered(out) if numbered else out
 
 
+def output_schema(window: str | WindowSpec, columns, dialect: str = "esper"):
+    """The StructType `apply_window` and `apply_window_to_events` give for
+    `window` over an input whose property columns are `columns` (a
+    StructType, such as an input frame's schema, or a mapping of name to a
+    Spark type or its name, `{"symbol": "string", "price": "double"}`), found
+    without running anything: build a sink's table from it. A window posting
+    events: OUTPUT_COLUMNS, then the properties as given; a statement or a
+    derived-value window: ROW_OUTPUT_COLUMNS (an eKuiper query: then `window`
+    and `pane_event`), then one column per field, typed by the engine's rules
+    (README, "Statements")."""
+    return pipeline.output_schema(_spec(window, dialect), columns)
+
+
 def unsupported(spec: WindowSpec) -> str | None:
     """Why this implementation does not run `spec` (`UnsupportedWindow`'s
     message), or None when it does: the harness asks before planning."""
@@ -111,8 +124,6 @@ def unsupported(spec: WindowSpec) -> str | None:
 #: a job of `run_cases` holds at most this many window plans and input rows: the
 #: plans of one job run in one Spark action, whose memory grows with both
 PLANS_PER_JOB = 24
-#: output columns only some windows have (an eKuiper pane's bounds)
-OPTIONAL_COLUMNS = ("window",)
 ROWS_PER_JOB = 250_000
 
 
@@ -132,7 +143,7 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
     `WindowOracleError`: a statement Esper's compiler refuses) is its pairs'
     error, the job's other plans run. A job that fails gives each of its pairs
     a `JobFailed` naming the error's cause (`errors.cause`); the other jobs run. `on_rows(rows)` sees each
-    job's collected output rows (OUTPUT_COLUMNS, `window` where a plan has it;
+    job's collected output rows (HARNESS_COLUMNS, `window` where a plan has it;
     `trace_id` the pair's index) before they become updates."""
     check_pairs(pairs, "run_cases")
     results: list = [None] * len(pairs)
@@ -162,6 +173,7 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
         job.append((*piece, rows))
     for done, job in enumerate(jobs, 1):
         traces = {tid: trace for _, _, batch, _ in job for tid, trace in batch}
+        readers: dict[str, frames.RowFields] = {}
         try:
             outputs = []
             for spec, types, batch, _ in job:
@@ -174,7 +186,10 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
                         results[int(trace_id)] = exc
                         del traces[trace_id]
                     continue
-                outputs.append(out.select(*OUTPUT_COLUMNS, *(c for c in OPTIONAL_COLUMNS if c in out.columns)))
+                columns, reader = frames.harness_columns(out, spec)
+                outputs.append(out.selectExpr(*columns))
+                if reader is not None:
+                    readers.update((trace_id, reader) for trace_id, _ in batch)
             collected = []
             if outputs:
                 union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), outputs)
@@ -188,7 +203,7 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
         else:
             if on_rows:
                 on_rows(collected)
-            for trace_id, found in frames.updates_from_rows(collected, traces).items():
+            for trace_id, found in frames.updates_from_rows(collected, traces, readers).items():
                 results[int(trace_id)] = found
         if progress:
             progress(done, len(jobs))
@@ -226,4 +241,4 @@ def _batches(members):
 
 __all__ = ["apply_window", "apply_window_to_events", "run_cases", "unsupported", "InvalidFrame", "SparkUnavailable",
            "WrongArgument", "get_spark",
-           "UPDATE_KEY", "OUTPUT_COLUMNS"]
+           "UPDATE_KEY", "OUTPUT_COLUMNS", "ROW_OUTPUT_COLUMNS", "output_schema"]

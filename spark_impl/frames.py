@@ -71,16 +71,24 @@ from oracle.model import (
 
 KINDS = ("start", "event", "advance", "jump", "set")
 BASE_COLUMNS = ("trace_id", "seq", "kind", "time", "id", "op", "vars")
-OUTPUT_COLUMNS = ("trace_id", "after", "phase", "time", "ordinal", "side", "pos", "id", "values", "error")
+#: a window posting events: its output's columns before the properties (`spark_impl`'s docstring)
+OUTPUT_COLUMNS = ("trace_id", "after", "phase", "time", "ordinal", "side", "pos", "id", "error")
+#: the rows `updates_from_rows` reads: any output's, a row's fields packed into `values` (`harness_columns`)
+HARNESS_COLUMNS = ("trace_id", "after", "phase", "time", "ordinal", "side", "pos", "id", "values", "error")
 #: the sides of an output row: a posted event (CCL's `update` code: `update`), or a
 #: rejected item's `error` row (its message in the `error` column)
 SIDES = ("insert", "remove", "update", "error")
 #: the columns that identify an update within a frame of many traces, in its order
 UPDATE_KEY = ("trace_id", "after", "phase", "time", "ordinal")
+#: the output columns of a window that posts rows (a statement, a derived-value window) besides its fields:
+#: the update key, the row's side and place, a rejected item's message, an eKuiper pane's bounds (`window`)
+#: and, on a query's pane rows, the pane's event (`pane_event`); `numbered` adds `update_no` and `pos_no`
+ROW_OUTPUT_COLUMNS = (*UPDATE_KEY, "side", "pos", "error")
+NOT_FIELDS = frozenset({*ROW_OUTPUT_COLUMNS, "window", "pane_event", "update_no", "pos_no"})
 # Columns of the pipeline and of the family contract (spark_impl/windows/__init__.py):
 # a property may not be named like one of them.
 RESERVED = RESERVED_NAMES | {"id"}
-assert set(BASE_COLUMNS + OUTPUT_COLUMNS) <= RESERVED, "a frame column the model does not reserve"
+assert set(BASE_COLUMNS + HARNESS_COLUMNS) <= RESERVED, "a frame column the model does not reserve"
 START_SEQ = -1
 # A frame of at most this many rows is one partition: every window function of the
 # pipeline is then planned without a shuffle (a partition satisfies any grouping),
@@ -414,11 +422,105 @@ def _arrow_table(rows: list[tuple], schema):
     )
 
 
+# --------------------------------------------------------------------------- posted rows
+
+
+def posts_rows(spec: WindowSpec) -> bool:
+    """Whether `spec` posts rows of fields (a statement, a derived-value
+    window, under `#groupwin` too) rather than events."""
+    inner = spec.window if isinstance(spec, GroupWin) else spec
+    return (isinstance(spec, Statement) and not spec.posts_events) or isinstance(inner, DERIVED_WINDOWS)
+
+
+def named_fields(spec: WindowSpec) -> tuple[str, ...]:
+    """The fields of `spec`'s rows it names itself: a statement's select
+    items other than `*`; a derived-value window's fields, additional
+    properties and `#groupwin` keys. A row's other fields are the event's
+    properties `*` copies, which a row holds only where they are not null."""
+    if isinstance(spec, Statement):
+        return tuple(n for n in spec.field_names if n is not None)
+    keys = spec.keys if isinstance(spec, GroupWin) else ()
+    inner = spec.window if isinstance(spec, GroupWin) else spec
+    return tuple(dict.fromkeys((*inner.FIELDS, *inner.extra, *keys)))
+
+
+class RowFields:
+    """How an output's field columns read back as the case format's rows
+    (`DerivedValues`' dicts): each field by its column's value; a field `*`
+    copied (not in `named_fields`) left out where null; a column marked
+    `JSON_TEXT` parsed. `packed()` is SQL of the fields as one JSON text (a
+    harness unions the outputs of many windows, whose fields differ) and
+    `unpack` reads it back (Spark writes NaN and the infinities as strings)."""
+
+    def __init__(self, spec: WindowSpec, schema) -> None:
+        named = set(named_fields(spec))
+        self.fields = tuple(f for f in schema.fields if f.name not in NOT_FIELDS)
+        self.names = tuple(f.name for f in self.fields)
+        self.star = frozenset(n for n in self.names if n not in named)
+        self.json_text = frozenset(f.name for f in self.fields if f.metadata.get(JSON_TEXT))
+        self.doubles = frozenset(f.name for f in self.fields if f.dataType.typeName() in ("double", "float"))
+
+    @classmethod
+    def of(cls, spec: WindowSpec, schema) -> RowFields | None:
+        """The reader of an output of `spec` with `schema`, or None where `spec` posts events."""
+        return cls(spec, schema) if posts_rows(spec) else None
+
+    def read(self, row) -> dict:
+        """A collected output row's fields as the format's row."""
+        return self._row((name, row[name]) for name in self.names)
+
+    def packed(self) -> str:
+        """SQL: the fields as one JSON object (nulls kept)."""
+        parts = ", ".join(f"'{name}', `{name}`" for name in self.names)
+        return (f"to_json(named_struct({parts}), map('ignoreNullFields', 'false'))" if self.names
+                else "'{}'")
+
+    def unpack(self, text: str) -> dict:
+        """A `packed` row as the format's row."""
+        found = json.loads(text)
+        return self._row((name, _float_text(found[name]) if name in self.doubles else found[name])
+                         for name in self.names)
+
+    def _row(self, pairs) -> dict:
+        out = {}
+        for name, value in pairs:
+            if value is None and name in self.star:
+                continue
+            out[name] = json.loads(value) if name in self.json_text and value is not None else value
+        return out
+
+
+def _float_text(value):
+    """A double as Spark's JSON writes it: a number, or NaN and the infinities as strings."""
+    return float(value) if isinstance(value, str) else value
+
+
 # --------------------------------------------------------------------------- results
 
 
-def updates_from_rows(rows: Iterable[Any], traces: Mapping[str, Trace]) -> dict[str, tuple[Update, ...]]:
-    """Collected output rows (OUTPUT_COLUMNS) as updates per trace id, holding the
+def harness_columns(out, spec: WindowSpec) -> tuple[list[str], RowFields | None]:
+    """SQL of HARNESS_COLUMNS (and `window` where `out` has it) from an output
+    of `spec`, as `updates_from_rows` reads them, and the reader of its
+    `values` (None: events): a row-posting window's fields packed into
+    `values` (`RowFields.packed`; "[]" on a pane's row of no output row, null
+    on a query's pane rows, whose event is `id`)."""
+    names = set(out.columns)
+    pick = [c if c in names else f"CAST(NULL AS STRING) AS `{c}`" for c in HARNESS_COLUMNS if c not in ("id", "values")]
+    reader = RowFields.of(spec, out.schema)
+    if reader is None or "values" in names:  # events (or a row window's rows already as JSON)
+        reader = None
+        own = ["id" if "id" in names else "CAST(NULL AS STRING) AS id",
+               "`values`" if "values" in names else "CAST(NULL AS STRING) AS `values`"]
+    else:
+        event = "pane_event" if "pane_event" in names else "CAST(NULL AS STRING)"
+        own = [f"{event} AS id",
+               f"CASE WHEN side IS NULL THEN '[]' WHEN {event} IS NOT NULL THEN NULL ELSE {reader.packed()} END AS `values`"]
+    return [*pick[:7], *own, *pick[7:], *(["window"] if "window" in names else [])], reader
+
+
+def updates_from_rows(rows: Iterable[Any], traces: Mapping[str, Trace],
+                      readers: Mapping[str, RowFields] | None = None) -> dict[str, tuple[Update, ...]]:
+    """Collected output rows (HARNESS_COLUMNS) as updates per trace id, holding the
     traces' own Event objects (found by id). The rows of an update share its key
     (after, phase, time, ordinal); updates follow in key order, and each side's
     rows in `pos` order: `insert`, `remove`, `update` (CCL's update code) rows
@@ -433,13 +535,15 @@ def updates_from_rows(rows: Iterable[Any], traces: Mapping[str, Trace]) -> dict[
     implementation under test): an id of no event of the trace is an `Event` of
     that id without properties, two rows at one position are both posted, and
     two error rows of one update join their messages."""
+    readers = readers or {}
     events = {tid: {e.id: e for e in trace.events()} for tid, trace in traces.items()}
     units: dict[str, dict[tuple, list]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
         units[row["trace_id"]][(row["after"], row["phase"], row["time"], row["ordinal"])].append(row)
     result: dict[str, tuple[Update, ...]] = {tid: () for tid in traces}
     for tid, by_key in units.items():
-        result[tid] = tuple(_update(key, by_key[key], events.get(tid, {})) for key in sorted(by_key))
+        read = readers[tid].unpack if tid in readers else json.loads
+        result[tid] = tuple(_update(key, by_key[key], events.get(tid, {}), read) for key in sorted(by_key))
     return result
 
 
@@ -452,7 +556,7 @@ def _optional(row, column: str) -> str | None:
         return None
 
 
-def _update(key: tuple, rows: list, events: Mapping[str, Any]) -> Update:
+def _update(key: tuple, rows: list, events: Mapping[str, Any], read=json.loads) -> Update:
     sides: dict[str, list] = {"insert": [], "remove": [], "update": []}
     derived: dict[str, list] = {"insert": [], "remove": [], "update": []}
     errors: list[str] = []
@@ -469,8 +573,8 @@ def _update(key: tuple, rows: list, events: Mapping[str, Any]) -> Update:
             errors.append(_optional(row, "error") or "")
             continue
         values = _optional(row, "values")
-        if values is not None:  # a derived-value row: JSON, NaN and infinities bare (json reads them as floats)
-            derived[row["side"]].append((tuple(row["pos"]), json.loads(values)))
+        if values is not None:  # a row of fields, packed (`RowFields`)
+            derived[row["side"]].append((tuple(row["pos"]), read(values)))
         else:
             event = events.get(row["id"]) or Event(str(row["id"]), {})
             sides[row["side"]].append((tuple(row["pos"]), event))

@@ -20,12 +20,15 @@ partitioning, so many traces run as one job.
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from oracle.errors import UnsupportedWindow
 from oracle.model import OPCODES, GroupWin, Statement, WindowSpec, accepted_opcodes, spec_expression_names
 from spark_impl.errors import InvalidFrame
-from spark_impl.frames import BASE_COLUMNS, KINDS, OUTPUT_COLUMNS, RESERVED, row_fields, spec_properties
+from spark_impl.frames import (
+    BASE_COLUMNS, JSON_TEXT, KINDS, NO_VALUES, NOT_FIELDS, OUTPUT_COLUMNS, RESERVED, ROW_OUTPUT_COLUMNS, row_fields,
+    spec_properties)
 from spark_impl.windows import Context, Family, family
 from spark_impl.windows.base import events, quoted
 
@@ -136,30 +139,145 @@ def apply(trace_df: DataFrame, spec: WindowSpec, *, jumps: bool = True, pane_row
     window, keys = split_groupwin(spec)
     validated = check_input(trace_df, spec, jumps=jumps)
     props = tuple(c for c in validated.columns if c not in BASE_COLUMNS)
+    fields = _fields(runner, spec, {f.name: f for f in validated.schema.fields if f.name in props})
     ctx = Context(partition=("trace_id",) + keys, group_keys=keys, properties=props, jumps=jumps, pane_rows=pane_rows,
                   one_trace=one_trace)
-    return finalize(runner.posts(validated, window, ctx), validated, ctx)
+    return finalize(runner.posts(validated, window, ctx), validated, ctx, fields)
 
 
-def finalize(posted: DataFrame, validated: DataFrame, ctx: Context) -> DataFrame:
-    """Posts -> output rows: the update key, `pos` as (due, slot, n), properties
-    (joined back by id only where the family's rows lack them)."""
+def _fields(runner: Family, spec: WindowSpec, columns: dict[str, T.StructField]) -> tuple[T.StructField, ...] | None:
+    """The fields of `spec`'s rows (the family's `FIELDS`) with their names
+    checked (`check_field_names`); None for a window posting events."""
+    if runner.fields is None:
+        return None
+    window, keys = split_groupwin(spec)
+    fields = tuple(runner.fields(window, columns, keys))
+    check_field_names(fields)
+    return fields
+
+
+def check_field_names(fields) -> None:
+    """Refuse a field named like a column the output has besides its fields
+    (the update key, `side`, `pos`, `error`, `window`, `pane_event`, the
+    numbered columns) or like another field ignoring case (Spark resolves
+    columns ignoring case), naming it and suggesting an alias."""
+    seen: dict[str, str] = {}
+    for field in fields:
+        folded = field.name.lower()
+        if folded in NOT_FIELDS:
+            raise UnsupportedWindow(
+                f"statement: the field {field.name!r} is named like the output column {folded!r} "
+                f"({', '.join(sorted(NOT_FIELDS))}); name it with `as` (for example `as {field.name}_value`)")
+        if folded in seen:
+            twin = seen[folded]
+            same = "has the same name as" if twin == field.name else "differs only in case from"
+            raise UnsupportedWindow(f"statement: the field {field.name!r} {same} the field {twin!r}, and an output "
+                                    "column needs a name of its own ignoring case; name one with `as`")
+        seen[folded] = field.name
+
+
+def finalize(posted: DataFrame, validated: DataFrame, ctx: Context,
+             fields: tuple[T.StructField, ...] | None = None) -> DataFrame:
+    """Posts -> output rows: the update key, `pos` as (due, slot, n), and
+    then the properties (joined back by id only where the family's rows
+    lack them), or a row-posting family's fields, each checked to have its
+    declared type (a plan and `output_schema` that disagree fail here)."""
+    if fields is not None:
+        return _finalize_rows(posted, ctx, fields)
     missing = [p for p in ctx.properties if p not in posted.columns]
     if missing:
         props = events(validated).select("trace_id", "id", *missing)
         posted = posted.join(props, ["trace_id", "id"], "left")
-    pos = ("CASE WHEN side IS NOT NULL THEN named_struct('due', CAST(slot_due AS BIGINT), "
-           "'slot', CAST(slot AS BIGINT), 'n', CAST(pos AS BIGINT)) END AS pos")
-    values = "`values`" if "values" in posted.columns else "CAST(NULL AS STRING) AS `values`"
-    error = "error" if "error" in posted.columns else "CAST(NULL AS STRING) AS error"
+    legacy = ["`values`"] if "values" in posted.columns else []  # a family not yet posting typed fields
+    return posted.selectExpr(*_key(posted), "id", *legacy, _error(posted), *(quoted(p) for p in ctx.properties),
+                             *_pane(posted))
+
+
+_POS = ("CASE WHEN side IS NOT NULL THEN named_struct('due', CAST(slot_due AS BIGINT), "
+        "'slot', CAST(slot AS BIGINT), 'n', CAST(pos AS BIGINT)) END AS pos")
+
+
+def _key(posted: DataFrame) -> list[str]:
+    """SQL: the update key, `side` and `pos` of a family's rows."""
     ordinal = "CAST(ordinal AS INT) AS ordinal" if "ordinal" in posted.columns else "CAST(0 AS INT) AS ordinal"
-    # a pane window's bounds (eKuiper): the optional `window` column, after the others
-    pane = (["CASE WHEN wend IS NOT NULL THEN named_struct('start', wstart, 'end', wend) END AS window"]
+    return ["trace_id", "seq AS after", "CAST(phase AS INT) AS phase", "time", ordinal, "side", _POS]
+
+
+def _error(posted: DataFrame) -> str:
+    return "error" if "error" in posted.columns else "CAST(NULL AS STRING) AS error"
+
+
+def _pane(posted: DataFrame) -> list[str]:
+    """A pane window's bounds (eKuiper): the optional `window` column."""
+    return (["CASE WHEN wend IS NOT NULL THEN named_struct('start', wstart, 'end', wend) END AS window"]
             if "wend" in posted.columns else [])
-    return posted.selectExpr(
-        "trace_id", "seq AS after", "CAST(phase AS INT) AS phase", "time", ordinal, "side", pos,
-        "id", values, error, *(quoted(p) for p in ctx.properties), *pane,
-    )
+
+
+def _finalize_rows(posted: DataFrame, ctx: Context, fields: tuple[T.StructField, ...]) -> DataFrame:
+    """A row-posting family's output: the key, `side`, `pos`, `error`, a
+    pane's `window` and, where an eKuiper query posts its panes' rows,
+    `pane_event`; then the fields (`#field<i>`) under their names."""
+    types = {f.name: f.dataType for f in posted.schema.fields}
+    for n, field in enumerate(fields):
+        found = types.get(f"#field{n}")
+        if found != field.dataType:
+            raise AssertionError(f"the plan's field {field.name!r} is {found and found.simpleString()}, "
+                                 f"but its declared type is {field.dataType.simpleString()}")
+    pane_event = ["id AS pane_event"] if ctx.pane_rows and "wend" in posted.columns else []
+    own = [F.expr(sql) for sql in (*_key(posted), _error(posted), *_pane(posted), *pane_event)]
+    return posted.select(*own, *(F.col(f"`#field{n}`").alias(f.name, metadata=f.metadata)
+                                 for n, f in enumerate(fields)))
+
+
+_KEY_TYPES = (("trace_id", T.StringType()), ("after", T.LongType()), ("phase", T.IntegerType()),
+              ("time", T.LongType()), ("ordinal", T.IntegerType()), ("side", T.StringType()),
+              ("pos", T.StructType([T.StructField(n, T.LongType()) for n in ("due", "slot", "n")])))
+_PANE = T.StructType([T.StructField("start", T.LongType()), T.StructField("end", T.LongType())])
+_TYPE_NAMES = {"long": T.LongType(), "bigint": T.LongType(), "int": T.IntegerType(), "integer": T.IntegerType(),
+               "double": T.DoubleType(), "float": T.FloatType(), "string": T.StringType(),
+               "boolean": T.BooleanType()}
+
+
+def output_schema(spec: WindowSpec, columns) -> T.StructType:
+    """The schema of `spec`'s output over an input whose property columns
+    are `columns` (a StructType, or a mapping of name to a Spark type or its
+    name: `"double"`), found without running anything. A window posting
+    events: OUTPUT_COLUMNS, then the properties; one posting rows (a
+    statement, a derived-value window): ROW_OUTPUT_COLUMNS, an eKuiper pane's
+    `window` and a query's `pane_event`, then its fields. Raises
+    `InvalidFrame` for a property the window reads that `columns` lacks."""
+    given = _columns(columns)
+    read_off_rows = row_fields(spec)
+    variables = [n for n in spec_expression_names(spec) if n not in read_off_rows and n != "id"]
+    for name in spec_properties(spec):
+        if name not in given and name not in variables:
+            raise InvalidFrame(f"the window reads property {name!r}, but the columns have no {name!r}")
+    props = {**given, **{n: T.StructField(n, T.StringType()) for n in variables if n not in given}}
+    runner = family_of(spec)
+    fields = _fields(runner, spec, props)
+    key = [T.StructField(name, kind) for name, kind in _KEY_TYPES]
+    pane = [T.StructField("window", _PANE)] if runner.panes else []
+    error = T.StructField("error", T.StringType())
+    if fields is None:
+        return T.StructType([*key, T.StructField("id", T.StringType()), error, *props.values(), *pane])
+    query = isinstance(spec, Statement)
+    pane_event = [T.StructField("pane_event", T.StringType())] if runner.panes and query else []
+    return T.StructType([*key, error, *pane, *pane_event, *fields])
+
+
+def _columns(columns) -> dict[str, T.StructField]:
+    """`output_schema`'s columns as StructFields, the input's own columns left out."""
+    if isinstance(columns, T.StructType):
+        found = list(columns.fields)
+    else:
+        found = []
+        for name, kind in dict(columns).items():
+            if isinstance(kind, str):
+                if kind.lower() not in _TYPE_NAMES:
+                    raise InvalidFrame(f"column {name!r}: {kind!r} is not a type name ({', '.join(_TYPE_NAMES)})")
+                kind = _TYPE_NAMES[kind.lower()]
+            found.append(T.StructField(name, kind))
+    return {f.name: f for f in found if f.name not in BASE_COLUMNS}
 
 
 def numbered(output: DataFrame) -> DataFrame:
@@ -176,4 +294,4 @@ def numbered(output: DataFrame) -> DataFrame:
     )
 
 
-__all__ = ["OUTPUT_COLUMNS", "apply", "check_input", "family_of", "finalize", "numbered", "split_groupwin"]
+__all__ = ["OUTPUT_COLUMNS", "ROW_OUTPUT_COLUMNS", "apply", "output_schema", "check_input", "family_of", "finalize", "numbered", "split_groupwin"]

@@ -301,6 +301,13 @@ class Statement(Spec):
         return all(_outside_aggregates_only_keys(item.expression, self.keys) for item in self.select)
 
     @property
+    def posts_events(self) -> bool:
+        """Whether the statement posts the window's events, not rows of
+        fields: a select of the item alone where rows are posted per
+        activation (Apama's `select v`, `oracle.windows.stream_query`)."""
+        return self.rules.posted == "activation" and all(item.expression is None for item in self.select)
+
+    @property
     def shape(self) -> str:
         """Which of Esper's five processors the statement is (`SHAPES`; the rows
         it posts: `oracle.windows.statement`): `simple` (no aggregate),

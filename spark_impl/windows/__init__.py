@@ -39,8 +39,8 @@ A family returns one row per event it posts, with these columns:
 | pos      | the event's order among its sub-window's post's rows of that side (a     |
 |          | long; the posted event's seq where the post is in arrival order)         |
 | id       | the posted event's id                                                    |
-| values   | optional: a derived-value window's posted row as a JSON object (its `id` |
-|          | null); a family posting events leaves the column out                     |
+| #field<i>| a row-posting family (below): the row's i-th field, typed as declared;  |
+|          | `id` null (an eKuiper query's pane rows: the pane's event, fields null)  |
 | error    | optional: on a row of side 'error', the rejected item's message (a keyed |
 |          | window's duplicate insert, ...); a family that rejects nothing leaves it |
 |          | out                                                                      |
@@ -48,6 +48,17 @@ A family returns one row per event it posts, with these columns:
 |          | eKuiper pane window: panes closing together); absent: 0                  |
 | wstart,  | optional: a pane's reported start and end (eKuiper); the output's        |
 | wend     | `window` struct                                                          |
+
+A family whose specs post rows of fields (a statement, a derived-value
+window) has a table `FIELDS`, spec class -> a function
+
+    (spec, columns: dict[str, StructField], group_keys) -> tuple[StructField, ...]
+
+giving the rows' fields in order (their public names, Spark types as the
+engine types each, metadata `frames.JSON_TEXT` on a field holding JSON text)
+from the input's property columns, without running anything; its posts
+carry field i as column `#field<i>` of exactly that type. A module whose
+windows report pane bounds (`wstart`, `wend`) sets `PANE_BOUNDS = True`.
 
 The pipeline turns these into the public output: one update per distinct
 (trace_id, seq, phase, time), a side's rows ordered by (slot_due, slot, pos),
@@ -213,6 +224,8 @@ class Family:
 
     posts: Callable
     frame: Frame | TimeFrame | None = None
+    fields: Callable | None = None
+    panes: bool = False
 
 
 def family(spec: WindowSpec) -> Family:
@@ -228,4 +241,5 @@ def family(spec: WindowSpec) -> Family:
     if check is not None:
         check(spec)
     frame = getattr(module, "FRAMES", {}).get(type(spec))
-    return Family(module.POSTS[type(spec)], frame(spec) if frame is not None else None)
+    return Family(module.POSTS[type(spec)], frame(spec) if frame is not None else None,
+                  getattr(module, "FIELDS", {}).get(type(spec)), getattr(module, "PANE_BOUNDS", False))

@@ -676,3 +676,4 @@ def _count_pane(query, after_where, columns: tuple, json_names: frozenset[str]):
 
 POSTS = {Tumbling: pane_posts, Hopping: pane_posts, Sliding: pane_posts, Session: pane_posts,
          CountPanes: pane_posts, Statement: pane_posts}
+PANE_BOUNDS = True
