@@ -89,13 +89,15 @@ zero is null (decided in the oracle), a double `%` zero NaN. Kinds Esper
 refuses to combine (a string and a number, `min` of a boolean) are refused
 before planning, naming the expression.
 
-Rows go out as `values` JSON objects keyed by `Statement.field_names` (`*`:
-the event's id and its non-null properties), `id` null, the properties null.
+Rows go out as typed columns, one per field (`RowFields`: named by
+`Statement.field_names`, typed as Esper types each expression; `*` the
+event's `id` and its properties, or a derived-value window's row's fields),
+built in one struct per posted row and spread into the family contract's
+`#field<i>` columns.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -122,7 +124,7 @@ from spark_impl import clock
 from spark_impl.windows import Context, Frame, TimeFrame, family
 from spark_impl.windows.base import events, quoted
 from spark_impl.windows.derived import _fields as derived_fields
-from spark_impl.windows.derived import _num, several_posts
+from spark_impl.windows.derived import several_posts
 from spark_impl.windows.pane_query import sql_literal
 from spark_impl.windows.intersect import MEMBER_SHIFT
 
@@ -168,10 +170,6 @@ def _column_kind(field: T.StructField) -> str:
     if field.metadata.get(JSON_TEXT):
         return "other"
     return "null" if field.metadata.get(NO_VALUES) else _kind_of(field.dataType)
-
-
-def _string(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _double(sql: str, kind: str) -> str:
@@ -272,24 +270,89 @@ def _java_divide(a: str, b: str) -> str:
     return f"(CASE WHEN {b} = 0 THEN CASE WHEN {a} = 0 OR isnan({a}) THEN double('NaN') ELSE {infinity} END ELSE {a} / {b} END)"
 
 
-# --------------------------------------------------------------------------- JSON rows
+# --------------------------------------------------------------------------- the rows' fields and types
+
+#: a value kind's column type; a field that is always null (a `null` literal, a property no event gives) a string
+_FIELD_TYPES = {"long": T.LongType(), "double": T.DoubleType(), "string": T.StringType(), "boolean": T.BooleanType(),
+                "null": T.StringType()}
 
 
-def _field(name: str, sql: str, kind: str, raw: bool = False) -> str:
-    """SQL: `"name":value` (null kept)."""
-    key = _string(json.dumps(name) + ":")
-    if raw:
-        text = f"coalesce({sql}, 'null')"
-    elif kind == "double":
-        text = f"coalesce({_num(sql)}, 'null')"
-    elif kind in ("long", "boolean"):
-        text = f"coalesce(CAST({sql} AS STRING), 'null')"
-    elif kind == "null":
-        text = "'null'"
-    else:
-        text = f"coalesce(to_json(array({sql})), '[null]')"
-        text = f"substring({text}, 2, length({text}) - 2)"
-    return f"concat({key}, {text})"
+def _aggregate_kind(node: Aggregate, argument: str) -> str:
+    """Esper's type of an aggregate over an argument of kind `argument`
+    ("Aggregation Functions"): `count` a long, `sum` of a double a double
+    and of an integer a long, `avg` a double, `min` and `max` the
+    argument's type."""
+    if node.function == "count":
+        return "long"
+    if node.function == "sum":
+        return "double" if argument == "double" else "long"
+    return "double" if node.function == "avg" else argument
+
+
+class RowFields:
+    """A statement's output fields (`Statement.field_names`) and what each
+    reads, typed as Esper types them: a property its column's type (an
+    `int` column stays `int`); an expression by Java's rules (`JavaSql`'s
+    kinds: an aggregate by `_aggregate_kind`, `+ - * %` of two integers a
+    long, of a double a double, `/` a double, comparisons and `and`/`or`
+    booleans); `*` the event's `id` and every property column (over a
+    derived-value window: its row's fields, `_row_schema`). The rows the
+    statement reads are the events' columns, or a derived-value window's
+    rows' (`kinds`)."""
+
+    def __init__(self, spec: Statement, columns: dict[str, T.StructField]):
+        self.spec = spec
+        window = spec.window.window if isinstance(spec.window, GroupWin) else spec.window
+        self.derived = window if isinstance(window, DERIVED_WINDOWS) else None
+        self.event_columns = columns
+        self.row_schema = (_row_schema(self.derived, spec.window, columns) if self.derived is not None else None)
+        self.columns = columns if self.row_schema is None else {f.name: f for f in self.row_schema.fields}
+        self.kinds = {name: _column_kind(f) for name, f in self.columns.items()}
+
+    def aggregate_kinds(self) -> dict:
+        """Each aggregate's kind (`_aggregate_kind` of its argument's)."""
+        java = JavaSql(self.kinds)
+        found = {}
+        for node in _aggregate_nodes(self.spec):
+            argument = java.value(node.argument)[1] if node.argument is not None else "long"
+            found[node] = _aggregate_kind(node, argument)
+        return found
+
+    def sources(self) -> list[tuple[T.StructField, Any]]:
+        """Each output field and what it reads: a column's name (`*`, a
+        property) or an expression node."""
+        spec, out = self.spec, []
+        for_all = spec.shape == "row_for_all"
+        java = JavaSql(self.kinds, {node: ("NULL", kind) for node, kind in self.aggregate_kinds().items()},
+                       event=not for_all)
+        for item, name in zip(spec.select, spec.field_names):
+            node = item.expression
+            if node is None:
+                named = ([] if self.derived is not None else [T.StructField("id", T.StringType())]) + [
+                    f for f in self.columns.values() if f.name != "id" or self.derived is not None]
+                out += [(T.StructField(f.name, f.dataType, metadata={JSON_TEXT: True} if f.metadata.get(JSON_TEXT) else {}),
+                         f.name) for f in named]
+            elif isinstance(node, Name) and not for_all and self.kinds.get(node.name) not in (None, "null", "other"):
+                found = self.columns[node.name]
+                out.append((T.StructField(name, found.dataType), node))
+            else:
+                out.append((T.StructField(name, _FIELD_TYPES[java.value(node)[1]]), node))
+        return out
+
+
+def _aggregate_nodes(spec: Statement) -> list[Aggregate]:
+    """The statement's aggregates (its select items' and HAVING's), each once, in order."""
+    found = []
+    for node in [*(i.expression for i in spec.select if i.expression is not None), spec.having]:
+        for inner in expression_nodes(node) if node is not None else ():
+            if isinstance(inner, Aggregate) and inner not in found:
+                found.append(inner)
+    return found
+
+
+def statement_fields(spec: Statement, columns: dict[str, T.StructField], group_keys=()) -> tuple[T.StructField, ...]:
+    """The family contract's `FIELDS` (`RowFields`)."""
+    return tuple(field for field, _ in RowFields(spec, columns).sources())
 
 
 # --------------------------------------------------------------------------- the plan
@@ -318,22 +381,14 @@ class _Plan:
         self.spec, self.ctx = spec, ctx
         # what the stream filter reads: the events; what the rest reads: the window's rows (events, or a
         # derived-value window's rows, their fields parsed from its `values`)
-        self.event_kinds = {f.name: _column_kind(f) for f in items.schema.fields if f.name in ctx.properties}
-        window = _window(spec, ctx)[0]
-        self.derived = window if isinstance(window, DERIVED_WINDOWS) else None
-        self.row_schema = _row_schema(self.derived, spec.window, items, ctx) if self.derived is not None else None
-        self.kinds = self.event_kinds if self.row_schema is None else {
-            f.name: _column_kind(f) for f in self.row_schema.fields}
-        self.types = {f.name: f.dataType.simpleString() for f in items.schema.fields}
+        columns = {f.name: f for f in items.schema.fields if f.name in ctx.properties}
+        self.event_kinds = {name: _column_kind(f) for name, f in columns.items()}
+        self.fields = RowFields(spec, columns)
+        self.derived, self.row_schema, self.kinds = self.fields.derived, self.fields.row_schema, self.fields.kinds
         # whether the window may post as removed what it never inserted (`Spec.REMOVES_UNENTERED`)
         self.unentered = any(type(inner).REMOVES_UNENTERED for inner in nested_specs(spec.window))
-        self.json_text = frozenset(f.name for f in items.schema.fields if f.metadata.get(JSON_TEXT))
         self.items = self._filtered(items)
-        found = []
-        for node in [*(i.expression for i in spec.select if i.expression is not None), spec.having]:
-            for inner in expression_nodes(node) if node is not None else ():
-                if isinstance(inner, Aggregate) and inner not in found:
-                    found.append(inner)
+        found = _aggregate_nodes(spec)
         if spec.rules.posted == "store" and _SIZE not in found:
             found.append(_SIZE)  # an aggregation window needs each group's size: is the group empty?
         self.aggregates = tuple(found)
@@ -672,7 +727,7 @@ class _Plan:
             rows, found = self._valued(rows, state)
             java = JavaSql(self.kinds, found, event=not for_all)
             typed = tuple(f"CAST({sql} AS {'INT' if n == 1 else 'BIGINT'})" for n, sql in enumerate(key))
-            out.append((which, self._kept(posts, java), self.row_json(java), typed))
+            out.append((which, self._kept(posts, java), self.row_struct(java), typed))
         return self._posted(rows, out, None)
 
     def _by_post(self, rows: DataFrame, group_rows: bool, counted: list, summed: list, doubles: list) -> DataFrame:
@@ -836,38 +891,15 @@ class _Plan:
 
     # -- rows
 
-    def row_json(self, java: JavaSql) -> str:
-        """SQL: the row's JSON object. Of computed values only, Spark's `to_json`
-        writes it (nulls kept) where every double is finite; Java's NaN and
-        infinities are bare words in the rows, which `to_json` would quote."""
-        if all(item.expression is not None for item in self.spec.select):
-            fields = [(name, *java.value(item.expression)) for item, name in zip(self.spec.select, self.spec.field_names)]
-            struct = ", ".join(f"{_string(name)}, {'CAST(NULL AS STRING)' if kind == 'null' else sql}"
-                               for name, sql, kind in fields)
-            written = f"to_json(named_struct({struct}), map('ignoreNullFields', 'false'))"
-            finite = [f"isnan({sql}) OR abs({sql}) = double('Infinity')" for _, sql, kind in fields if kind == "double"]
-            if not finite:
-                return written
-            return f"CASE WHEN coalesce({' OR '.join(finite)}, false) THEN {self._joined(java)} ELSE {written} END"
-        return self._joined(java)
-
-    def _joined(self, java: JavaSql) -> str:
-        """SQL: the row's JSON object, its fields joined as text."""
-        pieces = []
-        for item, name in zip(self.spec.select, self.spec.field_names):
-            if item.expression is None and self.derived is not None:  # the row's fields, as the window wrote them
-                pieces.append("CASE WHEN `#rj` <> '{}' THEN substring(`#rj`, 2, length(`#rj`) - 2) END")
-            elif item.expression is None:
-                pieces.append(_field("id", "id", "string"))
-                for prop in self.ctx.properties:
-                    if prop in self.kinds:
-                        sql = quoted(prop)
-                        pieces.append(f"CASE WHEN {sql} IS NOT NULL THEN "
-                                      f"{_field(prop, sql, self.kinds[prop], prop in self.json_text)} END")
-            else:
-                sql, kind = java.value(item.expression)
-                pieces.append(_field(name, sql, kind))
-        return f"concat('{{', concat_ws(',', {', '.join(pieces)}), '}}')"
+    def row_struct(self, java: JavaSql) -> str:
+        """SQL: the row's fields (`RowFields`) as a struct, field i `f<i>`
+        cast to its declared type, its expressions read with `java`'s
+        values; a column (`*`, a property) read as is."""
+        parts = []
+        for n, (field, source) in enumerate(self.fields.sources()):
+            sql = quoted(source) if isinstance(source, str) else java.value(source)[0]
+            parts.append(f"'f{n}', CAST({sql} AS {field.dataType.simpleString()})")
+        return f"named_struct({', '.join(parts)})"
 
     def output(self) -> DataFrame:
         spec = self.spec
@@ -889,24 +921,24 @@ class _Plan:
         out = []  # (new or old, SQL: whether the row posts it, SQL: its JSON)
         if not spec.aggregates:
             java = JavaSql(self.kinds)
-            out = [("new", self._kept("side = 'insert'", java), self.row_json(java)),
-                   ("old", self._kept("side = 'remove'", java), self.row_json(java))]
+            out = [("new", self._kept("side = 'insert'", java), self.row_struct(java)),
+                   ("old", self._kept("side = 'remove'", java), self.row_struct(java))]
         elif grouped_rows or for_all:
             rows, found = self._valued(rows)
             after = JavaSql(self.kinds, found, event=not for_all)
             empty = JavaSql(self.kinds, self.empty_values(), event=not for_all)
-            rows = rows.selectExpr("*", f"{self.row_json(after)} AS `#jn`", f"{self._kept('true', after)} AS `#hn`")
+            rows = rows.selectExpr("*", f"{self.row_struct(after)} AS `#jn`", f"{self._kept('true', after)} AS `#hn`")
             out = [("new", "`#hn`", "`#jn`")]
             if "old" in wanted:  # the state before the post: the group's previous post's new row, else nothing's
                 previous = f"OVER (PARTITION BY {self._group()} ORDER BY {self.post_order})"
                 rows = rows.selectExpr("*", f"lag(`#jn`) {previous} AS `#jp`", f"lag(`#hn`) {previous} AS `#hp`")
                 out.append(("old", f"CASE WHEN `#jp` IS NULL THEN {self._kept('true', empty)} ELSE `#hp` END",
-                            f"coalesce(`#jp`, {self.row_json(empty)})"))
+                            f"coalesce(`#jp`, {self.row_struct(empty)})"))
         else:
             rows, found = self._valued(rows)
             java = JavaSql(self.kinds, found)
-            out = [("new", self._kept("side = 'insert'", java), self.row_json(java)),
-                   ("old", self._kept("side = 'remove'", java), self.row_json(java))]
+            out = [("new", self._kept("side = 'insert'", java), self.row_struct(java)),
+                   ("old", self._kept("side = 'remove'", java), self.row_struct(java))]
         if grouped_rows or for_all:
             place = _GROUP_PLACE if grouped_rows else _POST_PLACE
         else:
@@ -927,16 +959,18 @@ class _Plan:
             if which not in wanted:
                 continue
             side = "'remove'" if which == "old" and self.spec.selector == "irstream" else "'insert'"
-            fields = [f"'side', {side}", f"'json', CASE WHEN {keep} THEN {text} END"]
+            fields = [f"'side', {side}", f"'row', CASE WHEN {keep} THEN {text} END"]
             fields += [f"'k{n}', {sql}" for n, sql in enumerate(key if place is None else ())]
             structs.append(f"named_struct({', '.join(fields)})")
-        posted = rows.selectExpr("*", f"explode(array({', '.join(structs)})) AS `#o`").where("`#o`.json IS NOT NULL")
+        posted = rows.selectExpr("*", f"explode(array({', '.join(structs)})) AS `#o`").where("`#o`.row IS NOT NULL")
         names = ("seq", "phase", "time", "slot_due", "slot", "pos")
         key = (["seq", "phase", "time", *place] if place is not None else
                [f"`#o`.k{n} AS {name}" for n, name in enumerate(names)])
-        nulls = [f"CAST(NULL AS {self._type(p)}) AS {quoted(p)}" for p in self.ctx.properties]
-        return posted.selectExpr("trace_id", *key, "`#o`.side AS side", "CAST(NULL AS STRING) AS id",
-                                 "`#o`.json AS `values`", *nulls)
+        return posted.selectExpr("trace_id", *key, "`#o`.side AS side", *self._field_columns("`#o`.row"))
+
+    def _field_columns(self, struct: str) -> list[str]:
+        """SQL: a `row_struct`'s fields as the family contract's `#field<i>` columns."""
+        return [f"{struct}.f{n} AS `#field{n}`" for n in range(len(self.fields.sources()))]
 
     def _kept(self, condition: str, java: JavaSql) -> str:
         """SQL: the condition, and HAVING (where there is one) read with `java`'s values."""
@@ -954,20 +988,15 @@ class _Plan:
         size = self.values()[_SIZE][0]
         held = f"{size} > 0" if spec.having is None else f"{size} > 0 AND {after.truth(spec.having)}"
         in_order = f"PARTITION BY {self._group()} ORDER BY {self.post_order}"  # a row per (group, post)
-        rows = rows.selectExpr("*", f"{held} AS `#in`", f"{self.row_json(after)} AS `#json`")
+        rows = rows.selectExpr("*", f"{held} AS `#in`", f"{self.row_struct(after)} AS `#rs`")
         before = f"OVER ({in_order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
         rows = rows.selectExpr("*", f"coalesce(last_value(CASE WHEN `#row` THEN `#in` END, true) {before}, false) AS `#was`",
-                               f"last_value(CASE WHEN `#row` THEN `#json` END, true) {before} AS `#stored`")
+                               f"last_value(CASE WHEN `#row` THEN `#rs` END, true) {before} AS `#stored`")
         posted = rows.where("`#row` AND (`#in` OR `#was`)").selectExpr(
             "*", "CASE WHEN NOT `#in` THEN 'remove' WHEN `#was` THEN 'update' ELSE 'insert' END AS `#side`",
-            "CASE WHEN `#in` THEN `#json` ELSE `#stored` END AS `#value`")
-        nulls = [f"CAST(NULL AS {self._type(p)}) AS {quoted(p)}" for p in self.ctx.properties]
+            "CASE WHEN `#in` THEN `#rs` ELSE `#stored` END AS `#value`")
         return posted.selectExpr(
-            "trace_id", "seq", "phase", "time", *_GROUP_PLACE, "`#side` AS side", "CAST(NULL AS STRING) AS id",
-            "`#value` AS `values`", *nulls)
-
-    def _type(self, prop: str) -> str:
-        return self.types[prop]
+            "trace_id", "seq", "phase", "time", *_GROUP_PLACE, "`#side` AS side", *self._field_columns("`#value`"))
 
 
 #: a double sum's values apart from the finite ones, counted since the last reset (`_total`), as they move the
@@ -1030,12 +1059,12 @@ def _total(finite: str, codes: str | None = None) -> str:
             f"WHEN {plus} THEN double('Infinity') WHEN {minus} THEN double('-Infinity') ELSE {finite} END")
 
 
-def _row_schema(derived, window, items: DataFrame, ctx: Context) -> T.StructType:
+def _row_schema(derived, window, columns: dict[str, T.StructField]) -> T.StructType:
     """The rows of a derived-value window as a statement reads them: its
     fields (`FIELDS`: counts long, statistics double), its additional
     properties and, under `#groupwin`, the keys, with the events' column
     types (an additional property named like a field replaces it)."""
-    types = {f.name: f for f in items.schema.fields}
+    types = columns
 
     def column(name: str) -> T.StructField:
         if name == "id":
@@ -1046,7 +1075,7 @@ def _row_schema(derived, window, items: DataFrame, ctx: Context) -> T.StructType
 
     fields = {name: T.StructField(name, T.LongType() if kind == "long" else T.DoubleType())
               for name, (kind, _) in derived_fields(derived).items()}
-    named = [*derived.extra, *(("id", *ctx.properties) if derived.all_properties else ())]
+    named = [*derived.extra, *(("id", *columns) if derived.all_properties else ())]
     named += list(window.keys) if isinstance(window, GroupWin) else []
     for name in named:
         if name in derived.FIELDS and name not in derived.CHECKED_FIELDS:
@@ -1086,3 +1115,4 @@ def statement(items: DataFrame, spec: Statement, ctx: Context) -> DataFrame:
 
 POSTS = {Statement: statement}
 CHECKS = {Statement: check}
+FIELDS = {Statement: statement_fields}
