@@ -98,7 +98,7 @@ def apply_window(trace_df, window: str | WindowSpec, dialect: str = "esper", *, 
     return pipeline.numbered(out) if numbered else out
 
 
-def output_schema(window: str | WindowSpec, columns, dialect: str = "esper"):
+def output_schema(window: str | WindowSpec, columns, dialect: str = "esper", *, pane_rows: bool = True):
     """The StructType `apply_window` and `apply_window_to_events` give for
     `window` over an input whose property columns are `columns` (a
     StructType, such as an input frame's schema, or a mapping of name to a
@@ -107,8 +107,9 @@ def output_schema(window: str | WindowSpec, columns, dialect: str = "esper"):
     events: OUTPUT_COLUMNS, then the properties as given; a statement or a
     derived-value window: ROW_OUTPUT_COLUMNS (an eKuiper query: then `window`
     and `pane_event`), then one column per field, typed by the engine's rules
-    (README, "Statements")."""
-    return pipeline.output_schema(_spec(window, dialect), columns)
+    (README, "Statements"). `pane_rows`: as `apply_window`'s (an eKuiper
+    query without its panes' rows has no `pane_event`)."""
+    return pipeline.output_schema(_spec(window, dialect), columns, pane_rows=pane_rows)
 
 
 def unsupported(spec: WindowSpec) -> str | None:

@@ -435,10 +435,13 @@ def posts_rows(spec: WindowSpec) -> bool:
 def named_fields(spec: WindowSpec) -> tuple[str, ...]:
     """The fields of `spec`'s rows it names itself: a statement's select
     items other than `*` (and, for its `*` over a derived-value window,
-    that window's); a derived-value window's fields, additional
+    that window's; none where the engine's rows hold no null field,
+    `Rules.null_fields`); a derived-value window's fields, additional
     properties and `#groupwin` keys. A row's other fields are the event's
     properties `*` copies, which a row holds only where they are not null."""
     if isinstance(spec, Statement):
+        if not spec.rules.null_fields:  # no field of a row is null: every null is an absent field
+            return ()
         named = tuple(n for n in spec.field_names if n is not None)
         star = any(n is None for n in spec.field_names) and posts_rows(spec.window)
         return named + (named_fields(spec.window) if star else ())  # `*` over a derived window's rows

@@ -145,39 +145,43 @@ def apply(trace_df: DataFrame, spec: WindowSpec, *, jumps: bool = True, pane_row
     return finalize(runner.posts(validated, window, ctx), validated, ctx, fields)
 
 
-def _fields(runner: Family, spec: WindowSpec, columns: dict[str, T.StructField]) -> tuple[T.StructField, ...] | None:
-    """The fields of `spec`'s rows (the family's `FIELDS`) with their names
-    checked (`check_field_names`); None for a window posting events."""
+def _fields(runner: Family, spec: WindowSpec, columns: dict[str, T.StructField]) -> tuple[tuple[T.StructField, int], ...] | None:
+    """The output fields of `spec`'s rows and the index of the family's
+    field each holds (`FIELDS`, named by `output_fields`); None for a
+    window posting events."""
     if runner.fields is None:
         return None
     window, keys = split_groupwin(spec)
-    fields = tuple(runner.fields(window, columns, keys))
-    check_field_names(fields)
-    return fields
+    return output_fields(tuple(runner.fields(window, columns, keys)))
 
 
-def check_field_names(fields) -> None:
-    """Refuse a field named like a column the output has besides its fields
-    (the update key, `side`, `pos`, `error`, `window`, `pane_event`, the
-    numbered columns) or like another field ignoring case (Spark resolves
-    columns ignoring case), naming it and suggesting an alias."""
-    seen: dict[str, str] = {}
-    for field in fields:
+def output_fields(fields) -> tuple[tuple[T.StructField, int], ...]:
+    """A row's fields as output columns, each with the index of the field it
+    holds. Two fields of one name are one column, in the first one's place,
+    holding the later one's value (a row is a map of names: `select *,
+    price` holds `price` once, and a later item of a name replaces an
+    earlier one, as the engines' rows do). Refused, naming the field and
+    suggesting an alias: a field named like a column the output has besides
+    its fields (the update key, `side`, `pos`, `error`, `window`,
+    `pane_event`, the numbered columns), and two fields whose names differ
+    only in case (Spark resolves columns ignoring case)."""
+    placed: dict[str, tuple[T.StructField, int]] = {}
+    for index, field in enumerate(fields):
         folded = field.name.lower()
         if folded in NOT_FIELDS:
             raise UnsupportedWindow(
                 f"statement: the field {field.name!r} is named like the output column {folded!r} "
                 f"({', '.join(sorted(NOT_FIELDS))}); name it with `as` (for example `as {field.name}_value`)")
-        if folded in seen:
-            twin = seen[folded]
-            same = "has the same name as" if twin == field.name else "differs only in case from"
-            raise UnsupportedWindow(f"statement: the field {field.name!r} {same} the field {twin!r}, and an output "
-                                    "column needs a name of its own ignoring case; name one with `as`")
-        seen[folded] = field.name
+        twin = placed.get(folded)
+        if twin is not None and twin[0].name != field.name:
+            raise UnsupportedWindow(f"statement: the field {field.name!r} differs only in case from the field "
+                                    f"{twin[0].name!r}, and Spark resolves columns ignoring case; name one with `as`")
+        placed[folded] = (field, index)
+    return tuple(placed.values())
 
 
 def finalize(posted: DataFrame, validated: DataFrame, ctx: Context,
-             fields: tuple[T.StructField, ...] | None = None) -> DataFrame:
+             fields: tuple[tuple[T.StructField, int], ...] | None = None) -> DataFrame:
     """Posts -> output rows: the update key, `pos` as (due, slot, n), and
     then the properties (joined back by id only where the family's rows
     lack them), or a row-posting family's fields, each checked to have its
@@ -213,20 +217,19 @@ def _pane(posted: DataFrame) -> list[str]:
             if "wend" in posted.columns else [])
 
 
-def _finalize_rows(posted: DataFrame, ctx: Context, fields: tuple[T.StructField, ...]) -> DataFrame:
+def _finalize_rows(posted: DataFrame, ctx: Context, fields: tuple[tuple[T.StructField, int], ...]) -> DataFrame:
     """A row-posting family's output: the key, `side`, `pos`, `error`, a
     pane's `window` and, where an eKuiper query posts its panes' rows,
     `pane_event`; then the fields (`#field<i>`) under their names."""
     types = {f.name: f.dataType for f in posted.schema.fields}
-    for n, field in enumerate(fields):
+    for field, n in fields:
         found = types.get(f"#field{n}")
         if found != field.dataType:
             raise AssertionError(f"the plan's field {field.name!r} is {found and found.simpleString()}, "
                                  f"but its declared type is {field.dataType.simpleString()}")
     pane_event = ["id AS pane_event"] if ctx.pane_rows and "wend" in posted.columns else []
     own = [F.expr(sql) for sql in (*_key(posted), _error(posted), *_pane(posted), *pane_event)]
-    return posted.select(*own, *(F.col(f"`#field{n}`").alias(f.name, metadata=f.metadata)
-                                 for n, f in enumerate(fields)))
+    return posted.select(*own, *(F.col(f"`#field{n}`").alias(f.name, metadata=f.metadata) for f, n in fields))
 
 
 _KEY_TYPES = (("trace_id", T.StringType()), ("after", T.LongType()), ("phase", T.IntegerType()),
@@ -238,7 +241,7 @@ _TYPE_NAMES = {"long": T.LongType(), "bigint": T.LongType(), "int": T.IntegerTyp
                "boolean": T.BooleanType()}
 
 
-def output_schema(spec: WindowSpec, columns) -> T.StructType:
+def output_schema(spec: WindowSpec, columns, *, pane_rows: bool = True) -> T.StructType:
     """The schema of `spec`'s output over an input whose property columns
     are `columns` (a StructType, or a mapping of name to a Spark type or its
     name: `"double"`), found without running anything. A window posting
@@ -261,8 +264,8 @@ def output_schema(spec: WindowSpec, columns) -> T.StructType:
     if fields is None:
         return T.StructType([*key, T.StructField("id", T.StringType()), error, *props.values(), *pane])
     query = isinstance(spec, Statement)
-    pane_event = [T.StructField("pane_event", T.StringType())] if runner.panes and query else []
-    return T.StructType([*key, error, *pane, *pane_event, *fields])
+    pane_event = [T.StructField("pane_event", T.StringType())] if runner.panes and query and pane_rows else []
+    return T.StructType([*key, error, *pane, *pane_event, *(f for f, _ in fields)])
 
 
 def _columns(columns) -> dict[str, T.StructField]:

@@ -148,6 +148,10 @@ class Rules:
       named 'nosuch' is not valid in any stream"); a property some events lack
       reads null. Without it (eKuiper's schemaless streams) every name reads
       null where an event lacks it.
+    * `null_fields`: a row holds a field whose value is null (Esper's and
+      CCL's typed rows); without it (eKuiper's rows are maps, which leave a
+      nil out) a null field is absent from the row, as a property `*` copies
+      from an event that lacks it is everywhere.
     * `check`: what the engine refuses besides (`InvalidSpec`).
     """
 
@@ -161,6 +165,7 @@ class Rules:
     numeric_aggregates: bool = False
     where_into: tuple[type, ...] = ()
     declared_types: bool = False
+    null_fields: bool = True
     check: Callable[[Any], None] = lambda statement: None
 
     def __reduce__(self):
@@ -456,7 +461,7 @@ ESPER = Rules("esper", "statement/{shape}", aggregated="posts", posted="update",
 CCL = Rules("ccl", "statement/store", aggregated="posts", posted="store", values="java", names="text",
             windows=_store_window, declared_types=True, check=_check_store)
 KUIPER = Rules("kuiper", "query/{window}", aggregated="pane", posted="pane", values="go", names="function",
-               windows=lambda w: isinstance(w, PANE_WINDOWS), where_into=(Tumbling, Hopping, Session),
+               windows=lambda w: isinstance(w, PANE_WINDOWS), where_into=(Tumbling, Hopping, Session), null_fields=False,
                check=_check_kuiper)
 APAMA = Rules("apama", "stream_query", aggregated="contents", posted="activation", values=None, names="function",
               windows=lambda w: not isinstance(w, PANE_WINDOWS + DERIVED_WINDOWS), numeric_aggregates=True,
