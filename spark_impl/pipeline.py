@@ -24,7 +24,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from oracle.errors import UnsupportedWindow
-from oracle.model import OPCODES, GroupWin, Statement, WindowSpec, accepted_opcodes, spec_expression_names
+from oracle.model import (
+    OPCODES, GroupWin, Statement, WindowSpec, accepted_opcodes, spec_expression_names, unknown_property)
 from spark_impl.errors import InvalidFrame
 from spark_impl.frames import (
     BASE_COLUMNS, JSON_TEXT, KINDS, NO_VALUES, NOT_FIELDS, OUTPUT_COLUMNS, RESERVED, ROW_OUTPUT_COLUMNS, row_fields,
@@ -250,6 +251,10 @@ def output_schema(spec: WindowSpec, columns, *, pane_rows: bool = True) -> T.Str
     `window` and a query's `pane_event`, then its fields. Raises
     `InvalidFrame` for a property the window reads that `columns` lacks."""
     given = _columns(columns)
+    unknown = unknown_property(spec, list(given)) if isinstance(spec, Statement) else None
+    if unknown is not None:
+        raise InvalidFrame(f"the statement reads property {unknown!r}, but the columns have no {unknown!r}: the "
+                           f"{spec.rules.engine} dialect refuses a property its stream's type lacks")
     read_off_rows = row_fields(spec)
     variables = [n for n in spec_expression_names(spec) if n not in read_off_rows and n != "id"]
     for name in spec_properties(spec):

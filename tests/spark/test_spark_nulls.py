@@ -5,8 +5,6 @@ take the null fails the job naming the trace and seq."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from oracle.events import run_events
@@ -51,7 +49,7 @@ def test_a_stream_filter_keeps_the_nulls_from_the_intersection_on_both_engines(e
     engines run the trace, neither refuses it."""
     window = "select irstream * from E(ts >= 0)#ext_timed(ts, 1 sec)#length(3)"
     out = apply_window_to_events(events, window, order_col="n", time_col="t")
-    rows = [(r.after, r.side, json.loads(r["values"])["id"]) for r in out.orderBy("after", "side", "pos").collect()]
+    rows = [(r.after, r.side, r.id) for r in out.orderBy("after", "side", "pos").collect()]
     records = [{k: v for k, v in {"id": str(n), "n": n, "t": t, "symbol": s, "ts": ts}.items() if v is not None}
                for n, t, s, ts in ROWS]
     expected = [(u.after, side, row["id"]) for u in run_events(window, records, time="t")

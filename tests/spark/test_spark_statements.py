@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 
 import pytest
 
 from spark_impl import apply_window_to_events
+from spark_impl.frames import NOT_FIELDS
 
 EVENTS = [(n, n * 1000, n % 2, f"E{n}", float(n)) for n in range(6)]
 
@@ -34,8 +34,13 @@ def _sorts(frame) -> int:
     return _plan(frame).count("Sort [")
 
 
+def _fields(row, frame) -> dict:
+    """A typed output row's fields (the columns after the update key, side, pos and error)."""
+    return {name: row[name] for name in frame.columns if name not in NOT_FIELDS}
+
+
 def _rows(frame) -> list[tuple]:
-    return [(r.after, r.side, json.loads(r["values"])) for r in frame.orderBy("after", "side").collect()]
+    return [(r.after, r.side, _fields(r, frame)) for r in frame.orderBy("after", "side").collect()]
 
 
 def test_a_statement_grouped_by_its_sub_windows_reads_each_post_off_the_events(spark):
@@ -76,7 +81,7 @@ def test_a_statement_over_time_reads_each_arrival_and_expiry_off_the_events(spar
     frame = spark.createDataFrame(events, "n long, t long, k long, id string, price double")
     statement = "select irstream k, sum(price) as s, count(*) as n from E#time(2 sec) group by k"
     out = apply_window_to_events(frame, statement, order_col="n", time_col="t")
-    rows = [(r.after, r.phase, r.time, r.side, json.loads(r["values"]))
+    rows = [(r.after, r.phase, r.time, r.side, _fields(r, out))
             for r in out.orderBy("after", "phase", "time", "side").collect()]
     assert rows == [
         (0, 1, 0, "insert", {"k": 0, "s": 1.0, "n": 1}), (0, 1, 0, "remove", {"k": 0, "s": None, "n": 0}),
