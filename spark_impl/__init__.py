@@ -22,15 +22,16 @@ Output of `apply_window` / `apply_window_to_events`:
 |          |        | 'error' (a rejected item); null for an empty update (FORCE_UPDATE) |
 | pos      | struct | the row's order within its update's side: compare (due, slot, n)   |
 |          |        | as a tuple (null for an empty update)                             |
-| id       | string | the event's id (null on a derived-value row)                      |
-| values   | string | a derived-value window's or a statement's row (`#size`, `#uni`,    |
-|          |        | `select ...`) as a JSON                                           |
-|          |        | object, NaN and infinities written bare; null on event rows       |
+| id       | string | the event's id (a window posting events only)                     |
 | error    | string | on an 'error' row, the message naming the operation and the key;  |
 |          |        | null on other rows                                                |
 | window   | struct | eKuiper pane windows only: the pane's (start, end), ms; other      |
 |          |        | windows' output has no such column                                |
-| ...      | typed  | the event's properties                                            |
+| pane_event | string | an eKuiper query's pane rows (`pane_rows=True`): the pane's event |
+| ...      | typed  | a window posting events: the event's properties; a statement or a |
+|          |        | derived-value window (`#size`, `#uni`, `select ...`): one column  |
+|          |        | per field of its rows, typed by the engine's rules; the schema    |
+|          |        | without running: `output_schema`                                  |
 
 An update is identified by (trace_id, after, phase, time, ordinal), values each
 row computes on its own: no step counts updates over a trace. Updates of a

@@ -144,7 +144,9 @@ STATEMENTS = {
         "#groupwin(k)#length(10)",
     "esper: select irstream k, sum(price) as total, count(*) as cnt from E#time(10 sec) group by k": "#time(10 sec)",
 }
-TARGET_STATEMENT = 1.5
+#: each statement's target at 10 M, its time over its window's alone (issue 44)
+STATEMENT_TARGETS = dict(zip(STATEMENTS, (1.2, 1.5)))
+TARGET_STATEMENT = 1.5  # a statement given with --window
 #: the suffix of a query's workload run with `validate=False`
 UNCHECKED = " (validate=False)"
 #: the suffix of a window's workload through `apply_window` on a trace frame (`--trace-frame`)
@@ -214,7 +216,7 @@ def bare_rows(events):
                          F.col("t").alias("time"), F.lit(0).alias("ordinal"), F.explode(rows).alias("r")) \
         .where(F.col("r").isNotNull()) \
         .select("trace_id", "after", "phase", "time", "ordinal", "r.side", "r.pos", "r.id",
-                F.lit(None).cast("string").alias("values"), F.lit(None).cast("string").alias("error"),
+                F.lit(None).cast("string").alias("error"),
                 *(f"r.{p}" for p in props))
 
 
@@ -433,8 +435,9 @@ def table(rows: list[dict]) -> list[str]:
                      f"{r['vs_bare']:>7.2f} {scaling:>8} {exchanges_:>12s}  {verdict(r, largest)}".rstrip())
     for r in rows:
         if "vs_baseline" in r and r["window"].removesuffix(TRACED) in STATEMENTS:
-            met = "meets" if r["vs_baseline"] <= TARGET_STATEMENT else "MISSES"
-            target = f"target <= {TARGET_STATEMENT} at 10 M: {met}" if r["events"] == largest else "no target"
+            goal = STATEMENT_TARGETS.get(r["window"].removesuffix(TRACED), TARGET_STATEMENT)
+            met = "meets" if r["vs_baseline"] <= goal else "MISSES"
+            target = f"target <= {goal} at 10 M: {met}" if r["events"] == largest else "no target"
             lines.append(f"{r['window']} at {r['events']:,d}: {r['vs_baseline']:.2f} x the window alone, "
                          f"{r['baseline']} ({target})")
         elif "vs_baseline" in r:
