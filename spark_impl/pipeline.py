@@ -28,8 +28,8 @@ from oracle.model import (
     OPCODES, GroupWin, Statement, WindowSpec, accepted_opcodes, spec_expression_names, unknown_property)
 from spark_impl.errors import InvalidFrame
 from spark_impl.frames import (
-    BASE_COLUMNS, JSON_TEXT, KINDS, NO_VALUES, NOT_FIELDS, OUTPUT_COLUMNS, RESERVED, ROW_OUTPUT_COLUMNS, row_fields,
-    spec_properties)
+    BASE_COLUMNS, JSON_TEXT, KINDS, NO_VALUES, NOT_FIELDS, OUTPUT_COLUMNS, RESERVED, ROW_OUTPUT_COLUMNS, posts_rows,
+    row_fields, spec_properties)
 from spark_impl.windows import Context, Family, family
 from spark_impl.windows.base import events, quoted
 
@@ -149,8 +149,9 @@ def apply(trace_df: DataFrame, spec: WindowSpec, *, jumps: bool = True, pane_row
 def _fields(runner: Family, spec: WindowSpec, columns: dict[str, T.StructField]) -> tuple[tuple[T.StructField, int], ...] | None:
     """The output fields of `spec`'s rows and the index of the family's
     field each holds (`FIELDS`, named by `output_fields`); None for a
-    window posting events."""
-    if runner.fields is None:
+    window posting events (an Apama `select v` too, whose family has
+    `FIELDS`: `frames.posts_rows`)."""
+    if runner.fields is None or not posts_rows(spec):
         return None
     window, keys = split_groupwin(spec)
     return output_fields(tuple(runner.fields(window, columns, keys)))

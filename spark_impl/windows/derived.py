@@ -48,9 +48,43 @@ oracle's additions) per segment, a new segment at the first point inserted
 after the running sum(x*w) turns NaN; one pass when no NaN occurs.
 
 Rows go out as two post rows per source post (`insert`: the new row,
-`remove`: the old one) with `id` null and `values` the row as a JSON object
-(doubles written by hand, so NaN and infinities are bare `NaN`,
-`Infinity`, which Python's json reads as floats).
+`remove`: the old one) with `id` null and field i of the row as column
+`#field<i>`, typed as `fields_of` (the family's `FIELDS`) declares: each
+post carries its state (the sums, the count, the carried properties) and
+the old row's state (the previous post's; the first time, the empty
+statistics), and the fields are computed from them once, after the two rows
+are made, by the same SQL (so the doubles are those of the sums, bit for bit).
+
+The fields (`fields_of`), as Esper types its views' rows (each view's
+`createEventType`, in its order; `LONGPRIMITIVE`/`LONGBOXED` a long,
+`DOUBLEBOXED` a double):
+
+* `#size`: `size` long. `#uni`: `datapoints` long, `total`, `stddev`,
+  `stddevpa`, `variance`, `average` double. `#linest`: its 19 fields,
+  `dataPoints` and `n` long, the others double. `#correl`: `correlation`,
+  `#weighted_avg`: `average`, double.
+* Then the named additional properties, then under `*` `id` (a string) and
+  every property column not named, each typed as its column (metadata
+  `JSON_TEXT`, `NO_VALUES` kept); `*` leaves out a column named like a field
+  the window checks (ignoring case), which no valid trace gives a value.
+  Under `#groupwin`, where its keys are added, the keys, typed as their
+  columns (`StatViewAdditionalPropsForge`: an additional property's type is
+  its expression's).
+* An additional property named like a field the window does not check (a
+  `#linest` field but `slope` and `YIntercept`; named, or a column `*`
+  copies) replaces the field once there are values (oracle). Esper then
+  types the field as the property (`addCheckDupProperties` puts the
+  property's type over the field's), though the row holds the statistic
+  before the first new event. Decided: where the property's column has the
+  field's type, one column of that type; otherwise the field is JSON text
+  (metadata `JSON_TEXT`: the statistic's number, NaN and the infinities
+  bare, then the property's value as JSON), so neither value is lost nor
+  converted.
+
+A caller reading the posts (a statement over a derived-value window) gets
+the fields' names and types from `fields_of(spec, columns, group_keys)`
+with the columns and keys the posts were made with: column `#field<i>` is
+its i-th field.
 """
 
 from __future__ import annotations
@@ -60,7 +94,7 @@ from pyspark.sql import types as T
 
 from oracle.errors import UnsupportedWindow
 from oracle.model import Correl, Expr, ExprBatch, Intersection, Linest, RetainUnion, Size, Uni, WeightedAvg, TimeBatch, TimeLengthBatch, nested_specs, spec_kind
-from spark_impl.frames import JSON_TEXT
+from spark_impl.frames import JSON_TEXT, NO_VALUES
 from spark_impl.windows import Context, family
 from spark_impl.windows.base import ARRIVAL, events, quoted
 from spark_impl.windows.intersect import MEMBER_SHIFT
@@ -164,43 +198,73 @@ def _fields(spec) -> dict[str, tuple[str, str]]:
     return _bean_fields(spec)
 
 
-def _fragment(name: str, kind: str, expr: str) -> str:
-    value = _num(expr) if kind == "double" else f"CAST({expr} AS STRING)"
-    return f"concat('\"{name}\":', {value})"
+_LONG, _DOUBLE = T.LongType(), T.DoubleType()
+#: each view's fields as Esper types them, in its event type's order (`createEventType` of `SizeView`,
+#: `UnivariateStatisticsView`, `RegressionLinestView`, `CorrelationView`, `WeightedAverageView`)
+ESPER_FIELDS: dict[type, tuple[tuple[str, T.DataType], ...]] = {
+    Size: (("size", _LONG),),
+    Uni: (("datapoints", _LONG), ("total", _DOUBLE), ("stddev", _DOUBLE), ("stddevpa", _DOUBLE),
+          ("variance", _DOUBLE), ("average", _DOUBLE)),
+    Linest: tuple((name, _LONG if name in ("dataPoints", "n") else _DOUBLE) for name in Linest.FIELDS),
+    Correl: (("correlation", _DOUBLE),),
+    WeightedAvg: (("average", _DOUBLE),),
+}
+#: the column metadata a field copied from a property column keeps
+_KEPT = (JSON_TEXT, NO_VALUES)
 
 
-def _json_fragment(name: str, expr: str, raw: bool = False) -> str:
-    """`"name":value` through to_json (strings escaped), null kept; `raw`: the
-    value is JSON text already (a list or object property), embedded as is."""
-    if raw:
-        return f"concat('\"{name}\":', coalesce({expr}, 'null'))"
-    text = f"to_json(named_struct('{name}', {expr}), map('ignoreNullFields', 'false'))"
-    return f"substring({text}, 2, length({text}) - 2)"
+def fields_of(spec, columns: dict[str, T.StructField], group_keys=()) -> tuple[T.StructField, ...]:
+    """The fields of `spec`'s rows (module docstring), over an input whose
+    property columns are `columns`, under `#groupwin` by `group_keys`: the
+    family's `FIELDS`. Runs nothing."""
+    return tuple(field for field, _ in _row(spec, columns, tuple(group_keys)))
 
 
-def _row_json(spec, props: tuple[str, ...], json_text: frozenset[str] = frozenset()) -> str:
-    """SQL: the row as a JSON object, from the state columns and `#x`, the
-    carried additional properties (a struct, null before any new event);
-    `json_text`: the properties whose column holds JSON text."""
+def _row(spec, columns: dict[str, T.StructField], group_keys: tuple[str, ...]) -> list[tuple[T.StructField, str]]:
+    """Each field and its SQL over a post row's state (`#n`, the sums), its
+    carried properties (`#x`: `n_<name>` named, `w_<name>` copied by `*`;
+    null before any new event) and the group keys' columns."""
     named = spec.extra
-    wildcard = ("id", *props) if spec.all_properties else ()
-    pieces: list[str] = []
-    for name, (kind, expr) in _fields(spec).items():
-        # an additional property replaces a field of the same name once there are values
-        replaced = (["TRUE"] if name in named else []) + ([f"`#x`.`w_{name}` IS NOT NULL"] if name in wildcard else [])
-        piece = _fragment(name, kind, expr)
-        if replaced:
-            piece = f"CASE WHEN `#x` IS NULL OR NOT ({' OR '.join(replaced)}) THEN {piece} END"
-        pieces.append(piece)
-    for name in named:
-        if name not in _fields(spec):
-            pieces.append(f"CASE WHEN `#x` IS NULL THEN '\"{name}\":null' END")
-    for name in wildcard:
-        if name not in named:
-            pieces.append(f"CASE WHEN `#x`.`w_{name}` IS NOT NULL THEN {_json_fragment(name, f'`#x`.`w_{name}`', name in json_text)} END")
-    for name in named:
-        pieces.append(f"CASE WHEN `#x` IS NOT NULL THEN {_json_fragment(name, f'`#x`.`n_{name}`', name in json_text)} END")
-    return f"concat('{{', concat_ws(',', {', '.join(pieces)}), '}}')"
+    checked = {f.lower() for f in spec.CHECKED_FIELDS}
+    copied = tuple(n for n in (("id", *columns) if spec.all_properties else ())
+                   if n not in named and n.lower() not in checked)
+
+    def column(name: str) -> T.StructField:
+        if name == "id":
+            return T.StructField("id", T.StringType())
+        found = columns[name]
+        return T.StructField(name, found.dataType, metadata={k: v for k, v in found.metadata.items() if k in _KEPT})
+
+    def carried(name: str) -> str:
+        return f"`#x`.{quoted(('n_' if name in named else 'w_') + name)}"
+
+    sql = _fields(spec)
+    row: list[tuple[T.StructField, str]] = []
+    for name, kind in ESPER_FIELDS[type(spec)]:
+        field, value = T.StructField(name, kind), f"CAST({sql[name][1]} AS {kind.simpleString().upper()})"
+        if name in named or name in copied:  # an additional property replaces the field once there are values
+            prop = column(name)
+            present = "`#x` IS NOT NULL" if name in named else f"{carried(name)} IS NOT NULL"
+            if prop.dataType == kind and not prop.metadata.get(JSON_TEXT):
+                value = f"CASE WHEN {present} THEN {carried(name)} ELSE {value} END"
+            else:  # the statistic or the property: JSON text
+                number = _num(value) if kind == _DOUBLE else f"CAST({value} AS STRING)"
+                field = T.StructField(name, T.StringType(), metadata={JSON_TEXT: True})
+                value = f"CASE WHEN {present} THEN {_json(carried(name), prop)} ELSE {number} END"
+        row.append((field, value))
+    fields = {name for name, _ in ESPER_FIELDS[type(spec)]}
+    row += [(column(name), carried(name)) for name in (*named, *copied) if name not in fields]
+    if group_keys and not all(spec.has_field(k) for k in group_keys):  # the keys' values added to the rows
+        row += [(column(k), quoted(k)) for k in group_keys]
+    return row
+
+
+def _json(expr: str, prop: T.StructField) -> str:
+    """SQL: a property's value as JSON text (a JSON text column's as is; null stays null)."""
+    if prop.metadata.get(JSON_TEXT):
+        return expr
+    text = f"to_json(named_struct('v', {expr}))"
+    return f"CASE WHEN {expr} IS NOT NULL THEN substring({text}, 6, length({text}) - 6) END"
 
 
 # --------------------------------------------------------------------------- the plan
@@ -291,32 +355,32 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
     units = units.selectExpr(
         "trace_id", *(quoted(k) for k in keys), *_POST, "`#s`.*",
         f"last(`#x`, true) OVER ({_BY_POST} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS `#x`")
-    json_text = frozenset(f.name for f in items.schema.fields if f.metadata.get(JSON_TEXT))
-    new_json = _row_json(spec, props, json_text)
-    units = units.selectExpr("*", f"{new_json} AS `#new`")
-    initial = _initial(spec, props)
-    units = units.selectExpr(
-        "*", f"coalesce(lag(`#new`) OVER ({_BY_POST}), {initial}) AS `#before`",
-        f"coalesce(lag(`#n`) OVER ({_BY_POST}), 0) AS `#n_before`")
+    # each post: its state as new and, as old, the state of the post before (the first time: of the unit
+    # before, `#size` posting only where the count changes; of nothing at the start)
+    names = [n.strip("`") for n in _names(state)]
+    struct = ", ".join(f"'{n}', `{n}`" for n in (*names, "#x"))
+    units = units.selectExpr("*", f"named_struct({struct}) AS `#st`",
+                             f"lag(named_struct({struct})) OVER ({_BY_POST}) AS `#prior`",
+                             f"coalesce(lag(`#n`) OVER ({_BY_POST}), 0) AS `#n_before`")
     if isinstance(spec, Size):
         units = units.where("`#n` <> `#n_before`")
+    empty = {"#n": "CAST(0 AS BIGINT)", "#sxw": "double('NaN')", "#sw": "double('NaN')"}
+    initial = ", ".join(f"'{n}', {empty.get(n, '0D')}" for n in names)
+    initial = f"named_struct({initial}, '#x', CASE WHEN false THEN `#x` END)"
+    old = (f"CASE WHEN row_number() OVER ({_BY_POST}) = 1 THEN `#prior` "
+           f"ELSE lag(`#st`) OVER ({_BY_POST}) END")
     posted = units.selectExpr(
-        "trace_id", *(quoted(k) for k in keys), *_POST, "`#new`",
-        f"coalesce(lag(`#new`) OVER ({_BY_POST}), `#before`) AS `#old`")
-    if keys and not all(spec.has_field(k) for k in keys):  # the keys' values added to the group's rows
-        added = ", ',', ".join(_json_fragment(k, quoted(k), k in json_text) for k in keys)
-        posted = posted.selectExpr(
-            "*", *(f"concat(substring({c}, 1, length({c}) - 1), ',', {added}, '}}') AS `{c.strip('`')}k`"
-                   for c in ("`#new`", "`#old`"))
-        ).selectExpr(*(quoted(c) for c in posted.columns if c not in ("#new", "#old")),
-                     "`#newk` AS `#new`", "`#oldk` AS `#old`")
+        "trace_id", *(quoted(k) for k in keys), *_POST, "`#st` AS `#new`", f"coalesce({old}, {initial}) AS `#old`")
     # a post's rows keep its place in the unit: (due, slot, member) order the posts
-    return posted.selectExpr(
-        "trace_id", "seq", "phase", "time", "`#pd` AS slot_due", "`#ps` AS slot",
-        "explode(array(named_struct('side', 'insert', 'values', `#new`), "
-        "named_struct('side', 'remove', 'values', `#old`))) AS `#p`", "`#pm` AS `#pm`",
-    ).selectExpr(*(c for c in CONTRACT[:6]), "`#p`.side AS side", "CAST(`#pm` AS BIGINT) AS pos",
-                 "CAST(NULL AS STRING) AS id", "`#p`.values AS `values`")
+    exploded = posted.selectExpr(
+        "trace_id", *(quoted(k) for k in keys), "seq", "phase", "time", "`#pd` AS slot_due", "`#ps` AS slot",
+        "`#pm`", "explode(array(named_struct('side', 'insert', 's', `#new`), "
+        "named_struct('side', 'remove', 's', `#old`))) AS `#p`",
+    ).selectExpr("*", "`#p`.side AS side", "`#p`.s.*")
+    columns = {f.name: f for f in items.schema.fields if f.name in props}
+    return exploded.selectExpr(
+        *CONTRACT[:7], "CAST(`#pm` AS BIGINT) AS pos", "CAST(NULL AS STRING) AS id",
+        *(f"{value} AS `#field{i}`" for i, (_, value) in enumerate(_row(spec, columns, keys))))
 
 
 def _weighted_sums(table):
@@ -367,19 +431,6 @@ def _agg(text: str):
     return F.expr(text)
 
 
-def _initial(spec, props: tuple[str, ...]) -> str:
-    """SQL: the row of the empty statistics, before any new event (no
-    additional properties: a null `#x`)."""
-    zero = {"#n": "CAST(0 AS BIGINT)", "#sx": "0D", "#sxx": "0D", "#sy": "0D", "#syy": "0D", "#sxy": "0D",
-            "#sxw": "double('NaN')", "#sw": "double('NaN')"}
-    text = _row_json(spec, props)
-    for name, value in zero.items():
-        text = text.replace(f"`{name}`", f"({value})")
-    extras = [f"'n_{name}', CAST(NULL AS STRING)" for name in spec.extra]
-    extras += [f"'w_{name}', CAST(NULL AS STRING)" for name in (("id", *props) if spec.all_properties else ())]
-    struct = f"named_struct({', '.join(extras)})" if extras else "named_struct('n_', 0)"
-    return text.replace("`#x`", f"(CASE WHEN false THEN {struct} END)")
-
-
 POSTS = {Size: derived, Uni: derived, Linest: derived, Correl: derived, WeightedAvg: derived}
+FIELDS = {cls: fields_of for cls in POSTS}
 CHECKS = {cls: check for cls in POSTS}

@@ -11,7 +11,7 @@ one activation, and its rows are one lot in and one lot out.
   whose lot has none posts nothing. `select rstream v` (`rstream`): the lot's
   removed items, as `remove` rows. Filtering the window's rows by side is
   exactly that: their order (slot_due, slot, pos) is the window's.
-* An aggregate: one `values` row per unit in which the window posted an item
+* An aggregate: one row per unit in which the window posted an item
   (either side), over what the window shows after that unit. An item shows
   from the unit that inserts it up to (not including) the unit that removes
   it. The units of a trace that post are numbered in order (`dense_rank` by
@@ -28,6 +28,14 @@ one activation, and its rows are one lot in and one lot out.
   0.0, `count` 0, the others NaN. A shown item whose argument is null (the
   property missing) fails the job naming the event and the property, where
   the oracle's trace is invalid.
+* The row's one field (`fields_of`, the family's `FIELDS`), column
+  `#field0`, is named as the oracle names it (`sum`, `count`, `avg`, `min`,
+  `max`): `count` a long (Apama's `count()` returns an integer, 64 bits),
+  the others doubles (Apama's `avg`, `min`, `max` take and return a float
+  here; its `sum` returns its argument's type, an integer over integers,
+  but the oracle posts a float whatever the argument, and the posts follow
+  the oracle). `select v` and `select rstream v` post events and have no
+  fields (`Statement.posts_events`).
 """
 
 from __future__ import annotations
@@ -41,7 +49,6 @@ from oracle.model import GroupWin, Keyed, Statement, selection, spec_kind
 from spark_impl.errors import InvalidFrame
 from spark_impl.windows import Context, family
 from spark_impl.windows.base import events, quoted
-from spark_impl.windows.derived import _num
 
 CONTRACT = ("trace_id", "seq", "phase", "time", "slot_due", "slot", "side", "pos", "id")
 _NUMERIC = (T.LongType, T.IntegerType, T.ShortType, T.ByteType, T.DoubleType, T.FloatType, T.DecimalType)
@@ -92,7 +99,7 @@ def _argument(items: DataFrame, output: str, name: str) -> str:
 
 
 def aggregate(items: DataFrame, rows: DataFrame, output: str, argument: str | None) -> DataFrame:
-    """One `values` row per posting unit (module docstring)."""
+    """One row per posting unit, its value as `#field0` (module docstring)."""
     numbered = rows.selectExpr(
         "trace_id", "seq", "phase", "time", "side", "id",
         "dense_rank() OVER (PARTITION BY trace_id ORDER BY seq, phase, time) AS `#u`")
@@ -121,17 +128,30 @@ def aggregate(items: DataFrame, rows: DataFrame, output: str, argument: str | No
         F.expr("min(`#v`)").alias("#min"), F.expr("max(`#v`)").alias("#max"))
     nan = "double('NaN')"
     result = {
-        "count": "CAST(`#n` AS STRING)",
-        "sum": _num("coalesce(`#sum`, 0D)"),
-        "avg": _num(f"CASE WHEN `#n` = 0 THEN {nan} ELSE `#sum` / `#n` END"),
-        "min": _num(f"CASE WHEN `#n` = 0 THEN {nan} ELSE `#min` END"),
-        "max": _num(f"CASE WHEN `#n` = 0 THEN {nan} ELSE `#max` END"),
+        "count": "CAST(`#n` AS BIGINT)",
+        "sum": "coalesce(`#sum`, 0D)",
+        "avg": f"CASE WHEN `#n` = 0 THEN {nan} ELSE `#sum` / `#n` END",
+        "min": f"CASE WHEN `#n` = 0 THEN {nan} ELSE `#min` END",
+        "max": f"CASE WHEN `#n` = 0 THEN {nan} ELSE `#max` END",
     }[output]
+    kind = _TYPES[output].simpleString().upper()
     return per_unit.selectExpr(
         "trace_id", "seq", "phase", "time", "time AS slot_due", "CAST(0 AS BIGINT) AS slot", "'insert' AS side",
-        "CAST(0 AS BIGINT) AS pos", "CAST(NULL AS STRING) AS id",
-        f"concat('{{\"{output}\":', {result}, '}}') AS `values`")
+        "CAST(0 AS BIGINT) AS pos", "CAST(NULL AS STRING) AS id", f"CAST({result} AS {kind}) AS `#field0`")
+
+
+#: an aggregate's type (module docstring)
+_TYPES = {"count": T.LongType(), "sum": T.DoubleType(), "avg": T.DoubleType(), "min": T.DoubleType(),
+          "max": T.DoubleType()}
+
+
+def fields_of(spec: Statement, columns=None, group_keys=()) -> tuple[T.StructField, ...]:
+    """The query's row's one field (module docstring); none for `select v`
+    and `select rstream v`, which post events. Runs nothing."""
+    output, _ = selection(spec)
+    return (T.StructField(output, _TYPES[output]),) if output in _TYPES else ()
 
 
 POSTS = {Statement: stream_query}
+FIELDS = {Statement: fields_of}
 CHECKS = {Statement: check}
