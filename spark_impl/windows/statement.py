@@ -16,10 +16,10 @@ module's terms:
   `slot`), in an intersection or union of several timed members each member's
   timer (`pos >> MEMBER_SHIFT`). The post key orders the posts of a trace.
 * Over a derived-value window the rows are its rows, not events: each post's
-  new row (`insert`) and old row (`remove`), their fields parsed from the
-  window's `values` JSON into columns (the fields' kinds, the additional
-  properties' and keys' the events' columns), `*` the JSON itself; its
-  posts carry their place as is (`slot_due`, `slot`, `pos`).
+  new row (`insert`) and old row (`remove`), its typed fields as columns
+  (`derived.fields_of`: the statistics, the additional properties and keys
+  with the events' column types), `*` all of them; its posts carry their
+  place as is (`slot_due`, `slot`, `pos`).
 * WHERE drops the event rows it is not true for; a post left with no row
   (where there is a WHERE) is no post. An empty post (FORCE_UPDATE) is a
   post of no event.
@@ -120,10 +120,11 @@ from oracle.model import (
 )
 from oracle.model import Statement
 from spark_impl.frames import JSON_TEXT, NO_VALUES
+from spark_impl.pipeline import output_fields
 from spark_impl import clock
 from spark_impl.windows import Context, Frame, TimeFrame, family
 from spark_impl.windows.base import events, quoted
-from spark_impl.windows.derived import _fields as derived_fields
+from spark_impl.windows.derived import fields_of as derived_fields_of
 from spark_impl.windows.derived import several_posts
 from spark_impl.windows.pane_query import sql_literal
 from spark_impl.windows.intersect import MEMBER_SHIFT
@@ -305,7 +306,9 @@ class RowFields:
         window = spec.window.window if isinstance(spec.window, GroupWin) else spec.window
         self.derived = window if isinstance(window, DERIVED_WINDOWS) else None
         self.event_columns = columns
-        self.row_schema = (_row_schema(self.derived, spec.window, columns) if self.derived is not None else None)
+        #: a derived-value window's row fields and the index of the window's field each is (`output_fields`)
+        self.row_fields = _row_fields(self.derived, spec.window, columns) if self.derived is not None else ()
+        self.row_schema = T.StructType([f for f, _ in self.row_fields]) if self.derived is not None else None
         self.columns = columns if self.row_schema is None else {f.name: f for f in self.row_schema.fields}
         self.kinds = {name: _column_kind(f) for name, f in self.columns.items()}
 
@@ -414,13 +417,12 @@ class _Plan:
         properties (WHERE applied), and one row per empty post."""
         window, inner = _window(self.spec, self.ctx)
         posted = family(window).posts(self.items, window, inner)
-        if self.derived is not None:  # a derived-value window's rows: its fields as columns, its JSON for `*`
-            fields = [f.name for f in self.row_schema.fields]
-            posted = posted.select(*(c for c in CONTRACT if c != "id"), F.col("values").alias("#rj"),
-                                   F.from_json("values", self.row_schema, {"allowNonNumericNumbers": "true"}).alias("#f"))
-            posted = posted.select(*(c for c in posted.columns if c != "#f"),
-                                   *(F.col("#f")[name].alias(name) for name in fields),
-                                   *([] if "id" in fields else [F.lit(None).cast("string").alias("id")]))
+        if self.derived is not None:  # a derived-value window's rows: its fields (`#field<i>`) as named columns
+            fields = self.fields.row_fields
+            posted = posted.select(*(c for c in CONTRACT if c != "id"),
+                                   *(F.col(f"`#field{i}`").alias(f.name) for f, i in fields),
+                                   *([] if any(f.name == "id" for f, _ in fields)
+                                     else [F.lit(None).cast("string").alias("id")]))
         wanted = sorted(self._properties())
         carried = [p for p in wanted if p in posted.columns]  # a family may carry the posted event's properties
         several = isinstance(self.spec.window, GroupWin)
@@ -430,7 +432,7 @@ class _Plan:
                      *(["`#ps`"] if several else []), *(["`#pm`"] if member else [])]
         timer = "phase = 0"
         if self.derived is not None:  # its rows carry their post's place as is (`spark_impl.windows.derived`)
-            place = ["slot_due AS `#pd`", "slot AS `#ps`", "pos AS `#pm`", "`#rj`"]
+            place = ["slot_due AS `#pd`", "slot AS `#ps`", "pos AS `#pm`"]
             self.post = ["seq", "phase", "time", "`#pd`", "`#ps`", "`#pm`"]
         else:
             place = [f"CASE WHEN {timer} AND {str(several or member).lower()} THEN slot_due ELSE 0 END AS `#pd`",
@@ -1059,31 +1061,19 @@ def _total(finite: str, codes: str | None = None) -> str:
             f"WHEN {plus} THEN double('Infinity') WHEN {minus} THEN double('-Infinity') ELSE {finite} END")
 
 
-def _row_schema(derived, window, columns: dict[str, T.StructField]) -> T.StructType:
-    """The rows of a derived-value window as a statement reads them: its
-    fields (`FIELDS`: counts long, statistics double), its additional
-    properties and, under `#groupwin`, the keys, with the events' column
-    types (an additional property named like a field replaces it)."""
-    types = columns
-
-    def column(name: str) -> T.StructField:
-        if name == "id":
-            return T.StructField("id", T.StringType())
-        found = types.get(name)
-        return T.StructField(name, found.dataType if found is not None else T.StringType(),
-                             metadata=found.metadata if found is not None else {})
-
-    fields = {name: T.StructField(name, T.LongType() if kind == "long" else T.DoubleType())
-              for name, (kind, _) in derived_fields(derived).items()}
-    named = [*derived.extra, *(("id", *columns) if derived.all_properties else ())]
-    named += list(window.keys) if isinstance(window, GroupWin) else []
-    for name in named:
+def _row_fields(derived, window, columns: dict[str, T.StructField]) -> tuple[tuple[T.StructField, int], ...]:
+    """The rows of a derived-value window as a statement reads them: the
+    window's own fields (`derived.fields_of`: its statistics, additional
+    properties and, under `#groupwin`, the keys), each with the index of
+    its `#field<i>`. An additional property named like a statistic replaces
+    it from the first event on, which no one column type holds: refused."""
+    for name in derived.extra:
         if name in derived.FIELDS and name not in derived.CHECKED_FIELDS:
             raise UnsupportedWindow(f"statement: the additional property {name!r} replaces a field of "
                                     f"{derived.KIND}'s rows from the first event on; a statement over it is not "
                                     "built on Spark")
-        fields.setdefault(name, column(name))
-    return T.StructType(list(fields.values()))
+    keys = window.keys if isinstance(window, GroupWin) else ()
+    return output_fields(derived_fields_of(derived, columns, keys))
 
 
 def _join_null_safe(left: DataFrame, right: DataFrame, on: tuple[str, ...], how: str) -> DataFrame:
