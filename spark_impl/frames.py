@@ -447,7 +447,8 @@ def named_fields(spec: WindowSpec) -> tuple[str, ...]:
         return named + (named_fields(spec.window) if star else ())  # `*` over a derived window's rows
     keys = spec.keys if isinstance(spec, GroupWin) else ()
     inner = spec.window if isinstance(spec, GroupWin) else spec
-    return tuple(dict.fromkeys((*inner.FIELDS, *inner.extra, *keys)))
+    added = keys if not all(inner.has_field(k) for k in keys) else ()  # the keys a row has through `*` are `*`'s
+    return tuple(dict.fromkeys((*inner.FIELDS, *inner.extra, *added)))
 
 
 class RowFields:
