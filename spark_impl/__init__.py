@@ -78,7 +78,7 @@ def apply_window(trace_df, window: str | WindowSpec, dialect: str = "esper", *, 
     for jumps without `validate`); `False` promises there is none (a jump row
     then fails the job naming it). `numbered`: add `update_no` and
     `pos_no` (one more shuffle and sort). `pane_rows=False` (an eKuiper query):
-    only the query's output rows (`values`) and empty panes, not the panes' rows.
+    only the query's output rows (its fields) and empty panes, not the panes' rows.
 
     Raises `InvalidFrame` naming a missing or mistyped input column, the parser's
     errors for a bad clause, `UnsupportedWindow` for a window not implemented.

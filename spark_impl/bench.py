@@ -26,7 +26,7 @@ size (in a temporary folder, untimed) and read back by every workload.
   back (id and properties), each event then written as a window's output
   is: its insert row and, where the lag found one, the removal of that event,
   every output column (the update key, `side`, a `pos` struct, `id`,
-  `values`, `error`, the properties). What a count window posts, at the bare
+  `error`, the properties). What a count window posts, at the bare
   plan's cost: the bound of the windows that post two rows per event.
 * an Esper statement (`STATEMENTS`, written `esper: select ...`) beside its
   window alone in the same run, the ratio printed (target within 1.5x at 10 M);
