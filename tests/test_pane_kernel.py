@@ -5,6 +5,7 @@ rows itself, so a case's whole expected output comes out of it."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -18,7 +19,7 @@ from oracle.dialects import case_spec  # noqa: E402
 from oracle.model.panes import TIMED_PANE_WINDOWS  # noqa: E402
 from oracle.model import Advance, Arrive, Event, Jump, Statement, Trace, Tumbling  # noqa: E402
 from spark_impl import frames  # noqa: E402
-from spark_impl.windows.pane_kernel import SECOND, Ticks, aligned_end, kernel  # noqa: E402
+from spark_impl.windows.pane_kernel import SECOND, Ticks, aligned_end, field_column, kernel  # noqa: E402
 from spark_impl.windows.replay import ARRIVAL, TIMER, replay  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus" / "kuiper"
@@ -40,11 +41,27 @@ def kernel_updates(spec, trace: Trace, shuffle: int = 0):
               pa.array(columns[3], pa.int64()), pa.array(columns[4], pa.string())]
     arrays += [pa.array(columns[7 + n], _ARROW[schema[name]]) for n, name in enumerate(names)]
     table = pa.Table.from_arrays(arrays, names=["trace_id", "seq", "kind", "time", "id", *names])
-    run = kernel(window, query, pushed, names, frozenset(n for n, k in schema.items() if k == "json"))
+    fields, reader = (), None
+    if query is not None:  # the query's typed fields, read back as the harness reads them (`frames.RowFields`)
+        from pyspark.sql.types import StructType
+
+        from spark_impl.windows.panes import query_fields, query_kinds
+
+        columns = {f.name: f for f in frames.input_schema(schema, types.valueless()).fields if f.name in schema}
+        fields = query_kinds(query, columns)
+        reader = frames.RowFields(query, StructType(list(query_fields(query, columns))))
+    run = kernel(window, query, pushed, names, frozenset(n for n, k in schema.items() if k == "json"), fields)
     out = []
     for row in run(table).to_pylist():
         start, end = row.pop("wstart"), row.pop("wend")
-        out.append({**row, "after": row["seq"], "pos": (row["pos"],),
+        cells = {name: row.pop(field_column(n)) for n, (name, _) in enumerate(fields)}
+        values = None
+        if reader is not None and row["side"] is None:
+            values = "[]"  # a pane of no output row
+        elif reader is not None and row["side"] == "insert" and row["id"] is None:
+            # a null field is no field of eKuiper's row (a map): the case format leaves it out
+            values = json.dumps({k: v for k, v in reader.read(cells).items() if v is not None})
+        out.append({**row, "values": values, "after": row["seq"], "pos": (row["pos"],),
                     "window": None if end is None else {"start": start, "end": end}})
     return frames.updates_from_rows(out, {"t": trace})["t"]
 
@@ -129,3 +146,4 @@ def test_a_late_row_is_the_kernels_own_error_and_the_rest_go_on():
     assert [(u.after, u.error) for u in updates] == [
         (1, "late row: event time 500 ms is before the watermark 1500 ms"), (3, None)]
     assert [e.id for e in updates[1].insert] == ["E1"] and (updates[1].window.start, updates[1].window.end) == (1500, 2000)
+

@@ -13,8 +13,6 @@ TUMBLINGWINDOW(ss, 1), processing time, created at 0 (ends 1000, 2000, ...):
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from oracle import parse, run
@@ -34,9 +32,11 @@ def kuiper(text, **settings):
 
 
 def summary(updates):
-    """(after, time, inserted ids, (start, end), values rows or None, error)."""
+    """(after, time, inserted ids, (start, end), values rows or None, error); a
+    null field left out of its row, as eKuiper's rows (maps) leave it out."""
     return [(u.after, u.time, [e.id for e in u.insert], (u.window.start, u.window.end) if u.window else None,
-             None if u.values is None else [dict(r) for r in u.values.insert], u.error) for u in updates]
+             None if u.values is None else [{k: v for k, v in r.items() if v is not None} for r in u.values.insert],
+             u.error) for u in updates]
 
 
 EMPTY_PANES = Trace([ev("E1", 100, color="red"), Advance(3000)])
@@ -83,10 +83,11 @@ def test_pane_rows_false_keeps_the_query_rows_only(spark):
     query = kuiper("SELECT color, count(*) AS c FROM demo GROUP BY TUMBLINGWINDOW(ss, 1), color")
     trace = Trace([ev("E1", 100, color="red"), ev("E2", 200, color="red"), Advance(2000)])
     frame = frames.to_dataframe(spark, [("t", trace)], frames.spec_properties(query))
-    rows = apply_window(frame, query, pane_rows=False).collect()
-    got = sorted((r.time, r.side, r["values"]) for r in rows)
-    # the first pane's one output row; the second pane empty: no output row ("[]")
-    assert got == [(1000, "insert", '{"color":"red","c":2}'), (2000, None, "[]")]
+    out = apply_window(frame, query, pane_rows=False)
+    assert "pane_event" not in out.columns and "values" not in out.columns
+    got = sorted((r.time, r.side, r.color, r.c) for r in out.collect())
+    # the first pane's one output row; the second pane empty: no output row (side null, fields null)
+    assert got == [(1000, "insert", "red", 2), (2000, None, None, None)]
     with pytest.raises(Exception, match="only a query"):
         apply_window(frame, "TUMBLINGWINDOW(ss, 1)", "kuiper", pane_rows=False)
 
@@ -211,12 +212,13 @@ def test_a_count_window_over_an_event_table_of_one_trace(spark):
     def posted(frame, **kw):
         rows = apply_window_to_events(frame, query, order_col="n", time_col="t", dialect="kuiper",
                                       pane_rows=False, **kw).collect()
-        return sorted((r.trace_id, r.after, r.time, r.pos.n, r["values"], r.window.start, r.window.end) for r in rows)
+        return sorted((r.trace_id, r.after, r.time, r.pos.n, (r.color, r.c), r.window.start, r.window.end)
+                      for r in rows)
 
     alone = posted(events)
     assert [r[1:3] + r[4:] for r in alone] == [
-        (1, 200, '{"color":"red","c":1}', 200, 200), (1, 200, '{"color":"blue","c":1}', 200, 200),
-        (2, 300, '{"color":"blue","c":1}', 300, 300), (2, 300, '{"color":"red","c":1}', 300, 300)]
+        (1, 200, ("red", 1), 200, 200), (1, 200, ("blue", 1), 200, 200),
+        (2, 300, ("blue", 1), 300, 300), (2, 300, ("red", 1), 300, 300)]
     traced = posted(events.selectExpr("*", "'d1' AS device"), trace_col="device")
     assert [r[1:] for r in traced] == [r[1:] for r in alone] and {r[0] for r in traced} == {"d1"}
 
@@ -235,14 +237,21 @@ def test_the_output_window_column_holds_the_bounds(spark):
     assert got == [(1000, 0, 1000, "insert"), (2000, 1000, 2000, None), (3000, 2000, 3000, None)]
 
 
-def test_query_values_are_json_objects(spark):
+def test_query_fields_are_typed_columns(spark):
     query = kuiper("SELECT color, avg(size) AS a FROM demo GROUP BY TUMBLINGWINDOW(ss, 1), color")
     floats = Trace([ev("E1", 100, color="red", size=1.0), ev("E2", 200, color="red", size=2.0), Advance(1000)])
     integers = Trace([ev("E1", 100, color="red", size=1), ev("E2", 200, color="red", size=2), Advance(1000)])
-    for trace, mean in ((floats, 1.5), (integers, 1)):  # eKuiper's avg of integers is the truncated integer mean
+    # eKuiper's avg of integers is the truncated integer mean, an integer
+    for trace, mean, kind in ((floats, 1.5, "double"), (integers, 1, "bigint")):
         frame = frames.to_dataframe(spark, [("t", trace)], frames.spec_properties(query))
-        rows = [r for r in apply_window(frame, query).collect() if r["values"] is not None]
-        assert [json.loads(r["values"]) for r in rows] == [{"color": "red", "a": mean}]
+        out = apply_window(frame, query)
+        assert [(f.name, f.dataType.simpleString()) for f in out.schema.fields[-2:]] == [
+            ("color", "string"), ("a", kind)]
+        rows = [r for r in out.collect() if r.side == "insert" and r.pane_event is None]
+        assert [(r.color, r.a) for r in rows] == [("red", mean)] and type(rows[0].a) is type(mean)
+        # the pane's event rows: the event in `pane_event`, the fields null
+        assert sorted((r.pane_event, r.color, r.a) for r in out.collect() if r.pane_event) == [
+            ("E1", None, None), ("E2", None, None)]
 
 
 def test_aligned_end_follows_the_zone_across_dst():
@@ -269,7 +278,8 @@ def test_a_property_named_like_a_column_of_the_set_plan_posts_as_any_other(spark
     Hopping too (its rows are spread over their panes by an explode)."""
     # a `#...` name is no name of eKuiper's SQL: the query groups by x, the property only rides along
     key = "x" if name.startswith("#") else name
-    query = f"SELECT `{key}`, count(*) AS c FROM demo GROUP BY TUMBLINGWINDOW(ss, 1), `{key}`"
+    # (the count is `n`: a property `c` beside an alias `c` would read the alias, the oracle's rule)
+    query = f"SELECT `{key}`, count(*) AS n FROM demo GROUP BY TUMBLINGWINDOW(ss, 1), `{key}`"
     hopping = query.replace("TUMBLINGWINDOW(ss, 1)", "HOPPINGWINDOW(ss, 1, 1)")
     events = spark.createDataFrame([(0, 300, "red"), (1, 1200, "blue"), (2, 1300, "red")], "n long, t long, x string")
 
@@ -279,11 +289,10 @@ def test_a_property_named_like_a_column_of_the_set_plan_posts_as_any_other(spark
         kernel = "FlatMapGroupsInArrow" in out._jdf.queryExecution().executedPlan().toString()
         # in update order, then pos order (the kernel numbers pos from 0, the set plan by first seq)
         rows = sorted(out.collect(), key=lambda r: (r.after, r.time, r.pos.n if r.pos else -1))
-        return kernel, [(r.after, r.time, r.side, r["values"]) for r in rows]
+        return kernel, [(r.after, r.time, r.side, r[key], r.n) for r in rows]
 
-    row = '{"%s":"%s","c":1}'
-    expected = [(1, 1000, "insert", row % (key, "red")), (3, 2000, "insert", row % (key, "blue")),
-                (3, 2000, "insert", row % (key, "red")), (3, 3000, None, "[]")]
+    expected = [(1, 1000, "insert", "red", 1), (3, 2000, "insert", "blue", 1),
+                (3, 2000, "insert", "red", 1), (3, 3000, None, None, None)]
     named = events.withColumnRenamed("x", key)
     named = named.selectExpr("*", f"1 AS `{name}`") if name != key else named
     assert posted(named, query) == (False, expected)
@@ -303,18 +312,18 @@ def test_an_event_table_of_one_trace_posts_what_a_traced_table_does(spark):
     def posted(frame, **kw):
         rows = apply_window_to_events(frame, query, order_col="n", time_col="t", until=6000, dialect="kuiper",
                                       pane_rows=False, **kw).collect()
-        return sorted((r.trace_id, r.after, r.time, r.side, r.pos.n if r.pos else None, r["values"],
+        return sorted((r.trace_id, r.after, r.time, r.side, r.pos.n if r.pos else -1, (r.color, r.c),
                        r.window.start, r.window.end) for r in rows)
 
     alone = posted(events)
-    red, blue = '{"color":"red","c":%d}', '{"color":"blue","c":1}'
-    assert [(after, time, side, values, (start, end)) for _, after, time, side, _, values, start, end in alone] == [
-        (1, 1000, "insert", red % 1, (-1000, 1000)),
-        (3, 2000, "insert", red % 2, (0, 2000)), (3, 2000, "insert", blue, (0, 2000)),  # in pos order
-        (3, 3000, "insert", blue, (1000, 3000)), (3, 3000, "insert", red % 1, (1000, 3000)),
-        (3, 4000, None, "[]", (2000, 4000)),
-        (4, 5000, "insert", red % 1, (3000, 5000)),
-        (4, 6000, "insert", red % 1, (4000, 6000)),
+    red, blue = lambda n: ("red", n), ("blue", 1)  # noqa: E731
+    assert [(after, time, side, fields, (start, end)) for _, after, time, side, _, fields, start, end in alone] == [
+        (1, 1000, "insert", red(1), (-1000, 1000)),
+        (3, 2000, "insert", red(2), (0, 2000)), (3, 2000, "insert", blue, (0, 2000)),  # in pos order
+        (3, 3000, "insert", blue, (1000, 3000)), (3, 3000, "insert", red(1), (1000, 3000)),
+        (3, 4000, None, (None, None), (2000, 4000)),
+        (4, 5000, "insert", red(1), (3000, 5000)),
+        (4, 6000, "insert", red(1), (4000, 6000)),
     ]
     assert {r[0] for r in alone} == {"0"}
     traced = posted(events.selectExpr("*", "'d1' AS device"), trace_col="device")
@@ -336,3 +345,4 @@ def test_a_creation_at_its_aligned_end_runs_in_the_kernel_beside_set_traces(spar
     # after local midnight, 8 h on the clock)
     assert [u.time for u in both[0]] == [u.time for u in both[1]] == [8 * hour, 16 * hour]
     assert run_cases([(spec, at_zero)], spark) == [run(spec, at_zero)]
+
