@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import pytest
 
+from difftest.compare import compare
 from oracle import parse, run
 from oracle.model import Advance, Arrive, Event, Jump, Trace
-from spark_impl import apply_window, apply_window_to_events, frames, run_cases
+from spark_impl import apply_window, apply_window_to_events, frames, output_schema, run_cases
 from spark_impl.errors import InvalidFrame
 from spark_impl.windows.pane_kernel import aligned_end
 from spark_impl.windows.pane_query import compile_select
@@ -346,3 +347,76 @@ def test_a_creation_at_its_aligned_end_runs_in_the_kernel_beside_set_traces(spar
     assert [u.time for u in both[0]] == [u.time for u in both[1]] == [8 * hour, 16 * hour]
     assert run_cases([(spec, at_zero)], spark) == [run(spec, at_zero)]
 
+
+# --------------------------------------------------------------------------- the output schema of a query
+
+# Each query field's type as eKuiper gives it. eKuiper's docs: sqls/data_types.md ("bigint: the int type",
+# "float: the float type", string, boolean, array, struct; "Calculate with nil always return nil"; array and
+# struct take no binary operation), guide/streams/overview.md ("Schema-less stream field data type will be
+# determined at runtime"), sqls/functions/aggregate_functions.md, other_functions.md, window_functions.md;
+# where they are silent the valuer as oracle/windows/query.py states it (eKuiper's funcs_agg.go, valuer.go).
+# A JSON event's numbers are Go's int64 (an integer) and float64 (a float): bigint and double here.
+TYPED = Trace([ev("E1", 100, symbol="IBM", price=3, amount=1.5, flag=True, tags=["a"], mixed="x", ts=100),
+               ev("E2", 600, symbol="GE", price=4, amount=2.5, flag=False, tags=["b", "c"], mixed=2, ts=600),
+               ev("E3", 1200, symbol="IBM", price=5, amount=0.5, flag=True, tags=[], mixed=2.5, ts=1200),
+               Advance(3000)])
+J = "json"  # a string column of JSON text (frames.JSON_TEXT)
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("SELECT symbol, count(*) AS c, count(none) AS cn, sum(price) AS sp, sum(amount) AS sa, avg(price) AS ap, "
+     "avg(amount) AS aa, min(price) AS lo, max(symbol) AS hi FROM demo GROUP BY TUMBLINGWINDOW(ss, 1), symbol",
+     [("symbol", "string"),  # a column: its own type (data_types.md: string)
+      ("c", "bigint"), ("cn", "bigint"),  # count: "the number of items in a group" (aggregate_functions.md): int64
+      ("sp", "bigint"), ("sa", "double"),  # sum keeps its values' type: int64 of ints, float64 of floats (funcs_agg.go)
+      ("ap", "bigint"), ("aa", "double"),  # avg of ints: the truncated int64 mean (funcs_agg.go; oracle query.py)
+      ("lo", "bigint"), ("hi", "string")]),  # min/max: the argument's own type (funcs_agg.go)
+    ("SELECT price / 2 AS half, price * amount AS pa, price + 1 AS p1, price > 2 AS big, symbol = 'GE' OR flag AS o, "
+     "price + none AS pn, window_start() AS ws, window_end() AS we, row_number() AS rn FROM demo "
+     "GROUP BY COUNTWINDOW(2)",
+     [("half", "bigint"),  # int / int: Go's int64 division (valuer.go; oracle values.py GO)
+      ("pa", "double"), ("p1", "bigint"),  # bigint with float: float; with bigint: bigint (data_types.md's table)
+      ("big", "boolean"), ("o", "boolean"),  # comparisons and and/or: booleans
+      ("pn", "string"),  # "Calculate with nil always return nil" (data_types.md): no value ever, a null string
+      ("ws", "bigint"), ("we", "bigint"),  # "the window start/end timestamp in int64 format" (other_functions.md)
+      ("rn", "bigint")]),  # row_number "numbers all rows sequentially" (window_functions.md): int64
+    ("SELECT *, event_time() AS et FROM demo GROUP BY SLIDINGWINDOW(ss, 1)",
+     [("id", "string"), ("symbol", "string"), ("price", "bigint"), ("amount", "double"), ("flag", "boolean"),
+      ("tags", J),  # an array (data_types.md) is no one column type: JSON text
+      ("mixed", J),  # a schemaless stream's field "determined at runtime" (streams/overview.md): JSON text
+      ("ts", "bigint"), ("none", "string"),  # a column no event gives a value: always null
+      ("et", "bigint")]),  # event_time(): "the timestamp of the current processing event" (other_functions.md), int64
+    ("SELECT collect(*) AS rows, collect(price) AS prices, collect(*)[0]->symbol AS first, collect(price)[1] AS p1, "
+     "deduplicate(symbol, true) AS kept, deduplicate(symbol, false) AS last, mixed + 1 AS m1, sum(mixed) AS sm "
+     "FROM demo GROUP BY HOPPINGWINDOW(ss, 2, 1)",
+     [("rows", J), ("prices", J),  # collect "returns an array" (aggregate_functions.md): JSON text
+      ("first", "string"), ("p1", "bigint"),  # collect(*)[1]->a: the element's own value (aggregate_functions.md)
+      ("kept", J), ("last", J),  # deduplicate: the rows, or the latest row (a map): JSON text
+      ("m1", J), ("sm", J)]),  # over a field of runtime type the kind depends on the row: JSON text
+])
+def test_a_query_s_output_schema_is_the_engine_s_types_and_the_plan_s(spark, query, expected):
+    """`output_schema` types each field as eKuiper does (`panes.query_fields`)
+    over the input's columns, and `apply_window`'s output has exactly that
+    schema, its rows written in it (the plan runs: a value of another kind
+    would fail it)."""
+    from pyspark.sql import functions as F
+
+    spec = kuiper(query)
+    frame = frames.to_dataframe(spark, [("t", TYPED)], [p for p in frames.spec_properties(spec) if p != "none"],
+                                mixed=True)
+    # last: a property no event gives a value (as `to_dataframe` marks one)
+    frame = frame.select("*", F.lit(None).cast("string").alias("none", metadata={frames.NO_VALUES: True}))
+    schema = output_schema(spec, frame.schema, "kuiper")
+    head = ["trace_id", "after", "phase", "time", "ordinal", "side", "pos", "error", "window", "pane_event"]
+    assert schema.names[:len(head)] == head
+    fields = schema.fields[len(head):]
+    assert [(f.name, J if f.metadata.get(frames.JSON_TEXT) else f.dataType.simpleString()) for f in fields] == expected
+    assert all(f.dataType.simpleString() == "string" for f in fields if f.metadata.get(frames.JSON_TEXT))
+    out = apply_window(frame, spec)
+    assert [(f.name, f.dataType.simpleString()) for f in out.schema.fields] == [
+        (f.name, f.dataType.simpleString()) for f in schema.fields]
+    assert [bool(f.metadata.get(frames.JSON_TEXT)) for f in out.schema.fields] == [
+        bool(f.metadata.get(frames.JSON_TEXT)) for f in schema.fields]
+    assert [r for r in out.collect() if r.side == "insert" and r.pane_event is None]  # the query's rows, typed
+    [found] = run_cases([(spec, TYPED)], spark)
+    assert compare(run(spec, TYPED), found) is None
