@@ -109,7 +109,7 @@ from zoneinfo import ZoneInfo
 
 from oracle.errors import InvalidTrace
 from oracle.model import DAY, HOUR, MILLISECOND, MINUTE, SECOND, Hopping, Session, Sliding, Tumbling
-from spark_impl.windows.pane_query import Failure, RowEval, evaluate_pane, row_holds, row_passes, to_json, verdict
+from spark_impl.windows.pane_query import Failure, RowEval, evaluate_pane, go_type_name, row_holds, row_passes, verdict
 from spark_impl.windows.replay import replay
 
 #: eKuiper skips a tick whose clock is this many ms or more away from its expected end
@@ -582,14 +582,15 @@ def event_row(id_, properties, json_names: frozenset[str]) -> dict:
 
 
 def pane_output(timed: list, pane: tuple[int, int], query, after_where) -> list[tuple]:
-    """A closed pane's output rows, each (side, pos, id, values, error,
-    bounds), from its (time, row) pairs in pane order: the rows (`insert`,
-    pos 0, 1, ...), the query's rows as JSON (`values`), an empty pane's one
-    row (side null; a query's empty output "[]"). A WHERE after the window
-    keeps the rows it holds for (an aggregate in it reads every row of the
-    pane; no window bounds are in reach, as in eKuiper's filter valuer); the
-    first error of the WHERE or the query is the pane's one `error` row; none
-    when the WHERE leaves no row or HAVING keeps nothing (not posted)."""
+    """A closed pane's output rows, each (side, pos, id, row, error, bounds),
+    from its (time, row) pairs in pane order: the rows (`insert`, pos 0, 1,
+    ...), the query's output rows (`row`, a dict of its fields; `id` None),
+    an empty pane's one row (side null; a query's pane of no output row too).
+    A WHERE after the window keeps the rows it holds for (an aggregate in it
+    reads every row of the pane; no window bounds are in reach, as in
+    eKuiper's filter valuer); the first error of the WHERE or the query is
+    the pane's one `error` row; none when the WHERE leaves no row or HAVING
+    keeps nothing (not posted)."""
     def failed(message):
         return [("error", 0, None, None, message, None)]
 
@@ -613,27 +614,80 @@ def pane_output(timed: list, pane: tuple[int, int], query, after_where) -> list[
             return []
     out = [("insert", n, r["id"], None, None, pane) for n, r in enumerate(rows)]
     if values:
-        out += [("insert", n, None, text, None, pane) for n, text in enumerate(to_json(values))]
+        out += [("insert", n, None, row, None, pane) for n, row in enumerate(values)]
     if not rows and not values:
-        out.append((None, None, None, None if values is None else "[]", None, pane))
+        out.append((None, None, None, None, None, pane))
     return out
 
 
-KERNEL_COLUMNS = ("trace_id", "seq", "phase", "time", "ordinal", "side", "pos", "id", "values", "error", "wstart", "wend")
+#: the kernel's columns before the fields (`field_column`) of a query's rows
+KERNEL_COLUMNS = ("trace_id", "seq", "phase", "time", "ordinal", "side", "pos", "id", "error", "wstart", "wend")
+
+
+def field_column(n: int) -> str:
+    """The column of a query's n-th field (the family contract's `#field<n>`)."""
+    return f"#field{n}"
+
+
+class FieldCells:
+    """A query's output rows as its fields' cells (`fields`: (name, kind)
+    pairs, `pane_query.field_kinds`): a `json` field's value as JSON text,
+    an integer in a `double` field as a float; a value of another kind than
+    its field's is an error naming the field (the declared types and the
+    evaluator disagree), never a null."""
+
+    _TAKES = {"long": (int,), "double": (float, int), "string": (str,), "boolean": (bool,), "null": ()}
+
+    def __init__(self, fields: tuple[tuple[str, str], ...]):
+        self.fields = fields
+
+    def cells(self, row: dict | None) -> list:
+        if row is None:
+            return [None] * len(self.fields)
+        return [self._cell(name, kind, row.get(name)) for name, kind in self.fields]
+
+    def _cell(self, name: str, kind: str, value):
+        if value is None:
+            return None
+        if kind == "json":
+            return json.dumps(value, sort_keys=True, separators=(",", ":"))
+        if type(value) not in self._TAKES[kind]:
+            raise TypeError(f"the query's field {name!r} is declared {kind}, but a row gives it "
+                            f"{go_type_name(value)} {value!r}")
+        return float(value) if kind == "double" else value
+
+
+class KernelRows:
+    """Rows in the kernel's columns (`KERNEL_COLUMNS`, then a query's fields),
+    as an Arrow table (`arrow_schema`)."""
+
+    def __init__(self, fields: tuple[tuple[str, str], ...] = ()):
+        self.fields, self.cells = fields, FieldCells(fields)
+        self.columns = {c: [] for c in KERNEL_COLUMNS}
+        self.by_field: list[list] = [[] for _ in fields]
+
+    def add(self, trace, seq, phase, time, ordinal, side, pos, id_, row, error, bounds) -> None:
+        for c, v in zip(KERNEL_COLUMNS, (trace, seq, phase, time, ordinal, side, pos, id_, error,
+                                         bounds[0] if bounds else None, bounds[1] if bounds else None)):
+            self.columns[c].append(v)
+        for column, cell in zip(self.by_field, self.cells.cells(row)):
+            column.append(cell)
+
+    def table(self):
+        import pyarrow as pa
+
+        data = {**self.columns, **{field_column(n): v for n, v in enumerate(self.by_field)}}
+        return pa.table(data, schema=arrow_schema(self.fields))
 
 
 class _Output:
-    """The kernel's output columns, filled unit by unit: a unit's posts get
+    """The kernel's output rows, filled unit by unit: a unit's posts get
     ordinals 0, 1, ... in posting order (a unit met twice goes on counting)."""
 
-    def __init__(self, trace, query, after_where):
+    def __init__(self, trace, query, after_where, fields):
         self.trace, self.query, self.after_where = trace, query, after_where
-        self.columns = {c: [] for c in KERNEL_COLUMNS}
+        self.rows = KernelRows(fields)
         self.unit, self.ordinal = None, 0
-
-    def _row(self, *values) -> None:
-        for c, v in zip(KERNEL_COLUMNS, values):
-            self.columns[c].append(v)
 
     def drain(self, posts: list, seq: int, phase: int, time: int) -> None:
         if not posts:
@@ -642,50 +696,50 @@ class _Output:
             self.unit, self.ordinal = (seq, phase, time), 0
         for post in posts:
             if post[0] == "error":
-                self._row(self.trace, seq, phase, time, self.ordinal, "error", 0, None, None, post[1], None, None)
+                self.rows.add(self.trace, seq, phase, time, self.ordinal, "error", 0, None, None, post[1], None)
                 self.ordinal += 1
                 continue
             rows, start, end = post
             out = pane_output(rows, (start, end), self.query, self.after_where)
-            for side, pos, id_, values, error, pane in out:
-                self._row(self.trace, seq, phase, time, self.ordinal, side, pos, id_, values, error,
-                          pane[0] if pane else None, pane[1] if pane else None)
+            for side, pos, id_, row, error, pane in out:
+                self.rows.add(self.trace, seq, phase, time, self.ordinal, side, pos, id_, row, error, pane)
             self.ordinal += bool(out)
         posts.clear()
 
 
-def kernel(spec, query, pushed_where: bool, names: tuple[str, ...], json_names: frozenset[str]):
+def kernel(spec, query, pushed_where: bool, names: tuple[str, ...], json_names: frozenset[str],
+           fields: tuple[tuple[str, str], ...] = ()):
     """The grouped-map function over one trace's items (any order): the
-    trace's window (`machine_for`) replayed on its clock (`replay.replay`)."""
+    trace's window (`machine_for`) replayed on its clock (`replay.replay`);
+    `fields`, a query's fields and kinds (`pane_query.field_kinds`)."""
     after_where = None if (pushed_where or query is None) else query.where
     conditions = tuple(c for c in (spec.filter, query.where if pushed_where else None) if c is not None)
 
     def run(table):
-        import pyarrow as pa
-
         cols = {c: table.column(c).to_pylist() for c in ("seq", "kind", "time", "id", *names)}
         order = sorted(range(table.num_rows), key=cols["seq"].__getitem__)
         created = next((cols["time"][i] for i in order if cols["kind"][i] == "start"), 0)
         machine = machine_for(spec, conditions, created)
-        out = _Output(table.column("trace_id")[0].as_py() if table.num_rows else None, query, after_where)
+        out = _Output(table.column("trace_id")[0].as_py() if table.num_rows else None, query, after_where, fields)
         items = ((cols["seq"][i], cols["kind"][i], cols["time"][i],
                   event_row(cols["id"][i], ((n, cols[n][i]) for n in names), json_names)
                   if cols["kind"][i] == "event" else None) for i in order)
         replay(items, machine, lambda seq, phase, time: out.drain(machine.posts, seq, phase, time), created)
-        return pa.table(out.columns, schema=ARROW_SCHEMA)
+        return out.rows.table()
 
     return run
 
 
-def _arrow_schema():
+#: a field kind's Arrow type (Spark's: `panes.FIELD_TYPES`); JSON text and a field of no value: strings
+_ARROW_KINDS = {"long": "int64", "double": "float64", "string": "string", "boolean": "bool_", "json": "string",
+                "null": "string"}
+
+
+def arrow_schema(fields: tuple[tuple[str, str], ...] = ()):
+    """The kernel's Arrow schema: `KERNEL_COLUMNS`, then a query's fields."""
     import pyarrow as pa
 
     return pa.schema([("trace_id", pa.string()), ("seq", pa.int64()), ("phase", pa.int32()), ("time", pa.int64()),
                       ("ordinal", pa.int32()), ("side", pa.string()), ("pos", pa.int64()), ("id", pa.string()),
-                      ("values", pa.string()), ("error", pa.string()), ("wstart", pa.int64()), ("wend", pa.int64())])
-
-
-try:
-    ARROW_SCHEMA = _arrow_schema()
-except ImportError:  # pragma: no cover - pyarrow comes with pyspark[sql]
-    ARROW_SCHEMA = None
+                      ("error", pa.string()), ("wstart", pa.int64()), ("wend", pa.int64()),
+                      *((field_column(n), getattr(pa, _ARROW_KINDS[kind])()) for n, (_, kind) in enumerate(fields))])

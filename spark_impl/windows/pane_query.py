@@ -50,6 +50,35 @@ mean; a float first: floats only; a string first: strings, min and max
 only), else an error. `collect(*)` the rows as objects, `collect(x)` the
 values; `a[i]` (0-based) and `a->f` null when absent. Output names: the alias, a column's name, a function's name
 (`count(*)` is `count`), else `kuiper_field_<n>`.
+
+The fields' kinds (`field_kinds`, which `panes.FIELDS` types as Spark
+columns): what eKuiper's valuer gives each field, known from the input
+columns' kinds alone (`long`, `double`, `string`, `boolean`; `json`, a JSON
+text column: a list or object, or a schemaless stream's mixed kinds; `null`,
+a column no event gives a value) without running anything:
+
+* a literal its own kind; a column its column's kind (`id` a string); an
+  alias the aliased item's kind (outside an aggregate's argument, as the
+  evaluators resolve it); `*` gives `id`, then every property, in column order;
+* `+ - * / %`: of two integers an integer (`/` truncates), with a float a
+  float, with a `json` operand `json` (the row's values decide), with a null
+  operand null, else (a string, a boolean, a list) an error or null: no value;
+* comparisons, `and`, `or`, `not`: a boolean; `-x` x's kind if a number;
+* `count`, `window_start()`, `window_end()`, `row_number()`, `event_time()`,
+  `last_hit_time()`, `last_hit_count()`: an integer; `sum`, `avg`, `min`,
+  `max` their argument's kind if a number (`avg` of integers the truncated
+  integer mean), `min`/`max` of strings a string, `json` of `json`, else no
+  value (an error or null);
+* `collect(*)`, `deduplicate(x, true)`: a list of row objects; `collect(x)`
+  a list of x's kind; `deduplicate(x, false)` a row object; `a[i]` the
+  list's element kind, `a->f` a row object's field f's column kind (`json`
+  of `json`; on anything else null).
+
+A field's kind is then one of `long`, `double`, `string`, `boolean`, `null`
+(it never has a value), or `json`: a list, a row object, a `json` value, or a
+name two items give (a name is one field, eKuiper's output row being a map:
+the last item in select order with a non-null value gives it, `*` copying the
+non-null ones) in different kinds.
 """
 
 from __future__ import annotations
@@ -449,9 +478,97 @@ def evaluate_pane(query: Statement, rows: Sequence[Mapping[str, Any]], pane: tup
     return out
 
 
-def to_json(rows: list[dict]) -> list[str]:
-    """Output rows as JSON objects (NaN and infinities bare, as `frames` reads them)."""
-    return [json.dumps(r, separators=(",", ":")) for r in rows]
+# --------------------------------------------------------------------------- the fields' kinds
+
+#: the kinds a column holds; `json` holds any value (as JSON text), `null` none
+COLUMN_KINDS = ("long", "double", "string", "boolean")
+_NUMBERS = ("long", "double")
+#: a row object's kind (its fields: the event's, `id` and the properties); a list's is ("list", element kind)
+ROW = ("row",)
+
+
+def field_sources(query: Statement, properties: Sequence[str]) -> dict[str, list[tuple[str, Any]]]:
+    """The query's fields in order (each where its name first appears) and
+    what gives each a value, in select order: ("item", expression), or
+    ("*", property) where `*` copies `id` and then each of `properties`. A
+    name given twice is one field (module docstring)."""
+    sources: dict[str, list[tuple[str, Any]]] = {}
+    for item, name in zip(query.select, query.field_names):
+        if item.expression is None:
+            for prop in ("id", *(p for p in properties if p != "id")):
+                sources.setdefault(prop, []).append(("*", prop))
+        else:
+            sources.setdefault(name, []).append(("item", item.expression))
+    return sources
+
+
+def field_kinds(query: Statement, kinds: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """Each field of the query's rows and its kind (`COLUMN_KINDS`, `json`
+    or `null`; module docstring), from the input's property kinds (in column
+    order: `*` copies them so)."""
+    kinds = {"id": "string", **kinds}
+    aliases = {i.alias: i.expression for i in query.select if i.alias is not None}
+    out = []
+    for name, sources in field_sources(query, tuple(kinds)).items():
+        found = {column_kind(kinds[ref] if how == "*" else value_kind(ref, kinds, aliases)) for how, ref in sources}
+        found.discard("null")
+        out.append((name, found.pop() if len(found) == 1 else "json" if found else "null"))
+    return tuple(out)
+
+
+def column_kind(kind) -> str:
+    """A value kind as a column holds it: a list or a row object as `json`."""
+    return kind if kind in (*COLUMN_KINDS, "null") else "json"
+
+
+def value_kind(node: Any, kinds: Mapping[str, str], aliases: Mapping[str, Any] | None = None,
+               busy: frozenset = frozenset()) -> Any:
+    """The kind of value `node` gives (module docstring): a column kind,
+    `json`, `null`, `ROW` or ("list", element kind). `aliases` are resolved
+    as `RowEval` resolves them (not in an aggregate's argument)."""
+    t = type(node)
+    if t is Literal:
+        v = node.value
+        return ("null" if v is None else "boolean" if isinstance(v, bool) else "long" if isinstance(v, int)
+                else "double" if isinstance(v, float) else "string")
+    if t is Name:
+        if aliases and node.name in aliases and node.name not in busy:
+            return value_kind(aliases[node.name], kinds, aliases, busy | {node.name})
+        return kinds.get(node.name, "null")
+    if t is Binary:
+        if node.op not in ("+", "-", "*", "/", "%"):
+            return "boolean"
+        a, b = value_kind(node.left, kinds, aliases, busy), value_kind(node.right, kinds, aliases, busy)
+        if "null" in (a, b):
+            return "null"
+        if a in _NUMBERS and b in _NUMBERS:
+            return "long" if a == b == "long" else "double"
+        return "json" if a in (*_NUMBERS, "json") and b in (*_NUMBERS, "json") else "null"
+    if t is Not:
+        return "boolean"
+    if t is Negate:
+        a = value_kind(node.operand, kinds, aliases, busy)
+        return a if a in (*_NUMBERS, "json") else "null"
+    if t is Aggregate:
+        if node.function == "count":
+            return "long"
+        a = value_kind(node.argument, kinds)
+        if a in (*_NUMBERS, "json") or (a == "string" and node.function in ("min", "max")):
+            return a
+        return "null"
+    if t is Collect:
+        return ("list", ROW if node.argument is None else value_kind(node.argument, kinds))
+    if t is Deduplicate:
+        return ("list", ROW) if node.all else ROW
+    if t is Call:
+        return "long"
+    if t is Index:
+        a = value_kind(node.operand, kinds, aliases, busy)
+        return "json" if a == "json" else a[1] if isinstance(a, tuple) and a[0] == "list" else "null"
+    if t is Member:
+        a = value_kind(node.operand, kinds, aliases, busy)
+        return "json" if a == "json" else kinds.get(node.name, "null") if a == ROW else "null"
+    raise UnsupportedWindow(f"a kuiper query cannot evaluate {expression_text(node, 'kuiper')} on Spark")
 
 
 # --------------------------------------------------------------------------- Spark SQL
@@ -609,31 +726,37 @@ def grouping_key(n: int) -> str:
 
 def compile_select(query: Statement, types: Mapping[str, str]) -> dict | None:
     """The Spark plan of a query over pane rows, or None (the Python path):
-    {"group": bool, "fields": [(name, sql) | (None, "*")], "order": [(sql, descending)],
-    "keys": [sql]}; in a grouped plan the n-th key's column is `grouping_key(n)`.
-    Not compiled: HAVING, collect, indexing, members, row_number(), a JSON
-    text column."""
+    {"group": bool, "fields": [(name, [(sql, kind), ...])], "order": [(sql, descending)],
+    "keys": [sql]}: each field of `field_sources` with the SQL and value kind
+    of each of its sources (the last non-null one gives the field); in a
+    grouped plan the n-th key's column is `grouping_key(n)`. Not compiled:
+    HAVING, collect, indexing, members, row_number(), a JSON text column, a
+    field whose sources differ in kind (JSON text)."""
     if query.having is not None:
         return None
     group = query.groups
     aliases = {i.alias: i.expression for i in query.select if i.alias is not None}
-    compiler = SqlCompiler(types, group=group)
-    # a select item that is a GROUP BY key is that key's grouping column (no first-row lookup)
-    grouped = {key: grouping_key(n) for n, key in enumerate(query.keys)} if group else {}
+    compiler = SqlCompiler(types, group=group, aliases=aliases)
     try:
-        if group:
-            for key in query.keys:
-                SqlCompiler(types).value(key)
+        # a select item that is a GROUP BY key (and no alias) is that key's grouping column (no first-row lookup)
+        grouped = {key: (grouping_key(n), SqlCompiler(types).value(key)[1])
+                   for n, key in enumerate(query.keys)} if group else {}
         fields = []
-        for item, name in zip(query.select, query.field_names):
-            if item.expression is None:
-                if any(k == "json" for k in types.values()):
-                    return None
-                fields.append((None, "*"))
-            elif item.expression in grouped:
-                fields.append((name, grouped[item.expression]))
-            else:
-                fields.append((name, compiler.value(item.expression)[0]))
+        for name, sources in field_sources(query, [p for p in types if p != "id"]).items():
+            compiled = []
+            for how, ref in sources:
+                if how == "*":
+                    kind = "string" if ref == "id" else types[ref]
+                    if kind not in COLUMN_KINDS:
+                        return None
+                    compiled.append((f"min_by({_q(ref)}, seq)" if group else _q(ref), kind))
+                elif ref in grouped and not (isinstance(ref, Name) and ref.name in aliases):
+                    compiled.append(grouped[ref])
+                else:
+                    compiled.append(compiler.value(ref))
+            if len({kind for _, kind in compiled if kind != "null"}) > 1:
+                return None
+            fields.append((name, compiled))
         order_compiler = SqlCompiler(types, group=group, aliases=aliases)
         order = [(order_compiler.value(k.expression)[0], k.descending) for k in query.order]
     except NotCompiled:

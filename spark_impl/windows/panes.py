@@ -4,11 +4,33 @@ SLIDINGWINDOW, SESSIONWINDOW, COUNTWINDOW, alone or under a query
 
 A pane is one update: its rows (side `insert`, in pane order: arrival order in
 processing time, event-time order in event time), its bounds (`wstart`,
-`wend`, the output's `window`), with a query its output rows as JSON
-(`values`); several panes of one unit of work are told apart by `ordinal`, in
-the order they close. An empty pane is one row of side null (a query whose
-output is no row: `values` "[]"). A late event-time row is one row of side
-`error`: "late row: event time T ms is before the watermark W ms".
+`wend`, the output's `window`), with a query its output rows (side `insert`,
+`id` null, one typed column per field: `FIELDS`); several panes of one unit
+of work are told apart by `ordinal`, in the order they close. An empty pane
+is one row of side null (a query's pane of no output row too). A late
+event-time row is one row of side `error`: "late row: event time T ms is
+before the watermark W ms". A query's pane rows carry the event's `id`, their
+fields null.
+
+A query's fields (`FIELDS`, `query_fields`): `Statement.field_names` in
+order (`*`: `id`, then every property in column order; a name two items give
+is one field), each typed as eKuiper's valuer gives it from the input
+columns' kinds (`pane_query`'s docstring, "The fields' kinds"; eKuiper holds
+a stream's numbers as Go's int64 and float64): an integer `long`, a float
+`double`, a string `string`, a boolean `boolean`. A field whose kind no one
+column type holds (a list or a row object, `collect`, `deduplicate`; a JSON
+text input column: a list or object property, or a property of mixed kinds,
+eKuiper's streams being schemaless; arithmetic, `sum`, ... over one; a name
+two items give in different kinds) is a string column of JSON text, marked
+`frames.JSON_TEXT`; one that never has a value (reading a column no event
+gives a value, a string in arithmetic) a string column, null. For example,
+over `price` long and `symbol` string: `count(*)`, `sum(price)`,
+`avg(price)` (the truncated integer mean), `price / 2`, `window_start()`
+long; `price * 1.5`, `avg` of a double column double; `min(symbol)`
+string; `price > 2` boolean; `collect(*)` JSON text; `collect(*)[0]->symbol`
+string. The kernel and the SQL plans write field n as column `#field<n>` of
+that type; a value of another kind fails the task naming the field
+(`pane_kernel.FieldCells`; in SQL, `_typed_sql` at planning).
 
 Rules every kind shares (kuiper.md §1, §5):
 
@@ -57,20 +79,78 @@ from pyspark.sql import types as T
 from oracle.errors import UnsupportedWindow
 from oracle.model import CountPanes, Hopping, Session, Sliding, Statement, Tumbling
 from spark_impl.errors import InvalidFrame
-from spark_impl.frames import JSON_TEXT
+from spark_impl.frames import JSON_TEXT, NO_VALUES
 from spark_impl.windows import Context
 from spark_impl.windows.base import quoted
-from spark_impl.windows.pane_kernel import ARROW_SCHEMA, KERNEL_COLUMNS, aligned_end, event_row, kernel, pane_output
-from spark_impl.windows.pane_query import Failure, compile_select, grouping_key, row_passes, sql_condition, sql_literal
+from spark_impl.windows.pane_kernel import KernelRows, aligned_end, event_row, field_column, kernel, pane_output
+from spark_impl.windows.pane_query import (
+    Failure, compile_select, field_kinds, grouping_key, row_passes, sql_condition, sql_literal)
 
-_KERNEL_SCHEMA = T.StructType([
-    T.StructField("trace_id", T.StringType()), T.StructField("seq", T.LongType()),
-    T.StructField("phase", T.IntegerType()), T.StructField("time", T.LongType()),
-    T.StructField("ordinal", T.IntegerType()), T.StructField("side", T.StringType()),
-    T.StructField("pos", T.LongType()), T.StructField("id", T.StringType()),
-    T.StructField("values", T.StringType()), T.StructField("error", T.StringType()),
-    T.StructField("wstart", T.LongType()), T.StructField("wend", T.LongType()),
-])
+#: a field kind's Spark type (`pane_query.field_kinds`): JSON text (marked `JSON_TEXT`) and a field of no value
+#: (`null`) are strings
+FIELD_TYPES = {"long": T.LongType(), "double": T.DoubleType(), "string": T.StringType(), "boolean": T.BooleanType(),
+               "json": T.StringType(), "null": T.StringType()}
+#: an input column's value kind, by its Spark type (JSON text: `json`; no value: `null`; another type: `json`)
+_COLUMN_KINDS = {T.LongType: "long", T.IntegerType: "long", T.ShortType: "long", T.ByteType: "long",
+                 T.DoubleType: "double", T.FloatType: "double", T.StringType: "string", T.BooleanType: "boolean"}
+
+
+def query_kinds(query: Statement, columns: dict[str, T.StructField]) -> tuple[tuple[str, str], ...]:
+    """The query's fields and their kinds (`pane_query.field_kinds`) over
+    the input's property columns."""
+    kinds = {name: "json" if f.metadata.get(JSON_TEXT) else "null" if f.metadata.get(NO_VALUES)
+             else _COLUMN_KINDS.get(type(f.dataType), "json") for name, f in columns.items()}
+    return field_kinds(query, kinds)
+
+
+def query_fields(query: Statement, columns: dict[str, T.StructField], group_keys=()) -> tuple[T.StructField, ...]:
+    """`FIELDS`: the query's fields as Spark types (module docstring)."""
+    if group_keys:
+        raise UnsupportedWindow("an eKuiper pane window under #groupwin: GROUP BY keys group a pane instead")
+    return tuple(T.StructField(name, FIELD_TYPES[kind], True, {JSON_TEXT: True} if kind == "json" else {})
+                 for name, kind in query_kinds(query, columns))
+
+
+def _kernel_schema(fields: tuple[tuple[str, str], ...]) -> T.StructType:
+    """The kernel's rows (`pane_kernel.arrow_schema`) as Spark's."""
+    return T.StructType([
+        T.StructField("trace_id", T.StringType()), T.StructField("seq", T.LongType()),
+        T.StructField("phase", T.IntegerType()), T.StructField("time", T.LongType()),
+        T.StructField("ordinal", T.IntegerType()), T.StructField("side", T.StringType()),
+        T.StructField("pos", T.LongType()), T.StructField("id", T.StringType()),
+        T.StructField("error", T.StringType()), T.StructField("wstart", T.LongType()),
+        T.StructField("wend", T.LongType()),
+        *(T.StructField(field_column(n), FIELD_TYPES[kind]) for n, (_, kind) in enumerate(fields))])
+
+
+def _field_columns(fields) -> list[str]:
+    """SQL: the field columns (`#field<n>`)."""
+    return [quoted(field_column(n)) for n in range(len(fields))]
+
+
+def _null_fields(fields) -> list[str]:
+    """SQL: the field columns, null (a pane's event row, an empty pane, an error)."""
+    return [f"CAST(NULL AS {FIELD_TYPES[kind].simpleString()}) AS {quoted(field_column(n))}"
+            for n, (_, kind) in enumerate(fields)]
+
+
+def _typed_sql(name: str, sources: list[tuple[str, str]], kind: str) -> str:
+    """SQL of a field of `kind` from its compiled sources ((sql, value kind),
+    `pane_query.compile_select`): the last non-null one, each cast to the
+    field's type (an integer to a double); a source of another kind is an
+    `AssertionError` naming the field: the declared type and the plan disagree."""
+    target = FIELD_TYPES[kind].simpleString()
+    parts = []
+    for sql, found in sources:
+        if found == "null":
+            continue
+        # a field of no value may read a column no event gives a value, which SQL reads as a string
+        if found != kind and not (found == "long" and kind == "double") and not (found == "string" and kind == "null"):
+            raise AssertionError(f"the query's field {name!r} is declared {kind}, but its SQL gives {found}")
+        parts.append(f"CAST({sql} AS {target})")
+    if not parts:
+        return f"CAST(NULL AS {target})"
+    return parts[0] if len(parts) == 1 else f"coalesce({', '.join(reversed(parts))})"
 
 
 def _split(spec) -> tuple:
@@ -94,24 +174,30 @@ def pane_posts(items: DataFrame, spec, ctx: Context) -> DataFrame:
         raise UnsupportedWindow("an eKuiper pane window under #groupwin: GROUP BY keys group a pane instead")
     _check(items)
     window, query = _split(spec)
+    fields = () if query is None else query_kinds(
+        query, {f.name: f for f in items.schema.fields if f.name in ctx.properties})
     if isinstance(window, CountPanes):
-        return count_posts(items, window, query, ctx)
+        return count_posts(items, window, query, ctx, fields)
     if isinstance(window, (Tumbling, Hopping)) and not window.event_time:
-        plan = _SetPlan.of(items, window, query, ctx)
+        plan = _SetPlan.of(items, window, query, ctx, fields)
         if plan is not None:
             return plan.posts(items, ctx.jumps)
     if window.event_time:
-        kept, late = late_rows(items, window)
-        return _query_rows_only(sequential(kept, window, query, ctx), ctx).unionByName(late)
-    return _query_rows_only(sequential(items, window, query, ctx), ctx)
+        kept, late = late_rows(items, window, fields)
+        return _query_rows_only(sequential(kept, window, query, ctx, fields), ctx).unionByName(late)
+    return _query_rows_only(sequential(items, window, query, ctx, fields), ctx)
+
+
+#: SQL: a pane's event row (a query's output rows have no `id`)
+_PANE_ROW = "side = 'insert' AND id IS NOT NULL"
 
 
 def _query_rows_only(posted: DataFrame, ctx: Context) -> DataFrame:
     """Without the panes' rows when the caller asked for the query's rows only."""
-    return posted if ctx.pane_rows else posted.where("NOT (side = 'insert' AND `values` IS NULL)")
+    return posted if ctx.pane_rows else posted.where(f"NOT ({_PANE_ROW})")
 
 
-def late_rows(items: DataFrame, window) -> tuple[DataFrame, DataFrame]:
+def late_rows(items: DataFrame, window, fields=()) -> tuple[DataFrame, DataFrame]:
     """Event time's late rows as a relational step: (the items without them,
     their error rows). The watermark before an event is `max(largest earlier
     event time, tolerance) - tolerance`, 0 before the first: a running
@@ -125,10 +211,10 @@ def late_rows(items: DataFrame, window) -> tuple[DataFrame, DataFrame]:
     kept = marked.where(f"kind != 'event' OR {ts} >= `#watermark`")
     late = marked.where(f"kind = 'event' AND {ts} < `#watermark`").selectExpr(
         "trace_id", "seq", "CAST(1 AS INT) AS phase", "time", "CAST(0 AS INT) AS ordinal", "'error' AS side",
-        "CAST(0 AS BIGINT) AS pos", "CAST(NULL AS STRING) AS id", "CAST(NULL AS STRING) AS `values`",
+        "CAST(0 AS BIGINT) AS pos", "CAST(NULL AS STRING) AS id", *_null_fields(fields),
         f"concat('late row: event time ', {ts}, ' ms is before the watermark ', `#watermark`, ' ms') AS error",
         "CAST(NULL AS BIGINT) AS wstart", "CAST(NULL AS BIGINT) AS wend")
-    return kept.drop("#watermark"), _contract(late)
+    return kept.drop("#watermark"), _contract(late, fields)
 
 
 def _types(items: DataFrame, names) -> dict[str, str]:
@@ -152,7 +238,8 @@ class _PaneSQL:
     `after` and `#due`. The posts follow: the panes' rows, a query's rows (an
     aggregation by (trace, pane, keys), `pane_query.compile_select`), the
     empty panes. With one trace (`Context.one_trace`) the trace is no key: it
-    is put back as a literal.
+    is put back as a literal. A window alone carries the properties (`carried`:
+    its rows are events); a query's rows carry its fields (`fields`, their kinds).
 
     `PHASE`: the posts' phase; `EMPTY_PANES`: whether a fired pane may hold
     no row (it posts an empty pane); `TICKS_HINT`: the hint of a join with
@@ -160,9 +247,10 @@ class _PaneSQL:
 
     PHASE, EMPTY_PANES, TICKS_HINT = 0, True, "/*+ BROADCAST(ticks) */ "
 
-    def __init__(self, query, select: dict | None, types: dict, ctx: Context):
-        self.query, self.select = query, select
+    def __init__(self, query, select: dict | None, types: dict, ctx: Context, fields=()):
+        self.query, self.select, self.fields = query, select, fields
         self.pane_rows, self.types, self.properties = ctx.pane_rows, types, ctx.properties
+        self.carried = ctx.properties if query is None else ()
         #: the trace's key columns, and the trace_id column of an output row
         self.trace = [] if ctx.one_trace is not None else ["trace_id"]
         self.trace_id = "trace_id" if ctx.one_trace is None else f"{sql_literal(ctx.one_trace)[0]} AS trace_id"
@@ -175,7 +263,8 @@ class _PaneSQL:
         body = ",\n".join(f"{name} AS ({sql})" for name, sql in steps.items())
         return f"WITH {body}\n" + _select(
             ["trace_id", "seq", "phase", "time", "time AS slot_due", "CAST(0 AS BIGINT) AS slot", "side", "pos", "id",
-             "`values`", "error", "ordinal", "wstart", "wend", *(quoted(p) for p in self.properties)], "posted")
+             *_field_columns(self.fields), "error", "ordinal", "wstart", "wend", *(quoted(p) for p in self.carried)],
+            "posted")
 
     def _steps(self) -> dict[str, str]:
         """The named steps up to `ticks` and `placed`."""
@@ -191,8 +280,9 @@ class _PaneSQL:
     def _output(self) -> dict[str, str]:
         """The steps after `placed`, the last `posted`: event rows, the
         query's rows, and the empty panes' rows, in the kernel's columns."""
-        props = [quoted(p) for p in self.properties]
-        nulls = [f"CAST(NULL AS {self._sql_type(p)}) AS {quoted(p)}" for p in self.properties]
+        props = [quoted(p) for p in self.carried]
+        nulls = [f"CAST(NULL AS {self._sql_type(p)}) AS {quoted(p)}" for p in self.carried]
+        no_fields = _null_fields(self.fields)
         def key(due: str = "due") -> list[str]:
             return [self.trace_id, "after AS seq", f"CAST({self.PHASE} AS INT) AS phase", f"{due} AS time",
                     "CAST(0 AS INT) AS ordinal"]
@@ -205,41 +295,39 @@ class _PaneSQL:
             steps["joined"] = self._joined()
         branches = []
         if self.select is None or self.pane_rows:
-            branches.append(_select([*key(_DUE), "'insert' AS side", "seq AS pos", "id",
-                                     "CAST(NULL AS STRING) AS `values`", *rest, *props], "joined"))
+            branches.append(_select([*key(_DUE), "'insert' AS side", "seq AS pos", "id", *no_fields, *rest, *props],
+                                    "joined"))
         if self.select is None:
             if self.EMPTY_PANES:
                 branches.append(_select([*key(), "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
-                                         "CAST(NULL AS STRING) AS id", "CAST(NULL AS STRING) AS `values`", *rest,
-                                         *nulls], empty))
+                                         "CAST(NULL AS STRING) AS id", *rest, *nulls], empty))
         else:
-            steps.update(self._values())
+            steps.update(self._query_rows())
             branches.append(_select([*key(), "'insert' AS side", "CAST(pos AS BIGINT) AS pos",
-                                     "CAST(NULL AS STRING) AS id", "`values`", *rest, *nulls], "valued"))
+                                     "CAST(NULL AS STRING) AS id", *_field_columns(self.fields), *rest, *nulls],
+                                    "valued"))
             # without keys every fired pane is a group
             if self.EMPTY_PANES and (self.select["keys"] or not self.select["group"]):
                 branches.append(_select([*key(), "CAST(NULL AS STRING) AS side", "CAST(NULL AS BIGINT) AS pos",
-                                         "CAST(NULL AS STRING) AS id", "'[]' AS `values`", *rest, *nulls], empty))
+                                         "CAST(NULL AS STRING) AS id", *no_fields, *rest, *nulls], empty))
         steps["posted"] = "\nUNION ALL ".join(branches)
         return steps
 
     def _sql_type(self, prop: str) -> str:
         return dict(_SQL_TYPES).get(self.types.get(prop), "STRING")
 
-    def _values(self) -> dict[str, str]:
-        """The steps of the query's output rows, the last `valued` (with
-        `values`, `pos` and the pane's columns). A grouping query aggregates
+    def _query_rows(self) -> dict[str, str]:
+        """The steps of the query's output rows, the last `valued` (with the
+        fields, `pos` and the pane's columns). A grouping query aggregates
         the rows by (trace, k, keys) and joins the fired ticks to the groups;
         without keys every fired pane is one group, an empty one too (where
         there are: `EMPTY_PANES`): each fired pane adds a marker row (no seq:
         `count(*)` is `count(seq)`, and `min_by(col, seq)`, `min(seq)` skip it)."""
         plan, trace = self.select, [*self.trace]
-        star = ["'id', min_by(id, seq)" if plan["group"] else "'id', id"] + [
-            (f"'{p}', min_by({quoted(p)}, seq)" if plan["group"] else f"'{p}', {quoted(p)}") for p in self.properties]
-        parts = []
-        for name, sql in plan["fields"]:
-            parts += star if name is None else [f"'{name}', {sql}"]
-        record = f"to_json(named_struct({', '.join(parts)}))"
+        if [name for name, _ in plan["fields"]] != [name for name, _ in self.fields]:
+            raise AssertionError(f"the plan's fields {plan['fields']} are not the declared {self.fields}")
+        record = [f"{_typed_sql(name, sources, kind)} AS {column}" for (name, sources), (_, kind), column
+                  in zip(plan["fields"], self.fields, _field_columns(self.fields))]
         orders = [f"{sql} AS o{n}" for n, (sql, _) in enumerate(plan["order"])]
         if plan["group"]:
             grouping = [*trace, _K, "seq", "id", "wstart", "wend", *(quoted(p) for p in self.properties)]
@@ -251,13 +339,13 @@ class _PaneSQL:
             keys = [grouping_key(n) for n in range(len(plan["keys"]))]
             keyed = _select(["*", *(f"{k} AS {grouping_key(n)}" for n, k in enumerate(plan["keys"]))], f"({source})")
             # grouped by (trace, pane index, keys) only; the fired ticks' columns joined to the groups
-            grouped = _select([*trace, _K, *keys, f"{record} AS `values`", "min(seq) AS first_seq",
+            grouped = _select([*trace, _K, *keys, *record, "min(seq) AS first_seq",
                                *orders], f"({keyed})", group=[*trace, _K, *keys])
             pane = ", ".join([*trace, _K, "after", "due", "wstart", "wend"])
             rows = _select([f"{self.TICKS_HINT}*"], f"({grouped}) JOIN (SELECT {pane} FROM ticks) ticks",
                            using=[*trace, _K])
         else:
-            rows = _select([*trace, _K, "after", f"{_DUE} AS due", f"{record} AS `values`",
+            rows = _select([*trace, _K, "after", f"{_DUE} AS due", *record,
                             "seq AS first_seq", *orders, "wstart", "wend"], "joined")
         if plan["order"]:
             order_by = ", ".join([f"o{n} {'DESC NULLS LAST' if d else 'ASC NULLS FIRST'}"
@@ -295,8 +383,8 @@ class _SetPlan(_PaneSQL):
     Spark analyses it once; built step by step as DataFrames it took twice
     as long to plan (each step is analysed on its own)."""
 
-    def __init__(self, window, query, admit: str, select: dict | None, types: dict, ctx: Context):
-        super().__init__(query, select, types, ctx)
+    def __init__(self, window, query, admit: str, select: dict | None, types: dict, ctx: Context, fields=()):
+        super().__init__(query, select, types, ctx, fields)
         self.window, self.admit = window, admit
         self.hopping = isinstance(window, Hopping)
         self.interval = window.hop if self.hopping else window.size
@@ -304,7 +392,7 @@ class _SetPlan(_PaneSQL):
         self.c, self.e0 = "`#c`", "`#e0`"
 
     @classmethod
-    def of(cls, items: DataFrame, window, query, ctx: Context):
+    def of(cls, items: DataFrame, window, query, ctx: Context, fields=()):
         """The plan, or None when a condition or the query does not compile to
         SQL, or a property's name starts with `#` (the plan's own columns
         beside the properties do: `#k`, `#c`, ...)."""
@@ -320,7 +408,7 @@ class _SetPlan(_PaneSQL):
             select = compile_select(query, types)
             if select is None:
                 return None
-        return cls(window, query, " AND ".join(admit) or "true", select, types, ctx)
+        return cls(window, query, " AND ".join(admit) or "true", select, types, ctx, fields)
 
     def _first_end(self, c: int) -> int:
         """E0 of a trace created at c: eKuiper's aligned end, in the window's zone."""
@@ -369,12 +457,12 @@ class _SetPlan(_PaneSQL):
             out = _run(self.statement(), clean)
         if dirty is None:
             return out
-        # the kernel's rows lack the properties: joined back from their own traces' events
-        rest = sequential(dirty, self.window, self.query, None, self.properties)
+        rest = sequential(dirty, self.window, self.query, None, self.fields, self.properties)
         if not self.pane_rows:
-            rest = rest.where("NOT (side = 'insert' AND `values` IS NULL)")
-        props = dirty.where("kind = 'event'").select("trace_id", "id", *(F.col(quoted(p)) for p in self.properties))
-        rest = rest.join(props, ["trace_id", "id"], "left")
+            rest = rest.where(f"NOT ({_PANE_ROW})")
+        if self.carried:  # the kernel's rows lack the properties: joined back from their own traces' events
+            props = dirty.where("kind = 'event'").select("trace_id", "id", *(F.col(quoted(p)) for p in self.carried))
+            rest = rest.join(props, ["trace_id", "id"], "left")
         return rest if out is None else out.unionByName(rest)
 
     # ------------------------------------------------------------------ the statement: SQL over the clean items
@@ -485,29 +573,30 @@ _SQL_TYPES = (("long", "BIGINT"), ("double", "DOUBLE"), ("string", "STRING"), ("
               ("json", "STRING"))
 
 
-def sequential(items: DataFrame, window, query, ctx: Context | None, properties: tuple = ()) -> DataFrame:
-    """Every trace of `items` through the pane kernel."""
+def sequential(items: DataFrame, window, query, ctx: Context | None, fields=(), properties: tuple = ()) -> DataFrame:
+    """Every trace of `items` through the pane kernel (`fields`: a query's, with their kinds)."""
     names = tuple(ctx.properties if ctx is not None else properties)
     json_names = frozenset(f.name for f in items.schema.fields
                            if f.name in names and f.metadata.get(JSON_TEXT))
-    run = kernel(window, query, pushed_where(window, query), names, json_names)
+    run = kernel(window, query, pushed_where(window, query), names, json_names, fields)
     rows = items.selectExpr("trace_id", "seq", "kind", "time", "id", *(quoted(n) for n in names))
-    posted = rows.groupBy("trace_id").applyInArrow(run, _KERNEL_SCHEMA)
-    return _contract(posted)
+    posted = rows.groupBy("trace_id").applyInArrow(run, _kernel_schema(fields))
+    return _contract(posted, fields)
 
 
-def _contract(posted: DataFrame, properties=()) -> DataFrame:
+def _contract(posted: DataFrame, fields=(), properties=()) -> DataFrame:
     """Kernel or set rows in the family contract's columns (plus ordinal and
-    bounds, and the properties where the rows carry them)."""
+    bounds, a query's fields, and the properties where the rows carry them)."""
     props = [quoted(p) for p in properties if p in posted.columns]
     return posted.selectExpr("trace_id", "seq", "phase", "time", "time AS slot_due", "CAST(0 AS BIGINT) AS slot",
-                             "side", "pos", "id", "`values`", "error", "ordinal", "wstart", "wend", *props)
+                             "side", "pos", "id", *_field_columns(fields), "error", "ordinal", "wstart", "wend",
+                             *props)
 
 
 # --------------------------------------------------------------------------- COUNTWINDOW: panes from row indices
 
 
-def count_posts(items: DataFrame, window: CountPanes, query, ctx: Context) -> DataFrame:
+def count_posts(items: DataFrame, window: CountPanes, query, ctx: Context, fields=()) -> DataFrame:
     """COUNTWINDOW(n, m) (kuiper.md §5) without a count: its panes derived
     from each admitted row's index (`_count_steps`).
 
@@ -543,18 +632,18 @@ def count_posts(items: DataFrame, window: CountPanes, query, ctx: Context) -> Da
         events = events.mapInArrow(_admission(conditions, tuple(zip(columns, names)), json_names), schema)
         errors = _contract(events.where("`#error` IS NOT NULL").selectExpr(
             "trace_id", "seq", "CAST(1 AS INT) AS phase", "time", "CAST(0 AS INT) AS ordinal", "'error' AS side",
-            "CAST(0 AS BIGINT) AS pos", "CAST(NULL AS STRING) AS id", "CAST(NULL AS STRING) AS `values`",
-            "`#error` AS error", "CAST(NULL AS BIGINT) AS wstart", "CAST(NULL AS BIGINT) AS wend"))
+            "CAST(0 AS BIGINT) AS pos", "CAST(NULL AS STRING) AS id", *_null_fields(fields),
+            "`#error` AS error", "CAST(NULL AS BIGINT) AS wstart", "CAST(NULL AS BIGINT) AS wend"), fields)
     if in_sql:
-        posted = _run(_CountPlan(window, query, select, where, types, ctx).statement(), events)
+        posted = _run(_CountPlan(window, query, select, where, types, ctx, fields).statement(), events)
     else:
         keep = ["trace_id", "seq", "time", "id", *(quoted(c) for c in columns)]
         steps = _count_steps(window, ["trace_id"], keep)
         members = _run(f"WITH {', '.join(f'{n} AS ({sql})' for n, sql in steps.items())}\n"
                        f"{_select([*keep, _K, 'after', _DUE], 'members')}", events)
-        run = _count_pane(query, after_where, tuple(zip(columns, names)), json_names)
-        posted = _query_rows_only(_contract(members.groupBy("trace_id", F.col(_K)).applyInArrow(run, _KERNEL_SCHEMA)),
-                                  ctx)
+        run = _count_pane(query, after_where, tuple(zip(columns, names)), json_names, fields)
+        posted = _query_rows_only(
+            _contract(members.groupBy("trace_id", F.col(_K)).applyInArrow(run, _kernel_schema(fields)), fields), ctx)
     return posted if errors is None else posted.unionByName(errors, allowMissingColumns=True)
 
 
@@ -606,8 +695,9 @@ class _CountPlan(_PaneSQL):
 
     PHASE, EMPTY_PANES, TICKS_HINT = 1, False, ""
 
-    def __init__(self, window: CountPanes, query, select: dict | None, where: str | None, types: dict, ctx: Context):
-        super().__init__(query, select, types, ctx)
+    def __init__(self, window: CountPanes, query, select: dict | None, where: str | None, types: dict, ctx: Context,
+                 fields=()):
+        super().__init__(query, select, types, ctx, fields)
         self.window, self.where = window, where
 
     def _steps(self) -> dict[str, str]:
@@ -652,28 +742,26 @@ def _admission(conditions: list, columns: tuple, json_names: frozenset[str]):
     return run
 
 
-def _count_pane(query, after_where, columns: tuple, json_names: frozenset[str]):
+def _count_pane(query, after_where, columns: tuple, json_names: frozenset[str], fields=()):
     """The grouped Arrow map over one fired count pane's rows (any order):
     its posts at its firing row (`pane_kernel.pane_output`, rows in arrival
-    order). `columns`: (column, property) pairs."""
+    order). `columns`: (column, property) pairs; `fields`: the query's, with
+    their kinds."""
     def run(table):
-        import pyarrow as pa
-
         cols = {c: table.column(c).to_pylist() for c in ("seq", "time", "id", *(c for c, _ in columns))}
         order = sorted(range(table.num_rows), key=lambda i: cols["seq"][i])
         timed = [(cols["time"][i], event_row(cols["id"][i], ((p, cols[c][i]) for c, p in columns), json_names))
                  for i in order]
         trace, after, due = (table.column(c)[0].as_py() for c in ("trace_id", "after", "#due"))
-        out = {c: [] for c in KERNEL_COLUMNS}
-        for side, pos, id_, values, error, pane in pane_output(timed, (due, due), query, after_where):
-            for c, v in zip(KERNEL_COLUMNS, (trace, after, 1, due, 0, side, pos, id_, values, error,
-                                            pane and pane[0], pane and pane[1])):
-                out[c].append(v)
-        return pa.table(out, schema=ARROW_SCHEMA)
+        out = KernelRows(fields)
+        for side, pos, id_, row, error, pane in pane_output(timed, (due, due), query, after_where):
+            out.add(trace, after, 1, due, 0, side, pos, id_, row, error, pane)
+        return out.table()
 
     return run
 
 
 POSTS = {Tumbling: pane_posts, Hopping: pane_posts, Sliding: pane_posts, Session: pane_posts,
          CountPanes: pane_posts, Statement: pane_posts}
+FIELDS = {Statement: query_fields}
 PANE_BOUNDS = True

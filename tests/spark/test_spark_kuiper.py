@@ -13,13 +13,12 @@ TUMBLINGWINDOW(ss, 1), processing time, created at 0 (ends 1000, 2000, ...):
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
+from difftest.compare import compare
 from oracle import parse, run
 from oracle.model import Advance, Arrive, Event, Jump, Trace
-from spark_impl import apply_window, apply_window_to_events, frames, run_cases
+from spark_impl import apply_window, apply_window_to_events, frames, output_schema, run_cases
 from spark_impl.errors import InvalidFrame
 from spark_impl.windows.pane_kernel import aligned_end
 from spark_impl.windows.pane_query import compile_select
@@ -34,9 +33,11 @@ def kuiper(text, **settings):
 
 
 def summary(updates):
-    """(after, time, inserted ids, (start, end), values rows or None, error)."""
+    """(after, time, inserted ids, (start, end), values rows or None, error); a
+    null field left out of its row, as eKuiper's rows (maps) leave it out."""
     return [(u.after, u.time, [e.id for e in u.insert], (u.window.start, u.window.end) if u.window else None,
-             None if u.values is None else [dict(r) for r in u.values.insert], u.error) for u in updates]
+             None if u.values is None else [{k: v for k, v in r.items() if v is not None} for r in u.values.insert],
+             u.error) for u in updates]
 
 
 EMPTY_PANES = Trace([ev("E1", 100, color="red"), Advance(3000)])
@@ -83,10 +84,11 @@ def test_pane_rows_false_keeps_the_query_rows_only(spark):
     query = kuiper("SELECT color, count(*) AS c FROM demo GROUP BY TUMBLINGWINDOW(ss, 1), color")
     trace = Trace([ev("E1", 100, color="red"), ev("E2", 200, color="red"), Advance(2000)])
     frame = frames.to_dataframe(spark, [("t", trace)], frames.spec_properties(query))
-    rows = apply_window(frame, query, pane_rows=False).collect()
-    got = sorted((r.time, r.side, r["values"]) for r in rows)
-    # the first pane's one output row; the second pane empty: no output row ("[]")
-    assert got == [(1000, "insert", '{"color":"red","c":2}'), (2000, None, "[]")]
+    out = apply_window(frame, query, pane_rows=False)
+    assert "pane_event" not in out.columns and "values" not in out.columns
+    got = sorted((r.time, r.side, r.color, r.c) for r in out.collect())
+    # the first pane's one output row; the second pane empty: no output row (side null, fields null)
+    assert got == [(1000, "insert", "red", 2), (2000, None, None, None)]
     with pytest.raises(Exception, match="only a query"):
         apply_window(frame, "TUMBLINGWINDOW(ss, 1)", "kuiper", pane_rows=False)
 
@@ -211,12 +213,13 @@ def test_a_count_window_over_an_event_table_of_one_trace(spark):
     def posted(frame, **kw):
         rows = apply_window_to_events(frame, query, order_col="n", time_col="t", dialect="kuiper",
                                       pane_rows=False, **kw).collect()
-        return sorted((r.trace_id, r.after, r.time, r.pos.n, r["values"], r.window.start, r.window.end) for r in rows)
+        return sorted((r.trace_id, r.after, r.time, r.pos.n, (r.color, r.c), r.window.start, r.window.end)
+                      for r in rows)
 
     alone = posted(events)
     assert [r[1:3] + r[4:] for r in alone] == [
-        (1, 200, '{"color":"red","c":1}', 200, 200), (1, 200, '{"color":"blue","c":1}', 200, 200),
-        (2, 300, '{"color":"blue","c":1}', 300, 300), (2, 300, '{"color":"red","c":1}', 300, 300)]
+        (1, 200, ("red", 1), 200, 200), (1, 200, ("blue", 1), 200, 200),
+        (2, 300, ("blue", 1), 300, 300), (2, 300, ("red", 1), 300, 300)]
     traced = posted(events.selectExpr("*", "'d1' AS device"), trace_col="device")
     assert [r[1:] for r in traced] == [r[1:] for r in alone] and {r[0] for r in traced} == {"d1"}
 
@@ -235,14 +238,21 @@ def test_the_output_window_column_holds_the_bounds(spark):
     assert got == [(1000, 0, 1000, "insert"), (2000, 1000, 2000, None), (3000, 2000, 3000, None)]
 
 
-def test_query_values_are_json_objects(spark):
+def test_query_fields_are_typed_columns(spark):
     query = kuiper("SELECT color, avg(size) AS a FROM demo GROUP BY TUMBLINGWINDOW(ss, 1), color")
     floats = Trace([ev("E1", 100, color="red", size=1.0), ev("E2", 200, color="red", size=2.0), Advance(1000)])
     integers = Trace([ev("E1", 100, color="red", size=1), ev("E2", 200, color="red", size=2), Advance(1000)])
-    for trace, mean in ((floats, 1.5), (integers, 1)):  # eKuiper's avg of integers is the truncated integer mean
+    # eKuiper's avg of integers is the truncated integer mean, an integer
+    for trace, mean, kind in ((floats, 1.5, "double"), (integers, 1, "bigint")):
         frame = frames.to_dataframe(spark, [("t", trace)], frames.spec_properties(query))
-        rows = [r for r in apply_window(frame, query).collect() if r["values"] is not None]
-        assert [json.loads(r["values"]) for r in rows] == [{"color": "red", "a": mean}]
+        out = apply_window(frame, query)
+        assert [(f.name, f.dataType.simpleString()) for f in out.schema.fields[-2:]] == [
+            ("color", "string"), ("a", kind)]
+        rows = [r for r in out.collect() if r.side == "insert" and r.pane_event is None]
+        assert [(r.color, r.a) for r in rows] == [("red", mean)] and type(rows[0].a) is type(mean)
+        # the pane's event rows: the event in `pane_event`, the fields null
+        assert sorted((r.pane_event, r.color, r.a) for r in out.collect() if r.pane_event) == [
+            ("E1", None, None), ("E2", None, None)]
 
 
 def test_aligned_end_follows_the_zone_across_dst():
@@ -269,7 +279,8 @@ def test_a_property_named_like_a_column_of_the_set_plan_posts_as_any_other(spark
     Hopping too (its rows are spread over their panes by an explode)."""
     # a `#...` name is no name of eKuiper's SQL: the query groups by x, the property only rides along
     key = "x" if name.startswith("#") else name
-    query = f"SELECT `{key}`, count(*) AS c FROM demo GROUP BY TUMBLINGWINDOW(ss, 1), `{key}`"
+    # (the count is `n`: a property `c` beside an alias `c` would read the alias, the oracle's rule)
+    query = f"SELECT `{key}`, count(*) AS n FROM demo GROUP BY TUMBLINGWINDOW(ss, 1), `{key}`"
     hopping = query.replace("TUMBLINGWINDOW(ss, 1)", "HOPPINGWINDOW(ss, 1, 1)")
     events = spark.createDataFrame([(0, 300, "red"), (1, 1200, "blue"), (2, 1300, "red")], "n long, t long, x string")
 
@@ -279,11 +290,10 @@ def test_a_property_named_like_a_column_of_the_set_plan_posts_as_any_other(spark
         kernel = "FlatMapGroupsInArrow" in out._jdf.queryExecution().executedPlan().toString()
         # in update order, then pos order (the kernel numbers pos from 0, the set plan by first seq)
         rows = sorted(out.collect(), key=lambda r: (r.after, r.time, r.pos.n if r.pos else -1))
-        return kernel, [(r.after, r.time, r.side, r["values"]) for r in rows]
+        return kernel, [(r.after, r.time, r.side, r[key], r.n) for r in rows]
 
-    row = '{"%s":"%s","c":1}'
-    expected = [(1, 1000, "insert", row % (key, "red")), (3, 2000, "insert", row % (key, "blue")),
-                (3, 2000, "insert", row % (key, "red")), (3, 3000, None, "[]")]
+    expected = [(1, 1000, "insert", "red", 1), (3, 2000, "insert", "blue", 1),
+                (3, 2000, "insert", "red", 1), (3, 3000, None, None, None)]
     named = events.withColumnRenamed("x", key)
     named = named.selectExpr("*", f"1 AS `{name}`") if name != key else named
     assert posted(named, query) == (False, expected)
@@ -303,18 +313,18 @@ def test_an_event_table_of_one_trace_posts_what_a_traced_table_does(spark):
     def posted(frame, **kw):
         rows = apply_window_to_events(frame, query, order_col="n", time_col="t", until=6000, dialect="kuiper",
                                       pane_rows=False, **kw).collect()
-        return sorted((r.trace_id, r.after, r.time, r.side, r.pos.n if r.pos else None, r["values"],
+        return sorted((r.trace_id, r.after, r.time, r.side, r.pos.n if r.pos else -1, (r.color, r.c),
                        r.window.start, r.window.end) for r in rows)
 
     alone = posted(events)
-    red, blue = '{"color":"red","c":%d}', '{"color":"blue","c":1}'
-    assert [(after, time, side, values, (start, end)) for _, after, time, side, _, values, start, end in alone] == [
-        (1, 1000, "insert", red % 1, (-1000, 1000)),
-        (3, 2000, "insert", red % 2, (0, 2000)), (3, 2000, "insert", blue, (0, 2000)),  # in pos order
-        (3, 3000, "insert", blue, (1000, 3000)), (3, 3000, "insert", red % 1, (1000, 3000)),
-        (3, 4000, None, "[]", (2000, 4000)),
-        (4, 5000, "insert", red % 1, (3000, 5000)),
-        (4, 6000, "insert", red % 1, (4000, 6000)),
+    red, blue = lambda n: ("red", n), ("blue", 1)  # noqa: E731
+    assert [(after, time, side, fields, (start, end)) for _, after, time, side, _, fields, start, end in alone] == [
+        (1, 1000, "insert", red(1), (-1000, 1000)),
+        (3, 2000, "insert", red(2), (0, 2000)), (3, 2000, "insert", blue, (0, 2000)),  # in pos order
+        (3, 3000, "insert", blue, (1000, 3000)), (3, 3000, "insert", red(1), (1000, 3000)),
+        (3, 4000, None, (None, None), (2000, 4000)),
+        (4, 5000, "insert", red(1), (3000, 5000)),
+        (4, 6000, "insert", red(1), (4000, 6000)),
     ]
     assert {r[0] for r in alone} == {"0"}
     traced = posted(events.selectExpr("*", "'d1' AS device"), trace_col="device")
@@ -336,3 +346,77 @@ def test_a_creation_at_its_aligned_end_runs_in_the_kernel_beside_set_traces(spar
     # after local midnight, 8 h on the clock)
     assert [u.time for u in both[0]] == [u.time for u in both[1]] == [8 * hour, 16 * hour]
     assert run_cases([(spec, at_zero)], spark) == [run(spec, at_zero)]
+
+
+# --------------------------------------------------------------------------- the output schema of a query
+
+# Each query field's type as eKuiper gives it. eKuiper's docs: sqls/data_types.md ("bigint: the int type",
+# "float: the float type", string, boolean, array, struct; "Calculate with nil always return nil"; array and
+# struct take no binary operation), guide/streams/overview.md ("Schema-less stream field data type will be
+# determined at runtime"), sqls/functions/aggregate_functions.md, other_functions.md, window_functions.md;
+# where they are silent the valuer as oracle/windows/query.py states it (eKuiper's funcs_agg.go, valuer.go).
+# A JSON event's numbers are Go's int64 (an integer) and float64 (a float): bigint and double here.
+TYPED = Trace([ev("E1", 100, symbol="IBM", price=3, amount=1.5, flag=True, tags=["a"], mixed="x", ts=100),
+               ev("E2", 600, symbol="GE", price=4, amount=2.5, flag=False, tags=["b", "c"], mixed=2, ts=600),
+               ev("E3", 1200, symbol="IBM", price=5, amount=0.5, flag=True, tags=[], mixed=2.5, ts=1200),
+               Advance(3000)])
+J = "json"  # a string column of JSON text (frames.JSON_TEXT)
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("SELECT symbol, count(*) AS c, count(none) AS cn, sum(price) AS sp, sum(amount) AS sa, avg(price) AS ap, "
+     "avg(amount) AS aa, min(price) AS lo, max(symbol) AS hi FROM demo GROUP BY TUMBLINGWINDOW(ss, 1), symbol",
+     [("symbol", "string"),  # a column: its own type (data_types.md: string)
+      ("c", "bigint"), ("cn", "bigint"),  # count: "the number of items in a group" (aggregate_functions.md): int64
+      ("sp", "bigint"), ("sa", "double"),  # sum keeps its values' type: int64 of ints, float64 of floats (funcs_agg.go)
+      ("ap", "bigint"), ("aa", "double"),  # avg of ints: the truncated int64 mean (funcs_agg.go; oracle query.py)
+      ("lo", "bigint"), ("hi", "string")]),  # min/max: the argument's own type (funcs_agg.go)
+    ("SELECT price / 2 AS half, price * amount AS pa, price + 1 AS p1, price > 2 AS big, symbol = 'GE' OR flag AS o, "
+     "price + none AS pn, window_start() AS ws, window_end() AS we, row_number() AS rn FROM demo "
+     "GROUP BY COUNTWINDOW(2)",
+     [("half", "bigint"),  # int / int: Go's int64 division (valuer.go; oracle values.py GO)
+      ("pa", "double"), ("p1", "bigint"),  # bigint with float: float; with bigint: bigint (data_types.md's table)
+      ("big", "boolean"), ("o", "boolean"),  # comparisons and and/or: booleans
+      ("pn", "string"),  # "Calculate with nil always return nil" (data_types.md): no value ever, a null string
+      ("ws", "bigint"), ("we", "bigint"),  # "the window start/end timestamp in int64 format" (other_functions.md)
+      ("rn", "bigint")]),  # row_number "numbers all rows sequentially" (window_functions.md): int64
+    ("SELECT *, event_time() AS et FROM demo GROUP BY SLIDINGWINDOW(ss, 1)",
+     [("id", "string"), ("symbol", "string"), ("price", "bigint"), ("amount", "double"), ("flag", "boolean"),
+      ("tags", J),  # an array (data_types.md) is no one column type: JSON text
+      ("mixed", J),  # a schemaless stream's field "determined at runtime" (streams/overview.md): JSON text
+      ("ts", "bigint"), ("none", "string"),  # a column no event gives a value: always null
+      ("et", "bigint")]),  # event_time(): "the timestamp of the current processing event" (other_functions.md), int64
+    ("SELECT collect(*) AS rows, collect(price) AS prices, collect(*)[0]->symbol AS first, collect(price)[1] AS p1, "
+     "deduplicate(symbol, true) AS kept, deduplicate(symbol, false) AS last, mixed + 1 AS m1, sum(mixed) AS sm "
+     "FROM demo GROUP BY HOPPINGWINDOW(ss, 2, 1)",
+     [("rows", J), ("prices", J),  # collect "returns an array" (aggregate_functions.md): JSON text
+      ("first", "string"), ("p1", "bigint"),  # collect(*)[1]->a: the element's own value (aggregate_functions.md)
+      ("kept", J), ("last", J),  # deduplicate: the rows, or the latest row (a map): JSON text
+      ("m1", J), ("sm", J)]),  # over a field of runtime type the kind depends on the row: JSON text
+])
+def test_a_query_s_output_schema_is_the_engine_s_types_and_the_plan_s(spark, query, expected):
+    """`output_schema` types each field as eKuiper does (`panes.query_fields`)
+    over the input's columns, and `apply_window`'s output has exactly that
+    schema, its rows written in it (the plan runs: a value of another kind
+    would fail it)."""
+    from pyspark.sql import functions as F
+
+    spec = kuiper(query)
+    frame = frames.to_dataframe(spark, [("t", TYPED)], [p for p in frames.spec_properties(spec) if p != "none"],
+                                mixed=True)
+    # last: a property no event gives a value (as `to_dataframe` marks one)
+    frame = frame.select("*", F.lit(None).cast("string").alias("none", metadata={frames.NO_VALUES: True}))
+    schema = output_schema(spec, frame.schema, "kuiper")
+    head = ["trace_id", "after", "phase", "time", "ordinal", "side", "pos", "error", "window", "pane_event"]
+    assert schema.names[:len(head)] == head
+    fields = schema.fields[len(head):]
+    assert [(f.name, J if f.metadata.get(frames.JSON_TEXT) else f.dataType.simpleString()) for f in fields] == expected
+    assert all(f.dataType.simpleString() == "string" for f in fields if f.metadata.get(frames.JSON_TEXT))
+    out = apply_window(frame, spec)
+    assert [(f.name, f.dataType.simpleString()) for f in out.schema.fields] == [
+        (f.name, f.dataType.simpleString()) for f in schema.fields]
+    assert [bool(f.metadata.get(frames.JSON_TEXT)) for f in out.schema.fields] == [
+        bool(f.metadata.get(frames.JSON_TEXT)) for f in schema.fields]
+    assert [r for r in out.collect() if r.side == "insert" and r.pane_event is None]  # the query's rows, typed
+    [found] = run_cases([(spec, TYPED)], spark)
+    assert compare(run(spec, TYPED), found) is None
