@@ -172,7 +172,11 @@ class Output:
         for field in text:
             _check_crossing(field.name, field.dataType)
         at = {f.name: i for i, f in enumerate(text)}
-        return cls(schema, own, {spec: Writer(spec, own[spec], at, len(text)) for spec in specs})
+        writers, shared = {}, {}
+        for spec in specs:  # windows of one layout share a writer (a smaller pickle of the processor)
+            writer = Writer.of(spec, own[spec], at, len(text))
+            writers[spec] = shared.setdefault(writer.key(), writer)
+        return cls(schema, own, writers)
 
     def writer(self, spec: WindowSpec) -> Writer:
         return self.writers[spec]
@@ -346,23 +350,38 @@ def _fits(value, data_type) -> bool:
 
 class Writer:
     """One window's rows of the query's output (module docstring): each a
-    tuple of FIXED's values, then the text columns (`at`: name -> place,
-    `width` of them), the columns of another window null."""
+    tuple of FIXED's values, then the `width` text columns, the columns of
+    another window null. `rows`: the window posts rows of typed fields;
+    `columns`: the (place, StructField) of each text column its own schema
+    has. It pickles as these arguments (the processor crosses to the
+    workers pickled): its encoders are made again where it is read."""
 
-    def __init__(self, spec: WindowSpec, schema, at: dict[str, int], width: int):
+    def __init__(self, rows: bool, columns: tuple[tuple[int, Any], ...], width: int):
+        self._args = (rows, columns, width)
         self.blank = (None,) * width
-        names = schema.fieldNames()
-        self.legacy = LEGACY in names
-        self.fields = None if self.legacy or not posts_rows(spec) else {
-            f.name: (at[f.name], _encoder(f.name, f)) for f in schema.fields if f.name not in BUILT
-            and f.name != "pane_event"}
-        self.pane_at = at.get("pane_event") if "pane_event" in names else None
-        self.id_at = at["id"] if self.fields is None and "id" in names else None
-        # a window posting events (or the legacy shape): its properties, by name, where its schema has them
-        self.props = () if self.fields is not None else tuple(
-            (at[f.name], f.name, _encoder(f.name, f)) for f in schema.fields
-            if f.name not in BUILT and f.name not in ("id", LEGACY))
-        self.values_at = at[LEGACY] if self.legacy else None
+        at = {field.name: i for i, field in columns}
+        self.fields = {f.name: (i, _encoder(f.name, f)) for i, f in columns if f.name != "pane_event"} if rows else None
+        self.pane_at = at.get("pane_event")
+        self.id_at = None if rows else at.get("id")
+        # a window posting events (or the legacy shape): its properties, by name
+        self.props = () if rows else tuple((i, f.name, _encoder(f.name, f)) for i, f in columns
+                                           if f.name not in ("id", LEGACY))
+        self.values_at = None if rows else at.get(LEGACY)
+
+    def __reduce__(self):
+        return Writer, self._args
+
+    @classmethod
+    def of(cls, spec: WindowSpec, schema, at: dict[str, int], width: int) -> Writer:
+        """The writer of `spec`'s own output `schema` into text columns placed by `at`."""
+        rows = posts_rows(spec) and LEGACY not in schema.fieldNames()
+        return cls(rows, tuple((at[f.name], f) for f in schema.fields if f.name not in BUILT), width)
+
+    def key(self) -> tuple:
+        """What makes two writers the same (windows of one layout share one)."""
+        rows, columns, width = self._args
+        return rows, width, tuple((i, f.name, f.dataType.simpleString(), bool(f.metadata.get(JSON_TEXT)))
+                                  for i, f in columns)
 
     def rows(self, trace_id: str, phase: int, ordinal: int, update, out: list) -> None:
         """Append the rows of one oracle update (`Driver.step_keyed`'s) to `out`."""

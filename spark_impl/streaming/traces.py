@@ -331,7 +331,8 @@ class KeyedProcessor(_stateful_processor_base()):
     key's window, set by `load`); the output frame."""
 
     def __init__(self, codec: tuple[tuple[str, str], ...], output: Output):
-        self.codec, self.output = codec, output
+        self.codec = codec
+        self.writers = output.writers  # not the schemas: the processor crosses to the workers pickled
         self.columns = output.operator_columns()
         self.writer = None
 
@@ -347,7 +348,7 @@ class KeyedProcessor(_stateful_processor_base()):
         has none; `InvalidTrace` naming the trace for a state of another
         format or window (a checkpoint of another query)."""
         if not self.state.exists():
-            self.writer = self.output.writer(spec)
+            self.writer = self.writers[spec]
             return {"version": STATE_VERSION, "spec": spec, **fresh()}
         state = pickle.loads(self.state.get()[0])
         if state.get("version") != STATE_VERSION:
@@ -357,7 +358,7 @@ class KeyedProcessor(_stateful_processor_base()):
             raise InvalidTrace(f"trace {trace_id!r}: the checkpoint's state was made by the window "
                                f"{spec_text(state['spec'])}, not {spec_text(spec)}: restart a changed window from a "
                                "new checkpoint")
-        self.writer = self.output.writer(spec)
+        self.writer = self.writers[spec]
         return state
 
     def save(self, state: dict) -> None:

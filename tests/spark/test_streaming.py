@@ -142,6 +142,28 @@ def test_apply_window_on_a_stream_gives_the_batch_schema_and_rows(spark, dialect
     assert got == want
 
 
+def test_a_field_of_json_text_keeps_its_metadata_and_reads_back_as_the_batch_s(spark):
+    """`select *` over a property of lists and objects (a JSON text column): the field is JSON text,
+    marked so in the output's schema (frames.JSON_TEXT), and its rows are the batch's."""
+    from spark_impl import apply_window
+    from spark_impl.frames import JSON_TEXT, to_dataframe
+    from spark_impl.streaming import apply_window_as_stream
+
+    rng = random.Random(2)
+    traces = [(f"t{t}", Trace([Arrive(Event(f"E{i}", {"k": rng.choice("ab"), "tags": rng.choice(
+        [[1, 2], {"b": [True], "a": None}, None, []])}), time=i * 300) for i in range(12)])) for t in range(6)]
+    frame = to_dataframe(spark, traces, ["k"])
+    window = "select *, count(*) as n from S#length(3)"
+    batch = apply_window(frame, window)
+    streamed = apply_window_as_stream(frame, window, batches=3, seed=1)
+    tags = next(f for f in streamed.schema.fields if f.name == "tags")
+    assert tags.metadata.get(JSON_TEXT) and tags.dataType.simpleString() == "string"
+    assert [(f.name, f.dataType.simpleString(), dict(f.metadata)) for f in streamed.schema.fields] == [
+        (f.name, f.dataType.simpleString(), dict(f.metadata)) for f in batch.schema.fields]
+    want, got = _rows_by_order(batch.collect()), _rows_by_order(streamed.collect())
+    assert len(want) > 50 and got == want
+
+
 def test_apply_window_refuses_a_recorded_frame_and_names_the_provider_setting(spark):
     from spark_impl.errors import InvalidFrame
     from spark_impl.frames import to_dataframe
