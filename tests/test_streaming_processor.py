@@ -301,3 +301,25 @@ def test_a_row_s_fields_cross_typed_and_a_value_its_column_cannot_hold_fails_the
         with pytest.raises(FieldTypeError) as info:
             writer.rows("t", 1, 0, Update(4, 5, values=DerivedValues([row])), [])
         assert str(info.value).startswith("trace 't' after 4: ") and text in str(info.value), row
+
+
+def test_windows_whose_columns_disagree_cannot_share_a_query_and_run_cases_runs_them_apart():
+    """`apply_windows`' output is the union of its windows' schemas: a field `total` a long in one
+    statement and a double in another is refused naming both; `run_cases` puts them in two queries."""
+    from spark_impl.errors import InvalidFrame
+    from spark_impl.frames import PropertyTypes
+    from spark_impl.streaming.traces import Queries
+
+    long_total = parse("select sum(v) as total from S#length(2)")
+    double_total = parse("select avg(v) as total from S#length(2)")
+    with pytest.raises(InvalidFrame, match=r"cannot share an output: the first's column 'total' bigint is "
+                                           r"'total' double in the second"):
+        output_of([long_total, double_total], {"v": "long"})
+    union = output_of([long_total, parse("#length(2)"), parse("select count(*) as n from S#length(1)")], {"v": "long"})
+    assert [f.name for f in union.schema.fields] == [
+        "trace_id", "after", "phase", "time", "ordinal", "side", "pos", "error", "total", "id", "v", "n"]
+    queries = Queries()
+    trace = Trace([Arrive(Event("E1", {"v": 1}))])
+    for n, spec in enumerate([long_total, parse("#length(2)"), double_total, long_total]):
+        queries.add(str(n), trace, spec, PropertyTypes.of_trace(str(n), trace))
+    assert [[member[0] for member in query.members] for query in queries.queries] == [["0", "1", "3"], ["2"]]

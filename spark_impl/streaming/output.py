@@ -125,9 +125,9 @@ def merged(schemas: Iterable[tuple[WindowSpec, Any]]):
                 found[field.name.lower()] = (field, spec)
             elif not agree(twin[0], field):
                 raise InvalidFrame(
-                    f"the windows {spec_text(twin[1])} and {spec_text(spec)} cannot share an output: "
-                    f"its column {_described(twin[0])} is {_described(field)} in the second; "
-                    "run them in separate queries")
+                    f"the windows {spec_text(twin[1])} and {spec_text(spec)} cannot share an output: the "
+                    f"first's column {_described(twin[0])} is {_described(field)} in the second; run them in "
+                    "separate queries")
     return T.StructType([field for field, _ in found.values()])
 
 
