@@ -33,23 +33,12 @@ from oracle.cases import case_files, load_case  # noqa: E402
 from oracle.dialects import case_spec, parse  # noqa: E402
 from oracle.errors import InvalidTrace, WindowOracleError  # noqa: E402
 from oracle.model import Advance, Arrive, Event, Trace  # noqa: E402
-from test_streaming_processor import _text  # noqa: E402  (tests/ is on sys.path: rootdir conftest)
+from test_streaming_processor import _row, _text, output_of, updates  # noqa: E402  (tests/ is on sys.path)
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the tester's event-time extractor: no row is at or below a watermark, so TwsTester filters none, as
 #: Spark filters none (the operator's input has no column carrying the watermark)
 NEVER_LATE = 2**62
-
-
-def _row(record):
-    """An output record as the frame after the operator has it (structs built)."""
-    def value(v):
-        return None if v is None or (isinstance(v, float) and v != v) or v is __import__("pandas").NA else v
-
-    row = {k: value(v) for k, v in record.items()}
-    row["pos"] = (row["#due"], row["#slot"], row["#n"]) if row["side"] is not None else None
-    row["window"] = {"start": row["#wstart"], "end": row["#wend"]} if row["#wend"] is not None else None
-    return row
 
 
 class Stream:
@@ -64,10 +53,11 @@ class Stream:
         from spark_impl.streaming import EventProcessor
         from spark_impl.streaming.traces import _codec
 
-        self.schema = dict(schema)
+        self.schema, self.spec = dict(schema), spec
         codec = tuple((name, _codec("bigint" if kind == "long" else kind, kind == "json"))
                       for name, kind in self.schema.items())
-        self.processor = EventProcessor(lambda _trace_id: spec, codec, start=start, delay=delay, ids=ids,
+        self.output = output_of([spec], self.schema)
+        self.processor = EventProcessor(lambda _trace_id: spec, codec, self.output, start=start, delay=delay, ids=ids,
                                         names=("n", "t", trace_col))
         self.tester = TwsTester(self.processor, timeMode="EventTime", eventTimeExtractor=lambda row: NEVER_LATE)
         self.delay, self.watermark, self.latest = delay, 0, None
@@ -87,7 +77,7 @@ class Stream:
                      tuple(_text(_cell(v, k), k) for v, k in zip(r[4:], self.schema.values())) for r in rows
                      if r[0] == key]
             frame = self.tester.testInPandas(key, pd.DataFrame(cells, columns=names))
-            out += [_row(r) for r in frame.to_dict("records")] if len(frame) else []
+            out += [_row(r, self.output) for r in frame.to_dict("records")] if len(frame) else []
             assert isinstance(self.tester.peekValueState("trace", key)[0], bytes)  # what the store holds
         out += self._fire()
         times = [r[2] for r in rows if r[2] is not None]
@@ -116,16 +106,16 @@ class Stream:
 
     def _fire(self) -> list[dict]:
         frame = self.tester._handleExpiredTimers()
-        return [_row(r) for r in frame.to_dict("records")] if len(frame) else []
+        return [_row(r, self.output) for r in frame.to_dict("records")] if len(frame) else []
 
     def timers(self, key) -> list[int]:
         return list(self.tester.handle._timers.listTimers(key))
 
 
-def _updates(rows, traces):
-    from spark_impl.frames import updates_from_rows
-
-    return updates_from_rows([r for r in rows if r["phase"] != 2], traces)
+def _updates(stream, traces):
+    """The stream's posted rows but the rejected ones, read back as updates per trace."""
+    return updates([r for r in stream.posted if r["phase"] != 2], traces, dict.fromkeys(traces, stream.spec),
+                   stream.output)
 
 
 def _expected(spec, events, watermark, start=0):
@@ -212,7 +202,7 @@ def test_every_corpus_case_s_events_on_an_event_stream_post_the_oracle_s_updates
         stream.idle(end + 1)  # the watermark pushed past the case's last clock (by rows of other traces)
         expected_trace, expected = _expected(spec, events, stream.watermark, trace.start_time)
         assert not [r for r in stream.posted if r["phase"] == 2], name  # nothing late, nothing rejected
-        found = _updates(stream.posted, {"t": expected_trace})["t"]
+        found = _updates(stream, {"t": expected_trace})["t"]
         compared += len(expected)
         if (diff := compare(expected, found)) is not None:
             failures.append((name, str(diff)))
@@ -253,7 +243,7 @@ def test_a_late_row_posts_an_error_row_naming_it_and_is_counted():
     posted = stream.batch([("a", 7, 400, "L1", 3.5), ("a", 8, 300, "L2", None), ("a", 2, 1000, "E2", 4.0)])
     errors = sorted((r for r in posted if r["side"] == "error"), key=lambda r: r["ordinal"])
     assert [(r["after"], r["phase"], r["time"], r["ordinal"], r["id"], r["price"]) for r in errors] == [
-        (8, 2, 300, 0, "L2", None), (7, 2, 400, 1, "L1", "3.5")]  # checked in time order; counted 0, 1
+        (8, 2, 300, 0, "L2", None), (7, 2, 400, 1, "L1", 3.5)]  # checked in time order; counted 0, 1
     assert "late: t=400 ms at n=7 in trace 'a' is before the watermark 1000 ms" in errors[1]["error"]
     assert "delay of 0 ms" in errors[1]["error"]
     # E0 fed (the watermark passed it); E1 and E2, at the watermark, held
@@ -284,7 +274,7 @@ def test_timers_fire_when_the_watermark_passes_them_without_a_new_event():
         assert _sides(fired) == expected, window
         assert all(r["trace_id"] == "x" for r in fired)
         _, oracle = _expected(parse(window), [("E0", 0, {}), ("E1", 500, {})], 2500)
-        assert compare(oracle, _updates(stream.posted, {"x": Trace([Arrive(Event("E0")),
+        assert compare(oracle, _updates(stream, {"x": Trace([Arrive(Event("E0")),
                                                                     Arrive(Event("E1"), time=500)])})["x"]) is None
 
 
@@ -393,7 +383,7 @@ def test_each_dialect_on_an_event_stream():
         stream.idle(20_000)
         trace, expected = _expected(spec, events, 20_000)
         assert len(expected) >= 10, window
-        assert compare(expected, _updates(stream.posted, {"t": trace})["t"]) is None, window
+        assert compare(expected, _updates(stream, {"t": trace})["t"]) is None, window
 
 
 def test_the_output_does_not_depend_on_timers_firing_before_or_after_a_micro_batch_s_rows():

@@ -43,16 +43,25 @@ def _codec(schema):
     return tuple((name, _codec("bigint" if kind == "long" else kind, kind == "json")) for name, kind in schema.items())
 
 
+def output_of(specs, schema, valueless=()):
+    """The `streaming.output.Output` of `specs` over properties of these types (`frames.input_schema`'s)."""
+    from spark_impl.frames import input_schema
+    from spark_impl.streaming.output import Output
+
+    return Output.of(specs, input_schema(dict(schema), valueless))
+
+
 class Harness:
     """One processor over many traces (each under its own spec), fed micro-batch by micro-batch."""
 
-    def __init__(self, specs, schema, validate=True):
+    def __init__(self, specs, schema, validate=True, valueless=()):
         from pyspark.sql.streaming.tws_tester import TwsTester
 
         from spark_impl.streaming import TraceProcessor
 
         self.schema = dict(schema)
-        self.processor = TraceProcessor(lambda tid: specs[tid], _codec(self.schema), validate)
+        self.output = output_of(specs.values(), self.schema, valueless)
+        self.processor = TraceProcessor(lambda tid: specs[tid], _codec(self.schema), validate, self.output)
         self.tester = TwsTester(self.processor)
 
     def feed(self, trace_id, rows):
@@ -68,18 +77,42 @@ class Harness:
         # the state between micro-batches is what the store holds: bytes
         blob = self.tester.peekValueState("trace", trace_id)
         assert isinstance(blob[0], bytes)
-        return [_row(r) for r in out.to_dict("records")] if len(out) else []
+        return [_row(r, self.output) for r in out.to_dict("records")] if len(out) else []
 
 
-def _row(record):
-    """An output record as the frame after the operator has it (structs built)."""
+def _typed(text, data_type):
+    """A text column's value as the output's column of `data_type` has it (the cast after the operator)."""
+    kind = data_type.simpleString()
+    if text is None or kind == "string":
+        return text
+    if kind in ("bigint", "int", "smallint", "tinyint", "timestamp"):
+        return int(text)
+    if kind in ("double", "float"):
+        return float(text)
+    assert kind == "boolean", kind
+    return text == "true"
+
+
+def _row(record, output):
+    """An output record as the frame after the operator has it (structs built, text columns typed)."""
     def value(v):
-        return None if v is None or (isinstance(v, float) and v != v) else v
+        return None if v is None or (isinstance(v, float) and v != v) or v is __import__("pandas").NA else v
 
-    row = {k: value(v) for k, v in record.items()}
+    row = {k: value(v) for k, v in record.items() if not k.startswith("#c")}
+    for i, field in enumerate(output.text):
+        row[field.name] = _typed(value(record[f"#c{i}"]), field.dataType)
     row["pos"] = (row["#due"], row["#slot"], row["#n"]) if row["side"] is not None else None
     row["window"] = {"start": row["#wstart"], "end": row["#wend"]} if row["#wend"] is not None else None
     return row
+
+
+def updates(rows, traces, specs, output):
+    """Output rows (`_row`'s) read back as updates per trace, as `streaming.run_cases` reads them."""
+    from spark_impl.frames import updates_from_rows
+    from spark_impl.streaming.output import harness_rows
+
+    readers = {tid: found for tid in traces if (found := output.reader(specs[tid])) is not None}
+    return updates_from_rows(harness_rows(rows, readers), traces, readers)
 
 
 def _cases():
@@ -99,7 +132,7 @@ def _cases():
 
 def _run(pairs, batches, seed, early):
     """Feed `pairs` ((trace id, spec, trace)) as a stream; the updates per trace id."""
-    from spark_impl.frames import PropertyTypes, spec_properties, trace_rows, updates_from_rows
+    from spark_impl.frames import PropertyTypes, spec_properties, trace_rows
     from spark_impl.streaming import micro_batches
 
     rng = random.Random(seed)
@@ -107,13 +140,13 @@ def _run(pairs, batches, seed, early):
     for trace_id, spec, trace in pairs:
         types = PropertyTypes(spec_properties(spec), mixed=spec.MIXED_KINDS)
         types.merge(PropertyTypes.of_trace(trace_id, trace, mixed=spec.MIXED_KINDS))
-        harness = Harness({trace_id: spec}, types.schema())
+        harness = Harness({trace_id: spec}, types.schema(), valueless=types.valueless())
         rows = []
         for part in micro_batches(trace_rows(trace_id, trace, types.schema()), batches, rng, early):
             rng.shuffle(part)
             if part:
                 rows += harness.feed(trace_id, part)
-        found.update(updates_from_rows(rows, {trace_id: trace}))
+        found.update(updates(rows, {trace_id: trace}, {trace_id: spec}, harness.output))
     return found
 
 
@@ -207,8 +240,8 @@ def test_properties_leave_as_they_came():
     schema = {"big": "long", "x": "double", "l": "json"}
     harness = Harness({"t": parse("#length(5)")}, schema)
     posted = sorted(harness.feed("t", trace_rows("t", trace, schema)), key=lambda r: r["after"])
-    assert [(r["big"], r["x"], r["l"]) for r in posted] == [
-        (str(2**62 + 1), "NaN", '[1,{"a":1,"b":2}]'), (None, None, None)]
+    assert [(r["big"], repr(r["x"]), r["l"]) for r in posted] == [
+        (2**62 + 1, "nan", '[1,{"a":1,"b":2}]'), (None, "None", None)]
 
 
 def test_a_clock_past_2_to_the_53_stays_exact_beside_an_empty_update():
@@ -238,7 +271,55 @@ def test_a_set_item_held_ahead_of_a_gap_is_kept_in_state_and_runs_in_turn():
     harness = Harness({"t": case_spec(case)}, {})
     first = harness.feed("t", [rows[0], rows[5], rows[6], rows[1]])  # both sets held: seq 1 to 3 missing
     rest = harness.feed("t", [rows[3], rows[2], rows[4]])
-    from spark_impl.frames import updates_from_rows
-
-    found = updates_from_rows(first + rest, {"t": case.trace})["t"]
+    found = updates(first + rest, {"t": case.trace}, {"t": case_spec(case)}, harness.output)["t"]
     assert compare(case.expected, found) is None
+
+
+def test_a_row_s_fields_cross_typed_and_a_value_its_column_cannot_hold_fails_the_query():
+    """A statement's rows become its fields' columns (spark_impl/streaming/output.py): a property `*`
+    copied that the event lacks is null, a JSON text field holds the value's canonical JSON, an integer
+    in a double column is a float; a value the declared type does not hold, or a field no column is named
+    by, fails naming the trace, the field, the value and the type: never a silent null."""
+    from oracle.model import DerivedValues, Update
+    from spark_impl.streaming.output import FIXED, FieldTypeError
+
+    spec = parse("select *, v / 2 as half, count(*) as n from S#length(2)")
+    output = output_of([spec], {"v": "long", "tags": "json"})
+    assert [(f.name, f.dataType.simpleString(), bool(f.metadata.get("json_text"))) for f in output.text] == [
+        ("id", "string", False), ("v", "bigint", False), ("tags", "string", True), ("half", "double", False),
+        ("n", "bigint", False)]
+    writer, out = output.writer(spec), []
+    writer.rows("t", 1, 0, Update(0, 5, values=DerivedValues([
+        {"id": "E1", "v": 3, "tags": [2, {"b": 1, "a": 0}], "half": 1.5, "n": 1},
+        {"id": "E2", "half": 2, "n": 2}])), out)
+    assert [r[len(FIXED):] for r in out] == [("E1", "3", '[2,{"a":0,"b":1}]', "1.5", "1"),
+                                             ("E2", None, None, "2.0", "2")]
+    for row, text in [({"n": 1.5}, "field 'n' is 1.5 (float), which its column type bigint does not hold"),
+                      ({"n": True}, "field 'n' is True (bool)"), ({"half": "x"}, "field 'half' is 'x' (str)"),
+                      ({"n": 2**63}, f"field 'n' is {2**63} (int)"),
+                      ({"nope": 1}, "the row has a field 'nope' the output has no column for")]:
+        with pytest.raises(FieldTypeError) as info:
+            writer.rows("t", 1, 0, Update(4, 5, values=DerivedValues([row])), [])
+        assert str(info.value).startswith("trace 't' after 4: ") and text in str(info.value), row
+
+
+def test_windows_whose_columns_disagree_cannot_share_a_query_and_run_cases_runs_them_apart():
+    """`apply_windows`' output is the union of its windows' schemas: a field `total` a long in one
+    statement and a double in another is refused naming both; `run_cases` puts them in two queries."""
+    from spark_impl.errors import InvalidFrame
+    from spark_impl.frames import PropertyTypes
+    from spark_impl.streaming.traces import Queries
+
+    long_total = parse("select sum(v) as total from S#length(2)")
+    double_total = parse("select avg(v) as total from S#length(2)")
+    with pytest.raises(InvalidFrame, match=r"cannot share an output: the first's column 'total' bigint is "
+                                           r"'total' double in the second"):
+        output_of([long_total, double_total], {"v": "long"})
+    union = output_of([long_total, parse("#length(2)"), parse("select count(*) as n from S#length(1)")], {"v": "long"})
+    assert [f.name for f in union.schema.fields] == [
+        "trace_id", "after", "phase", "time", "ordinal", "side", "pos", "error", "total", "id", "v", "n"]
+    queries = Queries()
+    trace = Trace([Arrive(Event("E1", {"v": 1}))])
+    for n, spec in enumerate([long_total, parse("#length(2)"), double_total, long_total]):
+        queries.add(str(n), trace, spec, PropertyTypes.of_trace(str(n), trace))
+    assert [[member[0] for member in query.members] for query in queries.queries] == [["0", "1", "3"], ["2"]]

@@ -2,6 +2,9 @@
 
 * `traces`: a stream of trace items (the batch `apply_window`'s input), keyed
   by trace, each trace's items run by the oracle's window state machine.
+* `output`: the output's schema, the batch's (`spark_impl.output_schema`),
+  and the rows an oracle update becomes in it (a row's fields as typed
+  columns).
 * `failures`: `await_termination`, a failed query told by its cause.
 * `events`: a stream of plain events with an event-time column (the batch
   `apply_window_to_events`' input), put in order under a watermark, late rows

@@ -333,7 +333,11 @@ class BareProcessor(_stateful_processor_base()):
     """The bare stream's processor: each input row posted as one insert row
     of the windows' output schema, built column-wise from the input frame, and
     one counter per key (a `ValueState` read and written once per call, as
-    the window processors read and write theirs)."""
+    the window processors read and write theirs). `text`: the operator's
+    text columns of `id` and `k` (`output.Output`)."""
+
+    def __init__(self, text: dict[str, str]):
+        self.text = text
 
     def init(self, handle) -> None:
         self.count = handle.getValueState("count", "n bigint")
@@ -348,9 +352,9 @@ class BareProcessor(_stateful_processor_base()):
             yield pd.DataFrame({
                 "trace_id": frame["trace_id"], "after": frame["seq"], "phase": pd.array([1] * n, dtype="Int32"),
                 "time": frame["time"], "ordinal": pd.array([0] * n, dtype="Int32"), "side": "insert",
-                "#due": frame["time"], "#slot": 0, "#n": pd.RangeIndex(n), "id": frame["id"], "values": None,
-                "error": None, "#wstart": pd.array([None] * n, dtype="Int64"),
-                "#wend": pd.array([None] * n, dtype="Int64"), "k": frame["k"]})
+                "#due": frame["time"], "#slot": 0, "#n": pd.RangeIndex(n), "error": None,
+                "#wstart": pd.array([None] * n, dtype="Int64"), "#wend": pd.array([None] * n, dtype="Int64"),
+                self.text["id"]: frame["id"], self.text["k"]: frame["k"]})
         self.count.update((seen,))
 
     def close(self) -> None:
@@ -359,16 +363,19 @@ class BareProcessor(_stateful_processor_base()):
 
 def bare_stream(stream, key: str):
     """`BareProcessor` on the bench's stream keyed by `key` (`trace_id` or
-    `k`), shaped as a window's output (`traces.operator_output`)."""
+    `k`), shaped as a window's output (an event window's: `output.Output`)."""
+    from oracle.model import Length
     from spark_impl.streaming import traces
+    from spark_impl.streaming.output import Output
 
     traces.ensure_provider(stream.sparkSession)
     items = stream.selectExpr(*(traces.quoted(c) for c in traces.BASE_COLUMNS), "CAST(k AS STRING) AS k")
-    props = [("k", "bigint", False)]
+    output = Output.of([Length(1)], stream.schema)
+    text = {field.name: f"#c{i}" for i, field in enumerate(output.text)}
     posted = items.groupBy(key).transformWithStateInPandas(
-        statefulProcessor=BareProcessor(), outputStructType=traces.operator_schema(props), outputMode="Append",
+        statefulProcessor=BareProcessor(text), outputStructType=output.operator_schema(), outputMode="Append",
         timeMode="None")
-    return traces.operator_output(posted, props, pane_column=False)
+    return output.select(posted)
 
 
 def run_stream(spark, folder: Path, window: str, checkpoint: Path, peaks: Peaks, budget: float | None = None) -> Figure:

@@ -12,7 +12,8 @@ The columns are the batch `spark_impl.event_table.apply_window_to_events`'
 event's time (integer ms, or a timestamp as epoch ms), `trace_col` independent
 traces (one trace, "0", without it), an `id` column or else the order value as
 the event's id, every other column a property. The output has the batch's
-output schema, in append mode. There is no `until`: the watermark is the
+output schema (`spark_impl.output_schema`; spark_impl/streaming/output.py), in
+append mode. There is no `until`: the watermark is the
 stream's `until`.
 
 **What runs per key: the oracle**, as in `spark_impl.streaming.traces` (whose
@@ -64,7 +65,9 @@ column to filter by, and every row reaches the processor.
   rejected before it (so each has its own update key, and the count of a
   trace's rejected rows is its last ordinal + 1), `error` the reason naming
   the trace, the columns and values and the watermark, and the row's own
-  `id` and properties: the row comes back whole (a dead-letter output).
+  `id` and properties: the row comes back whole (a dead-letter output). A
+  window posting rows has no `id` or property columns (its fields are its
+  own): its error row carries the message alone, which names the row.
 * Update keys: an event's updates are the batch's, `after` its order value
   (phase 0 for the timers of its walk, 1 for itself). A walk to the watermark
   posts with `after` = the last fed order value + 1 (0 before any), phase 0:
@@ -120,9 +123,10 @@ from spark_impl.errors import InvalidFrame, check_frame
 from spark_impl.event_table import MAX_CLOCK, check_clock, check_statement_columns, event_rows
 from spark_impl.frames import START_SEQ
 from spark_impl.windows.base import quoted
+from spark_impl.streaming.output import Output
 from spark_impl.streaming.traces import (
     FILES_PER_TRIGGER, STREAM_OF_EVENTS, KeyedProcessor, _decode, _drain, _encode, check_specs, ensure_provider,
-    has_panes, operator_input, operator_output, operator_schema)
+    operator_input)
 
 #: the phase of a rejected row's error update: after every update of its order value
 REJECTED = 2
@@ -156,7 +160,7 @@ def apply_window_to_events(stream_df, window: str | WindowSpec, *, order_col: st
     check_frame(stream_df, "streaming.apply_window_to_events", "stream_df", STREAM_OF_EVENTS)
     spec = parse(window, dialect) if isinstance(window, str) else window
     check_statement_columns(spec, stream_df, order_col=order_col, time_col=time_col, trace_col=trace_col)
-    return _apply(stream_df, lambda _trace_id: spec, [spec], pane_column=has_panes(spec), order_col=order_col,
+    return _apply(stream_df, lambda _trace_id: spec, [spec], window=False, order_col=order_col,
                   time_col=time_col, delay=delay, trace_col=trace_col, start=start, validate=validate,
                   set_provider=set_provider)
 
@@ -166,8 +170,9 @@ def apply_windows_to_events(stream_df, specs: Mapping[str, WindowSpec], *, order
                             set_provider: bool = True):
     """Each trace under its own window (`specs`: trace id -> spec; a trace
     not named fails the query naming it): several windows in one query, as
-    the tests run them. The output always has the `window` column (null but
-    for pane windows). Otherwise `apply_window_to_events`."""
+    the tests run them. The output is the union of the windows' output
+    schemas, always with the `window` column (`streaming.apply_windows`).
+    Otherwise `apply_window_to_events`."""
     check_frame(stream_df, "streaming.apply_windows_to_events", "stream_df", STREAM_OF_EVENTS)
     table = check_specs(specs, "streaming.apply_windows_to_events")
 
@@ -178,12 +183,12 @@ def apply_windows_to_events(stream_df, specs: Mapping[str, WindowSpec], *, order
             raise InvalidTrace(f"trace {trace_id!r} has no window (apply_windows_to_events names a spec per "
                                "trace)") from None
 
-    return _apply(stream_df, spec_of, list(dict.fromkeys(table.values())), pane_column=True, order_col=order_col,
+    return _apply(stream_df, spec_of, list(dict.fromkeys(table.values())), window=True, order_col=order_col,
                   time_col=time_col, delay=delay, trace_col=trace_col, start=start, validate=validate,
                   set_provider=set_provider)
 
 
-def _apply(stream_df, spec_of: Callable[[str], WindowSpec], specs: list[WindowSpec], *, pane_column: bool,
+def _apply(stream_df, spec_of: Callable[[str], WindowSpec], specs: list[WindowSpec], *, window: bool,
            order_col: str, time_col: str, delay: int, trace_col: str | None, start: int | None, validate: bool,
            set_provider: bool):
     if not stream_df.isStreaming:
@@ -195,20 +200,21 @@ def _apply(stream_df, spec_of: Callable[[str], WindowSpec], specs: list[WindowSp
     validated = event_rows(stream_df, order_col=order_col, time_col=time_col, trace_col=trace_col)
     for spec in specs:
         validated = pipeline.check_input(validated, spec, jumps=False)  # the window's property columns
+    output = Output.of(specs, validated.schema, window=window)  # the batch's schema: refused before any state
     ensure_provider(validated.sparkSession, set_provider)
-    items, props, codec = operator_input(validated)
+    items, _, codec = operator_input(validated)
     from pyspark.sql import functions as F
 
     # the watermark on a copy of the time that the operator does not get: Spark filters late rows by the
     # operator's input column that carries the watermark, and here none does, so late rows reach the processor
     marked = (items.withColumn(_MARK, F.timestamp_millis(F.col("time")))
               .withWatermark(quoted(_MARK), f"{delay} milliseconds").drop(_MARK))
-    processor = EventProcessor(spec_of, codec, start=start or 0, delay=delay,
+    processor = EventProcessor(spec_of, codec, output, start=start or 0, delay=delay,
                                ids=validate and "id" in stream_df.columns, names=(order_col, time_col, trace_col))
     posted = marked.groupBy("trace_id").transformWithStateInPandas(
-        statefulProcessor=processor, outputStructType=operator_schema(props), outputMode="Append",
+        statefulProcessor=processor, outputStructType=output.operator_schema(), outputMode="Append",
         timeMode="EventTime")
-    return operator_output(posted, props, pane_column)
+    return output.select(posted)
 
 
 # --------------------------------------------------------------------------- the processor
@@ -221,9 +227,10 @@ class EventProcessor(KeyedProcessor):
     event-time timer brings the key back when the watermark passes its next
     held row or due timer (module docstring)."""
 
-    def __init__(self, spec_of: Callable[[str], WindowSpec], codec: tuple[tuple[str, str], ...], *, start: int = 0,
-                 delay: int = 0, ids: bool = False, names: tuple[str, str, str | None] = ("order", "time", None)):
-        super().__init__(codec)
+    def __init__(self, spec_of: Callable[[str], WindowSpec], codec: tuple[tuple[str, str], ...], output: Output, *,
+                 start: int = 0, delay: int = 0, ids: bool = False,
+                 names: tuple[str, str, str | None] = ("order", "time", None)):
+        super().__init__(codec, output)
         self.spec_of, self.start, self.delay, self.ids = spec_of, start, delay, ids
         self.order_col, self.time_col, self.trace_col = names
 
@@ -376,8 +383,9 @@ class EventProcessor(KeyedProcessor):
         count = state["rejected"]
         state["rejected"] = count + 1
         after = n if n is not None else START_SEQ
-        out.append((trace_id, after, REJECTED, t, count, "error", t, 0, 0, id_, None, reason, None, None)
-                   + tuple(_canonical(text, codec) for (_, codec), text in zip(self.codec, cells)))
+        texts = {name: _canonical(text, codec) for (name, codec), text in zip(self.codec, cells)}
+        out.append(self.writer.rejected((trace_id, after, REJECTED, t, count, "error", t, 0, 0, reason, None, None),
+                                        id_, texts))
 
 
 def _missing(value) -> bool:

@@ -8,12 +8,17 @@
 `apply_window(stream_df, window, dialect)` takes a streaming DataFrame of trace
 items (the input schema of `spark_impl.frames`: `trace_id`, `seq`, `kind`,
 `time`, `id`, `op`, `vars`, properties) and returns a streaming DataFrame with
-the batch `spark_impl.apply_window`'s output schema (the update key
-`(trace_id, after, phase, time, ordinal)`, `side`, `pos`, `id`, `values`,
-`error`, the properties, and `window` for eKuiper pane windows: the same
-columns of the same types; whether a struct's field may be null can differ,
-as it does between the batch's own families), in append mode, for every
-window kind and statement of every dialect.
+the batch `spark_impl.apply_window`'s output schema, the one
+`spark_impl.output_schema(window, columns, dialect)` gives (a window posting
+events: the update key `(trace_id, after, phase, time, ordinal)`, `side`,
+`pos`, `id`, `error`, the properties, and `window` for eKuiper pane windows;
+a statement or a derived-value window: the key, `side`, `pos`, `error`, an
+eKuiper query's `window` and `pane_event`, then one typed column per field:
+the same columns of the same types and metadata; whether a struct's field may
+be null can differ, as it does between the batch's own families), in append
+mode, for every window kind and statement of every dialect. The rows are the
+oracle's, written as `spark_impl.streaming.output` states (a row's fields
+typed as declared; a value its column cannot hold fails the query).
 
 **What runs per key: the oracle.** The operator is `transformWithStateInPandas`
 keyed by `trace_id`, and its processor runs the oracle's own window state
@@ -72,7 +77,9 @@ a different window fails naming both. The oracle's classes are in the
 pickle, so a checkpoint is read back by the same version of this package
 (`STATE_VERSION`: a checkpoint of another format is refused naming both).
 
-**Output rows.** Built as tuples while the items run, then one pandas frame
+**Output rows.** Built as tuples while the items run (by the window's
+`output.Writer`: the fixed columns, then every other column as text, cast
+back after the operator), then one pandas frame
 column by column: the integer columns are nullable integer arrays made from
 the Python ints themselves (a frame made from the rows would make an integer
 column holding a null a float column, and a clock past 2**53 inexact).
@@ -125,7 +132,6 @@ org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider`);
 from __future__ import annotations
 
 import json
-import math
 import pickle
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -135,17 +141,14 @@ from oracle.errors import InvalidTrace, WindowOracleError
 from oracle.model import PANE_WINDOWS, Spec, Statement, WindowSpec
 from spark_impl import pipeline
 from spark_impl.errors import TRACE_FRAME, InvalidFrame, WrongArgument, check_frame
-from spark_impl.frames import BASE_COLUMNS, JSON_TEXT, OUTPUT_COLUMNS, START_SEQ
+from spark_impl.frames import BASE_COLUMNS, JSON_TEXT, START_SEQ
+from spark_impl.streaming.output import CANONICAL_JSON, FIXED, Output, double_text
 from spark_impl.windows.base import quoted
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 #: the state's format: a checkpoint written by another format is refused by name
 STATE_VERSION = 2
-#: the operator's own output columns before the properties (structs built after it)
-_FLAT = (("trace_id", "string"), ("after", "bigint"), ("phase", "int"), ("time", "bigint"), ("ordinal", "int"),
-         ("side", "string"), ("#due", "bigint"), ("#slot", "bigint"), ("#n", "bigint"), ("id", "string"),
-         ("values", "string"), ("error", "string"), ("#wstart", "bigint"), ("#wend", "bigint"))
 _INTEGRAL = ("bigint", "int", "smallint", "tinyint")
 _TIMESTAMPS = ("timestamp", "timestamp_ntz")
 
@@ -179,7 +182,7 @@ def apply_window(stream_df, window: str | WindowSpec, dialect: str = "esper", *,
     spec = parse(window, dialect) if isinstance(window, str) else window
     _check_streaming(stream_df)
     validated = pipeline.check_input(stream_df, spec)  # the batch's columns, kinds and operation codes
-    return _apply(validated, lambda _trace_id: spec, pane_column=has_panes(spec), validate=validate,
+    return _apply(validated, lambda _trace_id: spec, [spec], window=False, validate=validate,
                   set_provider=set_provider)
 
 
@@ -189,7 +192,10 @@ def apply_windows(stream_df, specs: Mapping[str, WindowSpec], *, validate: bool 
     differential harness runs them. The frame must have the columns of every
     window (checked as the batch checks them); an operation code a window
     does not take fails the query naming the item (the oracle's refusal). The
-    output always has the `window` column (null but for pane windows)."""
+    output is the union of the windows' output schemas (`output.merged`: a
+    column two windows give differently is `InvalidFrame`), always with the
+    `window` column (null but for pane windows); a trace's rows leave the
+    other windows' columns null."""
     check_frame(stream_df, "streaming.apply_windows", "stream_df", STREAM_OF_TRACES)
     table = check_specs(specs, "streaming.apply_windows")
     _check_streaming(stream_df)
@@ -207,7 +213,8 @@ def apply_windows(stream_df, specs: Mapping[str, WindowSpec], *, validate: bool 
         except KeyError:
             raise InvalidTrace(f"trace {trace_id!r} has no window (apply_windows names a spec per trace)") from None
 
-    return _apply(validated, spec_of, pane_column=True, validate=validate, set_provider=set_provider)
+    return _apply(validated, spec_of, list(dict.fromkeys(table.values())), window=True, validate=validate,
+                  set_provider=set_provider)
 
 
 #: what the streaming functions' frame argument is, for `errors.check_frame`'s message
@@ -231,14 +238,15 @@ def _check_streaming(frame) -> None:
                            "for a recorded frame use spark_impl.apply_window")
 
 
-def _apply(validated, spec_of: Callable[[str], WindowSpec], *, pane_column: bool, validate: bool,
-           set_provider: bool):
+def _apply(validated, spec_of: Callable[[str], WindowSpec], specs: list[WindowSpec], *, window: bool,
+           validate: bool, set_provider: bool):
+    output = Output.of(specs, validated.schema, window=window)  # the batch's schema: refused before any state
     ensure_provider(validated.sparkSession, set_provider)
-    items, props, codec = operator_input(validated)
-    processor = TraceProcessor(spec_of, codec, validate)
+    items, _, codec = operator_input(validated)
+    processor = TraceProcessor(spec_of, codec, validate, output)
     posted = items.groupBy("trace_id").transformWithStateInPandas(
-        statefulProcessor=processor, outputStructType=operator_schema(props), outputMode="Append", timeMode="None")
-    return operator_output(posted, props, pane_column)
+        statefulProcessor=processor, outputStructType=output.operator_schema(), outputMode="Append", timeMode="None")
+    return output.select(posted)
 
 
 def operator_input(validated):
@@ -261,23 +269,6 @@ def operator_input(validated):
         f"CAST(unix_millis(CAST({quoted(n)} AS TIMESTAMP)) AS STRING) AS {quoted(n)}" if kind in _TIMESTAMPS
         else f"CAST({quoted(n)} AS STRING) AS {quoted(n)}" for n, kind, _ in props))
     return items, props, codec
-
-
-def operator_schema(props) -> str:
-    """The operator's output schema (DDL): the flat columns, then each property as text."""
-    return ", ".join(f"{quoted(n)} {t}" for n, t in _FLAT) + "".join(f", {quoted(n)} string" for n, _, _ in props)
-
-
-def operator_output(posted, props, pane_column: bool):
-    """The operator's output shaped as the batch output: `pos` and `window`
-    built as structs, each property cast back to its type."""
-    pos = "CASE WHEN side IS NOT NULL THEN named_struct('due', `#due`, 'slot', `#slot`, 'n', `#n`) END AS pos"
-    window = (["CASE WHEN `#wend` IS NOT NULL THEN named_struct('start', `#wstart`, 'end', `#wend`) END AS window"]
-              if pane_column else [])
-    return posted.selectExpr(
-        *(quoted(c) if c != "pos" else pos for c in OUTPUT_COLUMNS),
-        *(f"CAST(timestamp_millis(CAST({quoted(n)} AS BIGINT)) AS {t}) AS {quoted(n)}" if t in _TIMESTAMPS
-          else f"CAST({quoted(n)} AS {t}) AS {quoted(n)}" for n, t, _ in props), *window)
 
 
 # --------------------------------------------------------------------------- values across the operator
@@ -307,38 +298,21 @@ def _encode(value: Any, codec: str) -> str | None:
     if value is None:
         return None
     if codec == "json":
-        return _CANONICAL_JSON(value)
+        return CANONICAL_JSON(value)
     if codec == "boolean":
         return "true" if value else "false"
     if codec == "double":
-        value = float(value)
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        return repr(value)
+        return double_text(float(value))
     if codec == "long":
         return str(int(value))
     return str(value)
 
 
-#: `json.dumps(value, sort_keys=True, separators=(",", ":"))` and the same without sorting, made once
-_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
-_COMPACT_JSON = json.JSONEncoder(separators=(",", ":")).encode
-
-
-def _long_text(value: Any) -> str:
-    return str(value) if type(value) is int else _encode(value, "long")
-
-
-#: per codec, `_decode` of a non-null text and `_encode` of a non-null value, as one function each
+#: per codec, `_decode` of a non-null text, as one function each
 _DECODERS = {"string": str, "long": int, "double": float, "boolean": lambda text: text == "true",
              "json": json.loads}
-_ENCODERS = {"string": lambda value: _encode(value, "string"), "long": _long_text,
-             "double": lambda value: _encode(value, "double"), "boolean": lambda value: _encode(value, "boolean"),
-             "json": lambda value: _encode(value, "json")}
 #: the operator's integer columns, as the nullable pandas types its output frame gives them
-_INT_COLUMNS = {name: "Int64" if kind == "bigint" else "Int32" for name, kind in _FLAT if kind in ("bigint", "int")}
+_INT_COLUMNS = {name: "Int64" if kind == "bigint" else "Int32" for name, kind in FIXED if kind in ("bigint", "int")}
 
 
 # --------------------------------------------------------------------------- the processor
@@ -353,13 +327,14 @@ def _stateful_processor_base():
 class KeyedProcessor(_stateful_processor_base()):
     """What the stream processors share: one `ValueState` (`trace`) per key
     holding a pickle of the key's state, read and written once per call;
-    the update rows an oracle update becomes; the output frame."""
+    the update rows an oracle update becomes (the `output.Writer` of the
+    key's window, set by `load`); the output frame."""
 
-    def __init__(self, codec: tuple[tuple[str, str], ...]):
+    def __init__(self, codec: tuple[tuple[str, str], ...], output: Output):
         self.codec = codec
-        self.columns = [n for n, _ in _FLAT] + [n for n, _ in codec]
-        self.encoders = tuple((name, _ENCODERS[kind]) for name, kind in codec)
-        self.blank = (None,) * len(codec)
+        self.writers = output.writers  # not the schemas: the processor crosses to the workers pickled
+        self.columns = output.operator_columns()
+        self.writer = None
 
     def init(self, handle) -> None:
         self.handle = handle
@@ -373,6 +348,7 @@ class KeyedProcessor(_stateful_processor_base()):
         has none; `InvalidTrace` naming the trace for a state of another
         format or window (a checkpoint of another query)."""
         if not self.state.exists():
+            self.writer = self.writers[spec]
             return {"version": STATE_VERSION, "spec": spec, **fresh()}
         state = pickle.loads(self.state.get()[0])
         if state.get("version") != STATE_VERSION:
@@ -382,6 +358,7 @@ class KeyedProcessor(_stateful_processor_base()):
             raise InvalidTrace(f"trace {trace_id!r}: the checkpoint's state was made by the window "
                                f"{spec_text(state['spec'])}, not {spec_text(spec)}: restart a changed window from a "
                                "new checkpoint")
+        self.writer = self.writers[spec]
         return state
 
     def save(self, state: dict) -> None:
@@ -392,31 +369,7 @@ class KeyedProcessor(_stateful_processor_base()):
         return _frame(out, self.columns)
 
     def _rows(self, trace_id: str, phase: int, ordinal: int, update, out: list) -> None:
-        after, at = update.after, update.time
-        w0, w1 = (update.window.start, update.window.end) if update.window is not None else (None, None)
-        if update.error is not None:
-            out.append((trace_id, after, phase, at, ordinal, "error", at, 0, 0, None, None, update.error, None, None,
-                        *self.blank))
-            return
-        encoders, n = self.encoders, 0
-        for side in ("insert", "remove", "update"):
-            events = getattr(update, side)
-            if events:
-                for i, event in enumerate(events):
-                    props = event.props
-                    out.append((trace_id, after, phase, at, ordinal, side, at, 0, i, event.id, None, None, w0, w1,
-                                *[None if (v := props.get(name)) is None else encode(v) for name, encode in encoders]))
-                n += len(events)
-            if update.values is not None:
-                for i, row in enumerate(getattr(update.values, side)):
-                    text = _COMPACT_JSON(dict(row))
-                    out.append((trace_id, after, phase, at, ordinal, side, at, 0, i, None, text, None, w0, w1,
-                                *self.blank))
-                    n += 1
-        if n == 0:  # an empty update (FORCE_UPDATE), or a query's pane of no row ("[]")
-            values = "[]" if update.values is not None else None
-            out.append((trace_id, after, phase, at, ordinal, None, None, None, None, None, values, None, w0, w1,
-                        *self.blank))
+        self.writer.rows(trace_id, phase, ordinal, update, out)
 
 
 class TraceProcessor(KeyedProcessor):
@@ -425,8 +378,9 @@ class TraceProcessor(KeyedProcessor):
     driver, and each update it posts becomes its output rows (module
     docstring)."""
 
-    def __init__(self, spec_of: Callable[[str], WindowSpec], codec: tuple[tuple[str, str], ...], validate: bool):
-        super().__init__(codec)
+    def __init__(self, spec_of: Callable[[str], WindowSpec], codec: tuple[tuple[str, str], ...], validate: bool,
+                 output: Output):
+        super().__init__(codec, output)
         self.spec_of, self.validate = spec_of, validate
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator:
@@ -650,53 +604,57 @@ def run_cases(pairs, spark=None, *, batches: int = 3, seed: int = 0, early: floa
     them, computed on a stream: each trace's rows cut at random points
     (`seed`) into `batches` micro-batches, some items moved ahead of a gap
     (`early`), written as one file per micro-batch and read by a streaming
-    query per group of traces whose property types agree (`apply_windows`).
-    A pair that cannot run gets its exception (`InvalidTrace` as the batch
-    names it); a query that fails gives each of its pairs a `JobFailed`."""
+    query per group of traces whose property types agree and whose windows'
+    outputs can share one schema (`apply_windows`, `Queries`). The typed rows
+    are read back as the batch's are (`output.harness_rows`,
+    `frames.RowFields`). A pair that cannot run gets its exception
+    (`InvalidTrace` as the batch names it; a window whose output schema
+    cannot be built, what `output_schema` raises); a query that fails gives
+    each of its pairs a `JobFailed`."""
     import random
     import shutil
     import tempfile
     from pathlib import Path
 
-    from spark_impl import _batches, check_pairs
+    from spark_impl import check_pairs
     from spark_impl.errors import JobFailed, cause
-    from spark_impl.frames import PropertyTypes, check_pair, input_schema, spec_properties, trace_rows, updates_from_rows
+    from spark_impl.frames import PropertyTypes, check_pair, spec_properties, trace_rows, updates_from_rows
     from spark_impl.session import get_spark
+    from spark_impl.streaming.output import harness_rows
 
     check_pairs(pairs, "streaming.run_cases")
     results: list = [None] * len(pairs)
-    members: dict[bool, list] = {}
+    members: dict[bool, Queries] = {}
     for index, (spec, trace) in enumerate(pairs):
         trace_id = str(index)
         try:
             check_pair(spec, trace)
             types = PropertyTypes(spec_properties(spec), mixed=spec.MIXED_KINDS)
             types.merge(PropertyTypes.of_trace(trace_id, trace, mixed=spec.MIXED_KINDS))
-            members.setdefault(spec.MIXED_KINDS, []).append((trace_id, trace, types))
+            members.setdefault(spec.MIXED_KINDS, Queries()).add(trace_id, trace, spec, types)
         except InvalidTrace as exc:
             results[index] = InvalidTrace(exc.reason.removeprefix(f"trace {trace_id!r}: "), exc.index)
         except WindowOracleError as exc:
             results[index] = exc
-    groups = [batch for mixed in members.values() for batch in _batches(mixed)]
+    groups = [query for queries in members.values() for query in queries.queries]
     if not groups:
         return results
     spark = spark or get_spark()
     rng = random.Random(seed)
     root = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="window-oracle-stream-"))
     try:
-        for done, (types, batch) in enumerate(groups, 1):
-            schema_map = types.schema()
-            schema = input_schema(schema_map)
+        for done, query in enumerate(groups, 1):
+            schema_map, schema = query.types.schema(), query.input_schema()
             files: list[list[tuple]] = [[] for _ in range(batches)]
-            for trace_id, trace in batch:
+            for trace_id, trace, _ in query.members:
                 for n, rows in enumerate(micro_batches(trace_rows(trace_id, trace, schema_map), batches, rng, early)):
                     files[n] += rows
             for rows in files:
                 rng.shuffle(rows)  # a micro-batch's rows come in no order
             here = root / f"group-{done}"
             write_files(here / "in", files, schema)
-            traces = dict(batch)
-            specs = {tid: pairs[int(tid)][0] for tid in traces}
+            traces = {trace_id: trace for trace_id, trace, _ in query.members}
+            specs = {trace_id: spec for trace_id, _, spec in query.members}
             try:
                 posted = run_files(spark, here / "in", schema, specs, here / "checkpoint")
             except Exception as exc:  # noqa: BLE001 - a failed query fails its own cases, not the others
@@ -705,7 +663,8 @@ def run_cases(pairs, spark=None, *, batches: int = 3, seed: int = 0, early: floa
                     results[int(trace_id)] = failure
             else:
                 rows = [row for batch_id in sorted(posted) for row in posted[batch_id]]
-                for trace_id, found in updates_from_rows(rows, traces).items():
+                readers = query.readers()
+                for trace_id, found in updates_from_rows(harness_rows(rows, readers), traces, readers).items():
                     results[int(trace_id)] = found
             if progress:
                 progress(done, len(groups))
@@ -713,6 +672,102 @@ def run_cases(pairs, spark=None, *, batches: int = 3, seed: int = 0, early: floa
         if folder is None:
             shutil.rmtree(root, ignore_errors=True)
     return results
+
+
+class Query:
+    """Traces that run in one streaming query (`run_cases`): their merged
+    property types (`types`), each member (trace id, trace, spec), and each
+    window's output schema over the query's columns (`schemas`), which agree
+    column by column (`output.agree`)."""
+
+    def __init__(self, types, members: list, schemas: dict, key: tuple, columns: dict):
+        self.types, self.members, self.schemas, self.key, self.columns = types, members, schemas, key, columns
+
+    def input_schema(self):
+        """The input's schema: the property columns, the always-null ones marked `NO_VALUES` (as the batch's)."""
+        from spark_impl.frames import input_schema
+
+        return input_schema(self.types.schema(), self.types.valueless())
+
+    def readers(self) -> dict:
+        """Each row-posting trace's `RowFields`, over its own window's schema (`output.reader`)."""
+        from spark_impl.streaming.output import reader
+
+        found = {}
+        for trace_id, _, spec in self.members:
+            fields = reader(spec, self.schemas[spec])
+            if fields is not None:
+                found[trace_id] = fields
+        return found
+
+
+class Queries:
+    """`run_cases`' greedy split of traces into `Query`s: a trace joins the
+    first query whose property types take its own and where every window's
+    output schema can still be built and shares the query's columns (a
+    field `total` a long in one window and a double in another cannot);
+    else it starts a query. A window whose schema cannot be built even over
+    its own trace's columns raises that error (`UnsupportedWindow`,
+    `InvalidFrame`): its pair's result."""
+
+    def __init__(self):
+        self.queries: list[Query] = []
+        self._schemas: dict[tuple, Any] = {}
+
+    def add(self, trace_id: str, trace, spec: WindowSpec, types) -> None:
+        for n, query in enumerate(self.queries):
+            trial = query.types.copy()
+            try:
+                trial.merge(types)
+            except InvalidTrace:
+                continue
+            joined = self._joined(query, spec, trial)
+            if joined is not None:
+                joined.types = trial
+                joined.members.append((trace_id, trace, spec))
+                self.queries[n] = joined
+                return
+        key = self._key(types)
+        schema = self._schema(spec, types, key)
+        self.queries.append(Query(types, [(trace_id, trace, spec)], {spec: schema}, key,
+                                  {f.name.lower(): f for f in schema.fields}))
+
+    def _joined(self, query: Query, spec: WindowSpec, types) -> Query | None:
+        """`query` with `spec` and `types` merged in, or None where they cannot share it."""
+        from spark_impl.streaming.output import agree
+
+        key = self._key(types)
+        if key == query.key and spec in query.schemas:
+            return query
+        try:
+            if key == query.key:  # the same columns: only the new window's schema to check
+                schemas = {**query.schemas, spec: self._schema(spec, types, key)}
+                checked, columns = [schemas[spec]], dict(query.columns)
+            else:
+                schemas = {other: self._schema(other, types, key) for other in (*query.schemas, spec)}
+                checked, columns = list(schemas.values()), {}
+        except WindowOracleError:
+            return None
+        for schema in checked:
+            for field in schema.fields:
+                twin = columns.setdefault(field.name.lower(), field)
+                if not agree(twin, field):
+                    return None
+        return Query(types, query.members, schemas, key, columns)
+
+    @staticmethod
+    def _key(types) -> tuple:
+        return tuple(types.schema().items()), types.valueless()
+
+    def _schema(self, spec: WindowSpec, types, key: tuple):
+        """`spec`'s output schema over the columns of `types` (cached by spec and columns)."""
+        from spark_impl.frames import input_schema
+        from spark_impl.streaming.output import window_schema
+
+        found = self._schemas.get((spec, key))
+        if found is None:
+            found = self._schemas[(spec, key)] = window_schema(spec, input_schema(types.schema(), types.valueless()))
+        return found
 
 
 def apply_window_as_stream(trace_df, window: str | WindowSpec, dialect: str = "esper", *, batches: int = 3,

@@ -86,21 +86,24 @@ def _traces(n: int, seed: int) -> list[tuple[str, Trace]]:
 
 
 def _rows_by_order(rows) -> list[tuple]:
-    """Rows as compared: the update key, the side, the row's rank in its side by `pos`, and the rest."""
+    """Rows as compared: the update key, the side, the row's rank in its side by `pos`, and the rest (a
+    family's legacy `values` JSON parsed)."""
     import json
 
     keyed = {}
     for r in rows:
         d = r.asDict(recursive=True)
-        # an update's event rows and its derived rows (`values`) are ordered apart (frames.updates_from_rows)
-        key = (d["trace_id"], d["after"], d["phase"], d["time"], d["ordinal"], d["side"], d["values"] is None)
+        # an update's event rows (`id`, a query's `pane_event`) and its rows of fields are ordered apart
+        # (frames.updates_from_rows)
+        key = (d["trace_id"], d["after"], d["phase"], d["time"], d["ordinal"], d["side"],
+               d.get("id") is None and d.get("pane_event") is None)
         keyed.setdefault(key, []).append(d)
     out = []
     for key, group in keyed.items():
         group.sort(key=lambda d: tuple(d["pos"].values()) if d["pos"] else ())
         for rank, d in enumerate(group):
-            values = json.loads(d["values"]) if d["values"] is not None else None
-            rest = tuple(sorted((k, v) for k, v in d.items() if k not in ("pos", "values")))
+            values = json.loads(d["values"]) if d.get("values") is not None else None
+            rest = tuple(sorted((k, repr(v)) for k, v in d.items() if k not in ("pos", "values")))
             out.append(key + (rank, json.dumps(values, sort_keys=True), rest))
     return sorted(out, key=repr)
 
@@ -108,6 +111,8 @@ def _rows_by_order(rows) -> list[tuple]:
 @pytest.mark.parametrize("dialect, window, props", [
     ("esper", "#groupwin(k)#time(1 sec)", ["k"]),
     ("esper", "select k, sum(v) as total from S#length_batch(3) group by k", ["k", "v"]),
+    ("esper", "select *, v / 2 as half, v > 4 as big from S#time(1 sec) where k != 'c'", ["k", "v"]),
+    ("esper", "select irstream k, avg(v), count(*) as n from S#groupwin(k)#length(2) group by k", ["k", "v"]),
     ("ccl", "KEEP 2 ROWS PER(k)", ["k"]),
     ("kuiper", "SELECT k, count(*) AS c FROM demo GROUP BY k, TUMBLINGWINDOW(ss, 2)", ["k"]),
 ])
@@ -116,15 +121,47 @@ def test_apply_window_on_a_stream_gives_the_batch_schema_and_rows(spark, dialect
     from spark_impl.frames import to_dataframe
     from spark_impl.streaming import apply_window_as_stream
 
+    from spark_impl import output_schema
+    from spark_impl.frames import posts_rows
+
     frame = to_dataframe(spark, _traces(30, seed=len(window)), props)
     batch = apply_window(frame, window, dialect)
     streamed = apply_window_as_stream(frame, window, dialect, batches=4, seed=3)
-    # the same columns of the same types (whether a struct's field may be null differs between the batch's
-    # families already: a field computed from a column that is never null is not nullable)
-    assert streamed.schema.simpleString() == batch.schema.simpleString()
+    # the same columns of the same types and metadata (whether a struct's field may be null differs between
+    # the batch's families already: a field computed from a column that is never null is not nullable)
+    def columns(schema):
+        return [(f.name, f.dataType.simpleString(), dict(f.metadata)) for f in schema.fields]
+
+    assert columns(streamed.schema) == columns(batch.schema)
+    if "values" not in batch.columns:  # a family posting typed fields (or events): the public schema
+        assert columns(streamed.schema) == columns(output_schema(window, frame.schema, dialect))
+    if posts_rows(parse(window, dialect)) and "values" not in batch.columns:
+        assert "values" not in streamed.columns and "error" in streamed.columns
     want, got = _rows_by_order(batch.collect()), _rows_by_order(streamed.collect())
     assert len(want) > 20
     assert got == want
+
+
+def test_a_field_of_json_text_keeps_its_metadata_and_reads_back_as_the_batch_s(spark):
+    """`select *` over a property of lists and objects (a JSON text column): the field is JSON text,
+    marked so in the output's schema (frames.JSON_TEXT), and its rows are the batch's."""
+    from spark_impl import apply_window
+    from spark_impl.frames import JSON_TEXT, to_dataframe
+    from spark_impl.streaming import apply_window_as_stream
+
+    rng = random.Random(2)
+    traces = [(f"t{t}", Trace([Arrive(Event(f"E{i}", {"k": rng.choice("ab"), "tags": rng.choice(
+        [[1, 2], {"b": [True], "a": None}, None, []])}), time=i * 300) for i in range(12)])) for t in range(6)]
+    frame = to_dataframe(spark, traces, ["k"])
+    window = "select *, count(*) as n from S#length(3)"
+    batch = apply_window(frame, window)
+    streamed = apply_window_as_stream(frame, window, batches=3, seed=1)
+    tags = next(f for f in streamed.schema.fields if f.name == "tags")
+    assert tags.metadata.get(JSON_TEXT) and tags.dataType.simpleString() == "string"
+    assert [(f.name, f.dataType.simpleString(), dict(f.metadata)) for f in streamed.schema.fields] == [
+        (f.name, f.dataType.simpleString(), dict(f.metadata)) for f in batch.schema.fields]
+    want, got = _rows_by_order(batch.collect()), _rows_by_order(streamed.collect())
+    assert len(want) > 50 and got == want
 
 
 def test_apply_window_refuses_a_recorded_frame_and_names_the_provider_setting(spark):

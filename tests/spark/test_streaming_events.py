@@ -4,14 +4,15 @@ micro-batch, read by the file source, the `transformWithStateInPandas`
 operator in EventTime mode on the RocksDB state store, a `foreachBatch` sink
 keeping rows by batch id.
 
-One stream of traces under five windows (an Esper time window and time
+One stream of traces under six windows (an Esper time window and time
 batch, a CCL KEEP window, an eKuiper tumbling-window query, an Apama
-window), rows out of order within the delay, some rows late, some traces
+window, an Esper statement posting typed rows), rows out of order within the delay, some rows late, some traces
 going quiet while the watermark moves on, and a last row of another trace
 that pushes the watermark past every event:
 
 * the late rows post one `error` row each, naming them, counted per trace,
-  and nothing else of theirs;
+  and nothing else of theirs (the row's id and properties where its
+  window's output has those columns);
 * every other row's updates are exactly the batch `apply_window_to_events`'
   over the events in order with `until` = the final watermark, and the
   oracle's;
@@ -46,6 +47,7 @@ WINDOWS = {
     "ccl": ("ccl", "KEEP 3 ROWS PER(k)"),
     "kuiper": ("kuiper", "SELECT k, count(*) AS c, sum(v) AS s FROM demo GROUP BY k, TUMBLINGWINDOW(ss, 2)"),
     "apama": ("apama", "partition by v.k within 1.5 retain 2"),
+    "stmt": ("esper", "select irstream k, sum(v) as total, avg(v) from S#time(1 sec) group by k"),
 }
 #: the trace whose one row, in the last micro-batch, pushes the watermark past every other event
 CLOCK = "~clock"
@@ -98,7 +100,7 @@ def _stream(seed: int = 1):
         for i in late:
             where[i] = home[i]
     late_rows = []
-    for j, trace in enumerate(["esper-0", "ccl-1", "kuiper-0", "esper-0"]):
+    for j, trace in enumerate(["esper-0", "ccl-1", "stmt-0", "esper-0"]):
         b = 2 + j % 3
         row = (trace, 1000 + j, max(0, marks[b] - 1 - rng.randint(0, 800)), "late", 100 + j)
         files[b].append(row)
@@ -146,9 +148,15 @@ def test_late_rows_post_an_error_row_each_naming_them_and_nothing_else(uninterru
     _, late_rows, _, _, _, posted = uninterrupted
     rows = _rows(posted)
     errors = [r for r in rows if r["side"] == "error"]
-    assert sorted((r["trace_id"], r["after"], r["time"], r["id"], r["v"]) for r in errors) == sorted(
-        (row[0], row[1], row[2], str(row[1]), row[4]) for _, row in late_rows)
-    assert all(r["phase"] == 2 and r["k"] == "late" and r["error"].startswith("late: t=") for r in errors)
+    # the row comes back whole where its window's output has an id and properties; a statement's rows
+    # have neither (its fields are its own): the message names the row
+    whole = [r for r in errors if not r["trace_id"].startswith("stmt-")]
+    assert sorted((r["trace_id"], r["after"], r["time"], r["id"], r["v"]) for r in whole) == sorted(
+        (row[0], row[1], row[2], str(row[1]), row[4]) for _, row in late_rows if not row[0].startswith("stmt-"))
+    assert all(r["k"] == "late" for r in whole)
+    assert sorted((r["trace_id"], r["after"], r["time"], r["id"], r["k"], r["v"]) for r in errors if r not in whole) \
+        == [(row[0], row[1], row[2], None, None, None) for _, row in late_rows if row[0].startswith("stmt-")]
+    assert all(r["phase"] == 2 and r["error"].startswith("late: t=") for r in errors)
     for r in errors:
         assert f"at n={r['after']} in trace {r['trace_id']!r} is before the watermark" in r["error"]
     # counted per trace: esper-0 has two late rows, ordinals 0 and 1
@@ -162,12 +170,25 @@ def _expected_trace(rows, final):
                  + [Advance(final)])
 
 
+def _readers(specs: dict) -> dict:
+    """The `RowFields` of each trace whose window posts typed rows, over its own output schema."""
+    from pyspark.sql.types import StructType
+
+    from spark_impl.streaming.output import reader, window_schema
+
+    columns = StructType([f for f in _schema().fields if f.name != "trace"])  # n and t are properties too
+    return {trace: found for trace, spec in specs.items()
+            if (found := reader(spec, window_schema(spec, columns))) is not None}
+
+
 def test_every_trace_posts_the_oracle_s_updates_over_its_events_in_order(uninterrupted):
     from spark_impl.frames import updates_from_rows
+    from spark_impl.streaming.output import harness_rows
 
     events, _, _, final, specs, posted = uninterrupted
     traces = {trace: _expected_trace(rows, final) for trace, rows in events.items()}
-    found = updates_from_rows([r for r in _rows(posted) if r["phase"] != 2], traces)
+    readers = _readers(specs)
+    found = updates_from_rows(harness_rows([r for r in _rows(posted) if r["phase"] != 2], readers), traces, readers)
     compared = 0
     for trace, expected_trace in traces.items():
         expected = run(specs[trace], expected_trace)
@@ -177,18 +198,21 @@ def test_every_trace_posts_the_oracle_s_updates_over_its_events_in_order(uninter
 
 
 def _keyed(rows, columns) -> list[tuple]:
-    """Rows as compared with the batch: the update key, side, the row's rank in its side by `pos`, the rest."""
+    """Rows as compared with the batch: the update key, side, the row's rank in its side by `pos`, the rest
+    (the batch's `columns`; a family's legacy `values` JSON parsed)."""
     groups: dict[tuple, list] = {}
     for d in rows:
-        key = (d["trace_id"], d["after"], d["phase"], d["time"], d["ordinal"], d["side"], d["values"] is None)
+        # an update's event rows (`id`, a query's `pane_event`) and its rows of fields are ordered apart
+        key = (d["trace_id"], d["after"], d["phase"], d["time"], d["ordinal"], d["side"],
+               d.get("id") is None and d.get("pane_event") is None)
         groups.setdefault(key, []).append(d)
     out = []
     for key, group in groups.items():
         group.sort(key=lambda d: tuple(d["pos"].values()) if d["pos"] else ())
         for rank, d in enumerate(group):
-            values = json.loads(d["values"]) if d["values"] is not None else None
+            values = json.loads(d["values"]) if d.get("values") is not None else None
             out.append(key + (rank, json.dumps(values, sort_keys=True),
-                              tuple((c, d[c]) for c in columns if c not in ("pos", "values"))))
+                              tuple((c, repr(d[c])) for c in columns if c not in ("pos", "values"))))
     return sorted(out, key=repr)
 
 
@@ -227,6 +251,7 @@ def test_the_public_function_takes_a_timestamp_column_and_gives_the_batch_schema
     from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
     from spark_impl import apply_window_to_events as on_table
+    from spark_impl import output_schema
     from spark_impl.streaming import apply_window_to_events, write_files
     from spark_impl.streaming.traces import _drain
 
@@ -246,6 +271,7 @@ def test_the_public_function_takes_a_timestamp_column_and_gives_the_batch_schema
                                            schema),
                      window, order_col="n", time_col="ts", until=final)
     assert out.schema.simpleString() == batch.schema.simpleString()
+    assert out.schema.simpleString() == output_schema(window, schema).simpleString()
     got = _keyed([r.asDict(recursive=True) for b in posted.values() for r in b], batch.columns)
     want = _keyed([r.asDict(recursive=True) for r in batch.collect()], batch.columns)
     assert len(want) > 10 and got == want
