@@ -194,8 +194,7 @@ def finalize(posted: DataFrame, validated: DataFrame, ctx: Context,
     if missing:
         props = events(validated).select("trace_id", "id", *missing)
         posted = posted.join(props, ["trace_id", "id"], "left")
-    legacy = ["`values`"] if "values" in posted.columns else []  # a family not yet posting typed fields
-    return posted.selectExpr(*_key(posted), "id", *legacy, _error(posted), *(quoted(p) for p in ctx.properties),
+    return posted.selectExpr(*_key(posted), "id", _error(posted), *(quoted(p) for p in ctx.properties),
                              *_pane(posted))
 
 

@@ -16,16 +16,10 @@ give must agree in name (case too: Spark resolves names ignoring case), type
 and `JSON_TEXT`; else `InvalidFrame` naming both windows (`merged`: run them
 in separate queries). A trace's rows leave null the columns its window lacks.
 
-Transitional: a window posting rows whose family has no `FIELDS` yet (its
-batch plan still posts the legacy `values` JSON text, `pipeline.finalize`'s
-`legacy`) gets the batch's legacy shape, `values` after `id` (`window_schema`);
-once its family declares `FIELDS`, it follows the typed shape with no change
-here.
-
 **Across the operator.** `transformWithStateInPandas` posts the fixed
 columns (`FIXED`: the update key, `side`, `pos` as three longs, `error`, a
 pane's bounds) and every other output column as text (`#c<i>`: `id`,
-`pane_event`, a property, a field, the legacy `values`); `select` casts each
+`pane_event`, a property, a field); `select` casts each
 back to its type (a timestamp from epoch ms; a list, map or struct type by
 `from_json`), builds `pos` and `window`, and names each column with its
 metadata (`JSON_TEXT` survives).
@@ -65,8 +59,6 @@ FIXED = (("trace_id", "string"), ("after", "bigint"), ("phase", "int"), ("time",
          ("error", "string"), ("#wstart", "bigint"), ("#wend", "bigint"))
 #: the output columns `select` builds from FIXED
 BUILT = ("trace_id", "after", "phase", "time", "ordinal", "side", "pos", "error", "window")
-#: the legacy column of a family not yet posting typed fields
-LEGACY = "values"
 
 #: `json.dumps(value, sort_keys=True, separators=(",", ":"))` and the same without sorting, made once
 CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
@@ -89,27 +81,11 @@ class FieldTypeError(TypeError):
 
 def window_schema(spec: WindowSpec, columns):
     """`spec`'s batch output schema over the property `columns` (a
-    StructType): `pipeline.output_schema`, or, for a window posting rows
-    whose family has no `FIELDS` yet, the legacy shape (`values` after
-    `id`). Raises what `output_schema` raises (`InvalidFrame`,
-    `UnsupportedWindow`)."""
-    from pyspark.sql import types as T
-
+    StructType): `pipeline.output_schema`. Raises what it raises
+    (`InvalidFrame`, `UnsupportedWindow`)."""
     from spark_impl import pipeline
 
-    schema = pipeline.output_schema(spec, columns)
-    if not legacy(spec):
-        return schema
-    fields = list(schema.fields)
-    at = [f.name for f in fields].index("id") + 1
-    return T.StructType([*fields[:at], T.StructField(LEGACY, T.StringType()), *fields[at:]])
-
-
-def legacy(spec: WindowSpec) -> bool:
-    """Whether `spec` posts rows but its family declares no `FIELDS` yet (the legacy `values` JSON)."""
-    from spark_impl import pipeline
-
-    return posts_rows(spec) and pipeline.family_of(spec).fields is None
+    return pipeline.output_schema(spec, columns)
 
 
 def merged(schemas: Iterable[tuple[WindowSpec, Any]]):
@@ -363,10 +339,8 @@ class Writer:
         self.fields = {f.name: (i, _encoder(f.name, f)) for i, f in columns if f.name != "pane_event"} if rows else None
         self.pane_at = at.get("pane_event")
         self.id_at = None if rows else at.get("id")
-        # a window posting events (or the legacy shape): its properties, by name
-        self.props = () if rows else tuple((i, f.name, _encoder(f.name, f)) for i, f in columns
-                                           if f.name not in ("id", LEGACY))
-        self.values_at = None if rows else at.get(LEGACY)
+        # a window posting events: its properties, by name
+        self.props = () if rows else tuple((i, f.name, _encoder(f.name, f)) for i, f in columns if f.name != "id")
 
     def __reduce__(self):
         return Writer, self._args
@@ -374,7 +348,7 @@ class Writer:
     @classmethod
     def of(cls, spec: WindowSpec, schema, at: dict[str, int], width: int) -> Writer:
         """The writer of `spec`'s own output `schema` into text columns placed by `at`."""
-        rows = posts_rows(spec) and LEGACY not in schema.fieldNames()
+        rows = posts_rows(spec)
         return cls(rows, tuple((at[f.name], f) for f in schema.fields if f.name not in BUILT), width)
 
     def key(self) -> tuple:
@@ -409,10 +383,7 @@ class Writer:
                     out.append((trace_id, after, phase, at, ordinal, side, at, 0, i, None, w0, w1, *self._row_cells(row)))
                     n += 1
         if n == 0:  # an empty update (FORCE_UPDATE), or a query's pane of no row
-            cells = self.blank
-            if self.values_at is not None and update.values is not None:
-                cells = self._put({self.values_at: "[]"})
-            out.append((trace_id, after, phase, at, ordinal, None, None, None, None, None, w0, w1, *cells))
+            out.append((trace_id, after, phase, at, ordinal, None, None, None, None, None, w0, w1, *self.blank))
 
     def _put(self, found: dict[int, Any]) -> list:
         cells = list(self.blank)
@@ -437,8 +408,6 @@ class Writer:
         return cells
 
     def _row_cells(self, row) -> list:
-        if self.values_at is not None:  # the legacy shape: the row as JSON text
-            return self._put({self.values_at: COMPACT_JSON(dict(row))})
         if self.fields is None:
             raise FieldTypeError("the window posts a row of fields, but its output has events")
         cells = list(self.blank)
@@ -471,11 +440,10 @@ class Writer:
 
 def reader(spec: WindowSpec, schema):
     """The `frames.RowFields` that reads the rows of `spec`'s own output
-    `schema` (`window_schema`); None for a window posting events, or the
-    legacy shape (its `values` read as they are)."""
+    `schema` (`window_schema`); None for a window posting events."""
     from spark_impl.frames import RowFields
 
-    return None if LEGACY in schema.fieldNames() else RowFields.of(spec, schema)
+    return RowFields.of(spec, schema)
 
 
 def harness_rows(rows, readers: dict) -> list[dict]:
@@ -484,8 +452,8 @@ def harness_rows(rows, readers: dict) -> list[dict]:
     them of one window's output: the fields of a trace with a reader
     (`readers`: trace id -> `RowFields`) packed into `values` as JSON text
     (nulls kept; "[]" on a row of side null; null on a query's pane rows,
-    whose event, `pane_event`, is the `id`); other traces' `id` and legacy
-    `values` as they are. A row is a pyspark Row or a dict."""
+    whose event, `pane_event`, is the `id`); other traces' `id` as it is.
+    A row is a pyspark Row or a dict."""
     out = []
     for row in rows:
         found = row.asDict() if hasattr(row, "asDict") else row
@@ -493,14 +461,14 @@ def harness_rows(rows, readers: dict) -> list[dict]:
         picked = {name: found.get(name) for name in ("trace_id", "after", "phase", "time", "ordinal", "side", "pos",
                                                       "error", "window")}
         if reader is None:
-            picked["id"], picked[LEGACY] = found.get("id"), found.get(LEGACY)
+            picked["id"], picked["values"] = found.get("id"), None
         else:
             event = found.get("pane_event")
             picked["id"] = event
-            picked[LEGACY] = ("[]" if found["side"] is None else None if event is not None
+            picked["values"] = ("[]" if found["side"] is None else None if event is not None
                               else COMPACT_JSON({name: found[name] for name in reader.names}))
         out.append(picked)
     return out
 
 
-__all__ = ["Output", "Writer", "FieldTypeError", "FIXED", "BUILT", "window_schema", "merged", "legacy", "reader", "harness_rows"]
+__all__ = ["Output", "Writer", "FieldTypeError", "FIXED", "BUILT", "window_schema", "merged", "reader", "harness_rows"]

@@ -86,10 +86,7 @@ def _traces(n: int, seed: int) -> list[tuple[str, Trace]]:
 
 
 def _rows_by_order(rows) -> list[tuple]:
-    """Rows as compared: the update key, the side, the row's rank in its side by `pos`, and the rest (a
-    family's legacy `values` JSON parsed)."""
-    import json
-
+    """Rows as compared: the update key, the side, the row's rank in its side by `pos`, and the rest."""
     keyed = {}
     for r in rows:
         d = r.asDict(recursive=True)
@@ -102,9 +99,7 @@ def _rows_by_order(rows) -> list[tuple]:
     for key, group in keyed.items():
         group.sort(key=lambda d: tuple(d["pos"].values()) if d["pos"] else ())
         for rank, d in enumerate(group):
-            values = json.loads(d["values"]) if d.get("values") is not None else None
-            rest = tuple(sorted((k, repr(v)) for k, v in d.items() if k not in ("pos", "values")))
-            out.append(key + (rank, json.dumps(values, sort_keys=True), rest))
+            out.append(key + (rank, tuple(sorted((k, repr(v)) for k, v in d.items() if k != "pos"))))
     return sorted(out, key=repr)
 
 

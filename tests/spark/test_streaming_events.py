@@ -27,7 +27,6 @@ tests/spark/test_streaming.py.
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
@@ -199,7 +198,7 @@ def test_every_trace_posts_the_oracle_s_updates_over_its_events_in_order(uninter
 
 def _keyed(rows, columns) -> list[tuple]:
     """Rows as compared with the batch: the update key, side, the row's rank in its side by `pos`, the rest
-    (the batch's `columns`; a family's legacy `values` JSON parsed)."""
+    (the batch's `columns`)."""
     groups: dict[tuple, list] = {}
     for d in rows:
         # an update's event rows (`id`, a query's `pane_event`) and its rows of fields are ordered apart
@@ -210,9 +209,7 @@ def _keyed(rows, columns) -> list[tuple]:
     for key, group in groups.items():
         group.sort(key=lambda d: tuple(d["pos"].values()) if d["pos"] else ())
         for rank, d in enumerate(group):
-            values = json.loads(d["values"]) if d.get("values") is not None else None
-            out.append(key + (rank, json.dumps(values, sort_keys=True),
-                              tuple((c, repr(d[c])) for c in columns if c not in ("pos", "values"))))
+            out.append(key + (rank, tuple((c, repr(d[c])) for c in columns if c != "pos")))
     return sorted(out, key=repr)
 
 
