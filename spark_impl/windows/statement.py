@@ -949,12 +949,11 @@ class _Plan:
 
     def _posted(self, rows: DataFrame, out: list, place: tuple[str, ...] | None) -> DataFrame:
         """The output rows: per row of `rows`, one per entry of `out` (new or
-        old, SQL: whether the row posts it, SQL: its JSON, and its own update
-        key and place, SQL of seq, phase, time, slot_due, slot, pos, where
-        `place` is None) selected and kept; with `place`, every entry's key
-        is the row's (seq, phase, time) and `place`. In one plan (no union):
-        each kept entry's JSON (never null) in a field of its own struct, then
-        one row per struct, the unkept (null) dropped."""
+        old, SQL: whether the row posts it, SQL: its `row_struct`, and its
+        own update key and place, SQL of seq, phase, time, slot_due, slot,
+        pos, where `place` is None) selected and kept; with `place`, every
+        entry's key is the row's (seq, phase, time) and `place`. In one plan
+        (no union): the kept entries' structs in an array, one row each."""
         wanted = {"istream": ("new",), "irstream": ("new", "old"), "rstream": ("old",)}[self.spec.selector]
         structs = []
         for which, keep, text, key in out:
@@ -964,10 +963,11 @@ class _Plan:
             fields = [f"'side', {side}", f"'row', CASE WHEN {keep} THEN {text} END"]
             fields += [f"'k{n}', {sql}" for n, sql in enumerate(key if place is None else ())]
             structs.append(f"named_struct({', '.join(fields)})")
-        posted = rows.selectExpr("*", f"explode(array({', '.join(structs)})) AS `#o`").where("`#o`.row IS NOT NULL")
         names = ("seq", "phase", "time", "slot_due", "slot", "pos")
-        key = (["seq", "phase", "time", *place] if place is not None else
-               [f"`#o`.k{n} AS {name}" for n, name in enumerate(names)])
+        key = list(names) if place is not None else [f"`#o`.k{n} AS {name}" for n, name in enumerate(names)]
+        # only what the output reads crosses the explode: each entry's struct (its row, its key) and the row's key
+        kept = ["trace_id", *(["seq", "phase", "time", *place] if place is not None else [])]
+        posted = rows.selectExpr(*kept, f"explode(filter(array({', '.join(structs)}), o -> o.row IS NOT NULL)) AS `#o`")
         return posted.selectExpr("trace_id", *key, "`#o`.side AS side", *self._field_columns("`#o`.row"))
 
     def _field_columns(self, struct: str) -> list[str]:
