@@ -514,7 +514,7 @@ def harness_columns(out, spec: WindowSpec) -> tuple[list[str], RowFields | None]
     names = set(out.columns)
     pick = [c if c in names else f"CAST(NULL AS STRING) AS `{c}`" for c in HARNESS_COLUMNS if c not in ("id", "values")]
     reader = RowFields.of(spec, out.schema)
-    if reader is None or "values" in names:  # events (or a row window's rows already as JSON)
+    if reader is None or "values" in names:  # events, or an --impl's rows still as JSON text (the former format)
         reader = None
         own = ["id" if "id" in names else "CAST(NULL AS STRING) AS id",
                "`values`" if "values" in names else "CAST(NULL AS STRING) AS `values`"]
