@@ -89,7 +89,7 @@ zero is null (decided in the oracle), a double `%` zero NaN. Kinds Esper
 refuses to combine (a string and a number, `min` of a boolean) are refused
 before planning, naming the expression.
 
-Rows go out as typed columns, one per field (`RowFields`: named by
+Rows go out as typed columns, one per field (`StatementFields`: named by
 `Statement.field_names`, typed as Esper types each expression; `*` the
 event's `id` and its properties, or a derived-value window's row's fields),
 built in one struct per posted row and spread into the family contract's
@@ -290,7 +290,7 @@ def _aggregate_kind(node: Aggregate, argument: str) -> str:
     return "double" if node.function == "avg" else argument
 
 
-class RowFields:
+class StatementFields:
     """A statement's output fields (`Statement.field_names`) and what each
     reads, typed as Esper types them: a property its column's type (an
     `int` column stays `int`); an expression by Java's rules (`JavaSql`'s
@@ -354,8 +354,8 @@ def _aggregate_nodes(spec: Statement) -> list[Aggregate]:
 
 
 def statement_fields(spec: Statement, columns: dict[str, T.StructField], group_keys=()) -> tuple[T.StructField, ...]:
-    """The family contract's `FIELDS` (`RowFields`)."""
-    return tuple(field for field, _ in RowFields(spec, columns).sources())
+    """The family contract's `FIELDS` (`StatementFields`)."""
+    return tuple(field for field, _ in StatementFields(spec, columns).sources())
 
 
 # --------------------------------------------------------------------------- the plan
@@ -386,7 +386,7 @@ class _Plan:
         # derived-value window's rows, their fields parsed from its `values`)
         columns = {f.name: f for f in items.schema.fields if f.name in ctx.properties}
         self.event_kinds = {name: _column_kind(f) for name, f in columns.items()}
-        self.fields = RowFields(spec, columns)
+        self.fields = StatementFields(spec, columns)
         self.derived, self.row_schema, self.kinds = self.fields.derived, self.fields.row_schema, self.fields.kinds
         # whether the window may post as removed what it never inserted (`Spec.REMOVES_UNENTERED`)
         self.unentered = any(type(inner).REMOVES_UNENTERED for inner in nested_specs(spec.window))
@@ -861,19 +861,17 @@ class _Plan:
         java = JavaSql(self.kinds)
         out = {}
         for i, node in enumerate(self.aggregates):
-            if node.function in _SET_FUNCTIONS:
-                out[node] = (f"`#x{i}`", java.value(node.argument)[1])
-                continue
-            if node.function == "count":
-                out[node] = (f"coalesce(`#{state}n{i}`, 0)", "long")
-                continue
+            kind = _aggregate_kind(node, java.value(node.argument)[1] if node.argument is not None else "long")
             n, total = f"coalesce(`#{state}n{i}`, 0)", f"`#{state}t{i}`"
-            kind = java.value(node.argument)[1]
-            if node.function == "sum":
-                out[node] = (f"CASE WHEN {n} = 0 THEN NULL ELSE coalesce({total}, 0) END",
-                             "double" if kind == "double" else "long")
+            if node.function in _SET_FUNCTIONS:
+                sql = f"`#x{i}`"
+            elif node.function == "count":
+                sql = n
+            elif node.function == "sum":
+                sql = f"CASE WHEN {n} = 0 THEN NULL ELSE coalesce({total}, 0) END"
             else:
-                out[node] = (f"CASE WHEN {n} = 0 THEN NULL ELSE CAST(coalesce({total}, 0) AS DOUBLE) / {n} END", "double")
+                sql = f"CASE WHEN {n} = 0 THEN NULL ELSE CAST(coalesce({total}, 0) AS DOUBLE) / {n} END"
+            out[node] = (sql, kind)
         return out
 
     def empty_values(self) -> dict:
@@ -894,7 +892,7 @@ class _Plan:
     # -- rows
 
     def row_struct(self, java: JavaSql) -> str:
-        """SQL: the row's fields (`RowFields`) as a struct, field i `f<i>`
+        """SQL: the row's fields (`StatementFields`) as a struct, field i `f<i>`
         cast to its declared type, its expressions read with `java`'s
         values; a column (`*`, a property) read as is."""
         parts = []
