@@ -131,7 +131,8 @@ ROWS_PER_JOB = 250_000
 
 def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
               progress: Callable[[int, int], None] | None = None,
-              on_rows: Callable[[list], None] | None = None) -> list[tuple[Update, ...] | WindowOracleError]:
+              on_rows: Callable[[list], None] | None = None,
+              plan: Callable | None = None) -> list[tuple[Update, ...] | WindowOracleError]:
     """The updates of each (spec, trace) pair, in order; a pair that cannot run
     (`UnsupportedWindow`, `InvalidTrace`) gets its exception and the others run.
 
@@ -146,8 +147,11 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
     error, the job's other plans run. A job that fails gives each of its pairs
     a `JobFailed` naming the error's cause (`errors.cause`); the other jobs run. `on_rows(rows)` sees each
     job's collected output rows (HARNESS_COLUMNS, `window` where a plan has it;
-    `trace_id` the pair's index) before they become updates."""
+    `trace_id` the pair's index) before they become updates. `plan(frame,
+    spec, jumps)`: the output of a spec over a frame of its traces (default
+    `pipeline.apply`; the resumption tests run each trace in two calls)."""
     check_pairs(pairs, "run_cases")
+    plan = plan or (lambda frame, spec, jumps: pipeline.apply(frame, spec, jumps=jumps))
     results: list = [None] * len(pairs)
     groups: dict[WindowSpec, list[tuple[str, Trace, PropertyTypes]]] = defaultdict(list)
     for index, (spec, trace) in enumerate(pairs):
@@ -182,7 +186,7 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
                 frame = frames.frame_of(spark, batch, types)
                 jumps = any(isinstance(item, Jump) for _, trace in batch for item in trace.items)
                 try:
-                    out = pipeline.apply(frame, spec, jumps=jumps)
+                    out = plan(frame, spec, jumps)
                 except WindowOracleError as exc:  # refused while planning (a statement Esper does not compile)
                     for trace_id, _ in batch:
                         results[int(trace_id)] = exc

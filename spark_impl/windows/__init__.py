@@ -49,6 +49,14 @@ A family returns one row per event it posts, with these columns:
 | wstart,  | optional: a pane's reported start and end (eKuiper); the output's        |
 | wend     | `window` struct                                                          |
 
+A module may have a table `HELD`, spec class -> a function
+
+    (items: DataFrame, spec, ctx: Context) -> DataFrame | None
+
+giving the item rows (the input's columns) the window's future posts read
+after the last of `items`: what `spark_impl.incremental` keeps as the
+window's state. None (or no entry): every item is kept.
+
 A family whose specs post rows of fields (a statement, a derived-value
 window) has a table `FIELDS`, spec class -> a function
 
@@ -226,6 +234,7 @@ class Family:
     frame: Frame | TimeFrame | None = None
     fields: Callable | None = None
     panes: bool = False
+    held: Callable | None = None
 
 
 def family(spec: WindowSpec) -> Family:
@@ -242,4 +251,5 @@ def family(spec: WindowSpec) -> Family:
         check(spec)
     frame = getattr(module, "FRAMES", {}).get(type(spec))
     return Family(module.POSTS[type(spec)], frame(spec) if frame is not None else None,
-                  getattr(module, "FIELDS", {}).get(type(spec)), getattr(module, "PANE_BOUNDS", False))
+                  getattr(module, "FIELDS", {}).get(type(spec)), getattr(module, "PANE_BOUNDS", False),
+                  getattr(module, "HELD", {}).get(type(spec)))

@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame
 
 from oracle.model import FirstLength, Length, LengthBatch
 from spark_impl.windows import Context, Frame
-from spark_impl.windows.base import Emit, arrival_posts, events, index, over
+from spark_impl.windows.base import Emit, arrival_posts, events, index, over, quoted
 
 AT_ARRIVAL = Emit("insert", "seq", "time")
 
@@ -47,6 +47,21 @@ def first_length(items: DataFrame, spec: FirstLength, ctx: Context) -> DataFrame
 POSTS = {Length: sliding, LengthBatch: batched, FirstLength: first_length}
 #: `#length(n)` holds its sub-window's last n events after each arrival (`Frame`)
 FRAMES = {Length: lambda spec: Frame(spec.size)}
+
+
+def last_events(items: DataFrame, spec: Length, ctx: Context) -> DataFrame:
+    """The state `#length(n)`'s future reads (`spark_impl.incremental`): its
+    sub-windows' last n events, which it holds; every later post inserts an
+    arrival or removes the event n arrivals before it."""
+    return events(items).selectExpr("*", f"row_number() OVER (PARTITION BY {partition_sql(ctx)} ORDER BY seq DESC) "
+                                         "AS `#held`").where(f"`#held` <= {spec.size}").drop("#held")
+
+
+HELD = {Length: last_events}
+
+
+def partition_sql(ctx: Context) -> str:
+    return ", ".join(quoted(c) for c in ctx.partition)
 
 
 def pushed_out(rows: DataFrame, ctx: Context, size: int, *extra: str) -> DataFrame:

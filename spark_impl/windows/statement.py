@@ -1101,6 +1101,27 @@ def statement(items: DataFrame, spec: Statement, ctx: Context) -> DataFrame:
     return _Plan(items, spec, ctx).output()
 
 
+def held(items: DataFrame, spec: Statement, ctx: Context) -> DataFrame | None:
+    """The state a statement's future reads (`spark_impl.incremental`): the
+    events its window holds (its family's `HELD`, over the events its stream
+    filter passes), where its rows read nothing else: Esper's rows
+    (`Rules.posted` "update") whose aggregates are `count`, `min`, `max`, or
+    `sum` and `avg` of integers. A sum of doubles is not: Java's sum stays
+    NaN once a NaN met it, until its group empties, after the NaN has left;
+    nor is a derived-value window's rows, or a CCL aggregation window's
+    stored rows. None there: every item is kept."""
+    plan = _Plan(items, spec, ctx)
+    if spec.rules.posted != "update" or plan.derived is not None:
+        return None
+    if any(node.function in ("sum", "avg") and kind != "long" for node, (_, kind) in
+           zip(plan.aggregates, plan._arguments().values())):
+        return None
+    window, inner = _window(spec, ctx)
+    keep = family(window).held
+    return None if keep is None else keep(plan.items, window, inner)
+
+
 POSTS = {Statement: statement}
 CHECKS = {Statement: check}
 FIELDS = {Statement: statement_fields}
+HELD = {Statement: held}

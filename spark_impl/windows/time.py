@@ -78,6 +78,23 @@ POSTS = {
 FRAMES = {Time: lambda spec: TimeFrame(spec.span)}
 
 
+def unexpired(items: DataFrame, spec: Time, ctx: Context) -> DataFrame | None:
+    """The state `#time(t)`'s future reads (`spark_impl.incremental`): the
+    events it holds at the trace's clock `C` (its items' latest time), those
+    arriving after `C - t`, whose due times the clock has not reached; every
+    later post inserts an arrival or removes a held event at its due time.
+    Under `#groupwin` the groups' timers due together post in the order the
+    groups were created, which held events alone do not give: None, every
+    item is kept."""
+    if ctx.group_keys:
+        return None
+    clock = items.groupBy("trace_id").agg(F.max("time").alias("#clock"))
+    return events(items).join(F.broadcast(clock), "trace_id").where(f"time > `#clock` - {spec.span}").drop("#clock")
+
+
+HELD = {Time: unexpired}
+
+
 def carried(ctx: Context) -> list[str]:
     """The columns (SQL) an event row carries into a post row."""
     return [quoted(c) for c in dict.fromkeys(["trace_id", *ctx.group_keys, "seq", "id", *ctx.properties])]
