@@ -6,6 +6,8 @@ oracle, computed for many traces and keys at once as relational operations.
 * `apply_window_to_events(events_df, window, ...)`: the same over an ordinary
   event table (an order column, an arrival-time column, optional trace column).
 * `run_cases(pairs)`: (spec, Trace) pairs in, updates out, one Spark job for all.
+* `apply_window_incrementally(events_df, window, ..., state=)`: a window
+  resumed from an earlier call's state (`spark_impl.incremental`).
 
 Output of `apply_window` / `apply_window_to_events`:
 
@@ -132,7 +134,7 @@ ROWS_PER_JOB = 250_000
 def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
               progress: Callable[[int, int], None] | None = None,
               on_rows: Callable[[list], None] | None = None,
-              plan: Callable | None = None) -> list[tuple[Update, ...] | WindowOracleError]:
+              plan: Callable | None = None, plans_per_job: int = PLANS_PER_JOB) -> list[tuple[Update, ...] | WindowOracleError]:
     """The updates of each (spec, trace) pair, in order; a pair that cannot run
     (`UnsupportedWindow`, `InvalidTrace`) gets its exception and the others run.
 
@@ -149,7 +151,8 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
     job's collected output rows (HARNESS_COLUMNS, `window` where a plan has it;
     `trace_id` the pair's index) before they become updates. `plan(frame,
     spec, jumps)`: the output of a spec over a frame of its traces (default
-    `pipeline.apply`; the resumption tests run each trace in two calls)."""
+    `pipeline.apply`; the resumption tests run each trace in two calls,
+    whose plans are bigger: `plans_per_job` fewer)."""
     check_pairs(pairs, "run_cases")
     plan = plan or (lambda frame, spec, jumps: pipeline.apply(frame, spec, jumps=jumps))
     results: list = [None] * len(pairs)
@@ -174,7 +177,7 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
     for piece in pieces:
         rows = sum(len(trace) + 1 for _, trace in piece[2])
         job = jobs[-1]
-        if job and (len(job) >= PLANS_PER_JOB or sum(r for *_, r in job) + rows > ROWS_PER_JOB):
+        if job and (len(job) >= plans_per_job or sum(r for *_, r in job) + rows > ROWS_PER_JOB):
             jobs.append(job := [])
         job.append((*piece, rows))
     for done, job in enumerate(jobs, 1):
@@ -245,6 +248,8 @@ def _batches(members):
     return batches
 
 
-__all__ = ["apply_window", "apply_window_to_events", "run_cases", "unsupported", "InvalidFrame", "SparkUnavailable",
+from spark_impl.incremental import Incremental, apply_window_incrementally  # noqa: E402 (it imports pipeline)
+
+__all__ = ["apply_window", "apply_window_to_events", "apply_window_incrementally", "Incremental", "run_cases", "unsupported", "InvalidFrame", "SparkUnavailable",
            "WrongArgument", "get_spark",
            "UPDATE_KEY", "OUTPUT_COLUMNS", "ROW_OUTPUT_COLUMNS", "output_schema"]

@@ -40,6 +40,7 @@ from pyspark.sql import functions as F
 from oracle.dialects import parse
 from oracle.model import WindowSpec
 from spark_impl import frames, pipeline
+from spark_impl.session import interpreted
 from spark_impl.errors import EVENT_TABLE, TRACE_FRAME, InvalidFrame, check_frame
 from spark_impl.event_table import (
     ONE_TRACE,
@@ -201,7 +202,14 @@ def in_two_calls(trace_df: DataFrame, window: str | WindowSpec, dialect: str = "
     rest = placed.where("NOT `#first`").drop("#first")
     kind = {} if jumps is None else {"jumps": jumps}
     one = apply_window_incrementally(first, spec, validate=validate, **kind)
-    two = apply_window_incrementally(rest, spec, state=one.state, validate=validate, **kind)
+    # the state collected and handed back as data, as a state read back from a table is: its plan is not
+    # copied into each of the second call's reads of it (a job of many windows' plans would not fit the
+    # driver's memory); a job of its own per call, the price of a harness that resumes every trace
+    spark = trace_df.sparkSession
+    with interpreted(spark):  # a harness's traces are small: compiling the job would cost more than running it
+        rows = one.state.collect()
+    state = spark.createDataFrame(rows, one.state.schema)
+    two = apply_window_incrementally(rest, spec, state=state, validate=validate, **kind)
     return one.updates.unionByName(two.updates)
 
 

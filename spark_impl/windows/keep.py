@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 from oracle.model import FirstEvent, KeepAll, LastEvent
 from spark_impl.windows import Context, Frame
 from spark_impl.windows.base import arrival_posts, events, index
-from spark_impl.windows.length import AT_ARRIVAL, pushed_out
+from spark_impl.windows.length import AT_ARRIVAL, held_by_arrival, pushed_out
 
 
 
@@ -35,3 +35,6 @@ def last_event(items: DataFrame, spec: LastEvent, ctx: Context) -> DataFrame:
 POSTS = {KeepAll: keep_all, FirstEvent: first_event, LastEvent: last_event}
 #: `#keepall` holds every event so far, `#lastevent` the last one, after each arrival (`Frame`)
 FRAMES = {KeepAll: lambda spec: Frame(None), LastEvent: lambda spec: Frame(1)}
+#: the state each window's future reads (`spark_impl.incremental`): the first event, the last one
+HELD = {FirstEvent: lambda items, spec, ctx: held_by_arrival(items, ctx, first=1),
+        LastEvent: lambda items, spec, ctx: held_by_arrival(items, ctx, last=1)}

@@ -49,19 +49,33 @@ POSTS = {Length: sliding, LengthBatch: batched, FirstLength: first_length}
 FRAMES = {Length: lambda spec: Frame(spec.size)}
 
 
-def last_events(items: DataFrame, spec: Length, ctx: Context) -> DataFrame:
-    """The state `#length(n)`'s future reads (`spark_impl.incremental`): its
-    sub-windows' last n events, which it holds; every later post inserts an
-    arrival or removes the event n arrivals before it."""
-    return events(items).selectExpr("*", f"row_number() OVER (PARTITION BY {partition_sql(ctx)} ORDER BY seq DESC) "
-                                         "AS `#held`").where(f"`#held` <= {spec.size}").drop("#held")
+def held_by_arrival(items: DataFrame, ctx: Context, *, last: int | None = None, first: int | None = None,
+                    extra: tuple[str, ...] = ()) -> DataFrame:
+    """The state of a window holding events by arrival alone
+    (`spark_impl.incremental`): each sub-window's (split by `extra`) `last`
+    or `first` events."""
+    partition = ", ".join(quoted(c) for c in ctx.partition + extra)
+    order = "DESC" if last is not None else "ASC"
+    return events(items).selectExpr("*", f"row_number() OVER (PARTITION BY {partition} ORDER BY seq {order}) AS `#held`") \
+        .where(f"`#held` <= {last if last is not None else first}").drop("#held")
 
 
-HELD = {Length: last_events}
+def last_batches(items: DataFrame, spec: LengthBatch, ctx: Context) -> DataFrame:
+    """`#length_batch(n)`'s state: the sub-window's open batch and the last
+    full one, which the next flush posts as removed; from a batch's first
+    event, so the batches restart where they did."""
+    partition = ", ".join(quoted(c) for c in ctx.partition)
+    return events(items).selectExpr(
+        "*", f"row_number() OVER (PARTITION BY {partition} ORDER BY seq) - 1 AS `#i`",
+        f"count(1) OVER (PARTITION BY {partition}) AS `#n`") \
+        .where(f"`#i` >= (`#n` div {spec.size} - 1) * {spec.size}").drop("#i", "#n")
 
 
-def partition_sql(ctx: Context) -> str:
-    return ", ".join(quoted(c) for c in ctx.partition)
+#: the state each window's future reads (`spark_impl.incremental`): `#length(n)` its sub-windows' last n events,
+#: `#firstlength(n)` their first n (it ignores the rest)
+HELD = {Length: lambda items, spec, ctx: held_by_arrival(items, ctx, last=spec.size),
+        FirstLength: lambda items, spec, ctx: held_by_arrival(items, ctx, first=spec.size),
+        LengthBatch: last_batches}
 
 
 def pushed_out(rows: DataFrame, ctx: Context, size: int, *extra: str) -> DataFrame:

@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame
 from oracle.model import FirstUnique, Unique
 from spark_impl.windows import Context
 from spark_impl.windows.base import arrival_posts, events, index
-from spark_impl.windows.length import AT_ARRIVAL, pushed_out
+from spark_impl.windows.length import AT_ARRIVAL, held_by_arrival, pushed_out
 
 
 
@@ -31,3 +31,6 @@ def first_unique(items: DataFrame, spec: FirstUnique, ctx: Context) -> DataFrame
 
 
 POSTS = {Unique: unique, FirstUnique: first_unique}
+#: the state each window's future reads (`spark_impl.incremental`): each key's last event, each key's first
+HELD = {Unique: lambda items, spec, ctx: held_by_arrival(items, ctx, last=1, extra=spec.keys),
+        FirstUnique: lambda items, spec, ctx: held_by_arrival(items, ctx, first=1, extra=spec.keys)}
