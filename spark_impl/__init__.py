@@ -134,7 +134,7 @@ ROWS_PER_JOB = 250_000
 def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
               progress: Callable[[int, int], None] | None = None,
               on_rows: Callable[[list], None] | None = None,
-              plan: Callable | None = None, plans_per_job: int = PLANS_PER_JOB) -> list[tuple[Update, ...] | WindowOracleError]:
+              plan: Callable | None = None, plans_per_job: int | None = None) -> list[tuple[Update, ...] | WindowOracleError]:
     """The updates of each (spec, trace) pair, in order; a pair that cannot run
     (`UnsupportedWindow`, `InvalidTrace`) gets its exception and the others run.
 
@@ -155,6 +155,7 @@ def run_cases(pairs: Sequence[tuple[WindowSpec, Trace]], spark=None,
     whose plans are bigger: `plans_per_job` fewer)."""
     check_pairs(pairs, "run_cases")
     plan = plan or (lambda frame, spec, jumps: pipeline.apply(frame, spec, jumps=jumps))
+    plans_per_job = plans_per_job or PLANS_PER_JOB
     results: list = [None] * len(pairs)
     groups: dict[WindowSpec, list[tuple[str, Trace, PropertyTypes]]] = defaultdict(list)
     for index, (spec, trace) in enumerate(pairs):

@@ -78,18 +78,20 @@ POSTS = {
 FRAMES = {Time: lambda spec: TimeFrame(spec.span)}
 
 
-def unexpired(items: DataFrame, spec: Time, ctx: Context) -> DataFrame | None:
+def unexpired(items: DataFrame, spec: Time, ctx: Context) -> DataFrame:
     """The state `#time(t)`'s future reads (`spark_impl.incremental`): the
     events it holds at the trace's clock `C` (its items' latest time), those
     arriving after `C - t`, whose due times the clock has not reached; every
     later post inserts an arrival or removes a held event at its due time.
-    Under `#groupwin` the groups' timers due together post in the order the
-    groups were created, which held events alone do not give: None, every
-    item is kept."""
-    if ctx.group_keys:
-        return None
+    Under `#groupwin` also each group's first event: groups' timers due
+    together post in the order the groups were created (`slot`, the seq of
+    that event), so a resumed run must create them in that order again. An
+    expired first event enters and leaves again before the cut, so the
+    window holds the same events after it."""
     clock = items.groupBy("trace_id").agg(F.max("time").alias("#clock"))
-    return events(items).join(F.broadcast(clock), "trace_id").where(f"time > `#clock` - {spec.span}").drop("#clock")
+    first = f"row_number() OVER ({partition(ctx)} ORDER BY seq) = 1" if ctx.group_keys else "false"
+    return events(items).join(F.broadcast(clock), "trace_id").selectExpr("*", f"{first} AS `#first_of_group`") \
+        .where(f"time > `#clock` - {spec.span} OR `#first_of_group`").drop("#clock", "#first_of_group")
 
 
 HELD = {Time: unexpired}

@@ -17,7 +17,8 @@ from oracle.dialects import case_spec
 ROOT = Path(__file__).resolve().parents[2]
 #: cases cut after every one of their items (one per family that keeps less than every item)
 EVERY_ITEM = ("esper/observed/groupwin_length-1.json", "esper/observed/time-jump-1.json",
-              "esper/observed/query2_grp_minmax_time-1001.json", "esper/observed/query2_grp_distinct_length-1001.json")
+              "esper/observed/query2_grp_minmax_time-1001.json", "esper/observed/query2_grp_distinct_length-1001.json",
+              "esper/observed/groupwin_time-jump-1.json")
 
 
 def _cases():
@@ -91,7 +92,8 @@ EVENTS = [(n, 1000 * n + (n % 3) * 100, "ab"[n % 2], float(n % 5)) for n in rang
 STATES = {"#groupwin(k)#length(3)": (6, False), "#time(5 sec)": (6, False), "#length_batch(4)": (7, False),
           "#unique(k)": (2, False), "#firstlength(3)": (3, False),
           "select k, count(*) as n, max(price) as top from E#length(4) group by k": (4, False),
-          "select sum(price) as total from E#length(4)": (23, True), "#groupwin(k)#time(5 sec)": (23, True)}
+          "select sum(price) as total from E#length(4)": (23, True), "#groupwin(k)#time(5 sec)": (8, False),
+          "#time_batch(5 sec)": (23, True)}
 
 
 @pytest.mark.parametrize("window", list(STATES))
