@@ -27,10 +27,17 @@ def test_every_corpus_case_replays_on_spark(spark):
     assert not not_built, "\n".join(not_built)
     cases = [(c, spec) for c, spec in cases if unsupported(spec) is None]
     outcomes = run_cases([(spec, c.trace) for c, spec in cases], spark)
-    failures = []
+    failures = case_failures(cases, outcomes)
+    assert not failures, "\n".join(failures)
+
+
+def case_failures(cases, outcomes) -> list[str]:
+    """Each (case, spec) whose outcome is an error or differs from the case's
+    `expected`, told with its path and the first difference."""
+    found = []
     for (case, _), outcome in zip(cases, outcomes):
         if isinstance(outcome, Exception):
-            failures.append(f"{case.path}: {outcome}")
+            found.append(f"{case.path}: {outcome}")
         elif (difference := compare(case.expected, outcome)) is not None:
-            failures.append(f"{case.path}:\n{difference}")
-    assert not failures, "\n".join(failures)
+            found.append(f"{case.path}:\n{difference}")
+    return found

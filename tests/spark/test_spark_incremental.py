@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from difftest.compare import compare
 from oracle.cases import corpus_files, load_case
 from oracle.dialects import case_spec
+from test_spark_corpus import case_failures  # tests/spark is on sys.path (prepend import mode)
 
 ROOT = Path(__file__).resolve().parents[2]
 #: cases cut after every one of their items (one per family that keeps less than every item)
@@ -26,16 +26,6 @@ def _cases():
 
     cases = [(c, case_spec(c)) for c in (load_case(p) for p in corpus_files(ROOT / "corpus"))]
     return [(c, spec) for c, spec in cases if unsupported(spec) is None]
-
-
-def _failures(cases, outcomes) -> list[str]:
-    found = []
-    for (case, _), outcome in zip(cases, outcomes):
-        if isinstance(outcome, Exception):
-            found.append(f"{case.path}: {outcome}")
-        elif (difference := compare(case.expected, outcome)) is not None:
-            found.append(f"{case.path}:\n{difference}")
-    return found
 
 
 def _declares_state(spec) -> bool:
@@ -57,7 +47,7 @@ def test_corpus_cases_of_windows_with_a_state_resume_after_a_drawn_item(spark):
     assert len(cases) >= 100
     outcomes = run_cases([(spec, c.trace) for c, spec in cases], spark, plans_per_job=12,
                          plan=lambda frame, spec, jumps: in_two_calls(frame, spec, validate=False, jumps=jumps))
-    failures = _failures(cases, outcomes)
+    failures = case_failures(cases, outcomes)
     assert not failures, "\n".join(failures)
 
 
@@ -77,7 +67,7 @@ def test_cases_resume_after_every_item(spark):
     outcomes = run_cases([(spec, c.trace) for c, spec in cases], spark, plans_per_job=12,
                          plan=lambda frame, spec, jumps: in_two_calls(
                              frame, spec, validate=False, jumps=jumps, cut=f"element_at(map({table}), trace_id)"))
-    failures = _failures(cases, outcomes)
+    failures = case_failures(cases, outcomes)
     assert not failures, "\n".join(failures)
 
 
