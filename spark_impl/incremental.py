@@ -86,7 +86,8 @@ def apply_window_incrementally(events_df: DataFrame, window: str | WindowSpec, *
     `apply_window_to_events`'s; `start` for traces the state does not hold)
     or, without `order_col` and `time_col`, a trace frame (`apply_window`'s
     input). `validate`: the checks of `apply_window_to_events` (or
-    `apply_window`) over the new items; `jumps`: as `apply_window`'s.
+    `apply_window`) over the new items; `jumps`: as `apply_window`'s (False
+    given: neither the items nor the state hold a jump).
 
         >>> first = apply_window_incrementally(monday, "#groupwin(k)#length(10)", order_col="n", time_col="t")
         >>> first.state.write.parquet("state/monday")
@@ -115,6 +116,8 @@ def apply_window_incrementally(events_df: DataFrame, window: str | WindowSpec, *
     mark = fingerprint(spec)
     cuts = None
     if state is not None:
+        if validate and not jumps:  # the items' check found no jump: one the state holds is input too
+            jumps = holds_jump(state)
         items, cuts = _resumed(items, state, mark)
     if not traced and start is not None:
         starts = items.select("trace_id").distinct()
@@ -130,6 +133,11 @@ def apply_window_incrementally(events_df: DataFrame, window: str | WindowSpec, *
                  .where("`#cut` IS NULL OR after > `#cut`").drop("#cut")
     kept, replays = held(items, spec, jumps=jumps)
     return Incremental(out, kept.withColumn(STATE_OF, F.lit(mark)), replays)
+
+
+def holds_jump(frame: DataFrame) -> bool:
+    """Whether a frame of trace items holds a `jump` item (one small job)."""
+    return bool(frame.where("kind = 'jump'").limit(1).count())
 
 
 def _trace_items(trace_df: DataFrame, spec: WindowSpec, validate: bool,

@@ -1,7 +1,8 @@
 """The windows on a live stream (Spark Structured Streaming): exact and restartable.
 
-* `traces`: a stream of trace items (the batch `apply_window`'s input), keyed
-  by trace, each trace's items run by the oracle's window state machine.
+* `traces`: a stream of trace items (the batch `apply_window`'s input), run
+  by spark_impl's own plans (`micro_batch`: each micro-batch resumes the
+  window from the state the one before left).
 * `output`: the output's schema, the batch's (`spark_impl.output_schema`),
   and the rows an oracle update becomes in it (a row's fields as typed
   columns).
@@ -11,19 +12,21 @@
   posted as rejected, timers fired as the watermark passes them.
 
 The modules' docstrings state their rules, their state and their restart
-guarantee. This package is the one place of `spark_impl` that runs the
-oracle's runtime; nothing else in `spark_impl` imports it.
+guarantee. `events` (with `keyed`, its processor's plumbing) is still the
+one place of `spark_impl` that runs the oracle's runtime per key; nothing
+else in `spark_impl` imports it.
 """
 
 from spark_impl.streaming.failures import StreamFailed, await_termination, failure_sentence
 from spark_impl.streaming.events import (
     REJECTED, EventProcessor, apply_window_to_events, apply_windows_to_events, run_event_files)
+from spark_impl.streaming.micro_batch import start_window
 from spark_impl.streaming.traces import (
-    PROVIDER, ROCKSDB, TraceProcessor, apply_window, apply_window_as_stream, apply_windows, ensure_provider,
+    PROVIDER, ROCKSDB, apply_window, apply_window_as_stream, apply_windows, ensure_provider,
     has_panes, micro_batches, run_cases, run_files, write_files)
 
 __all__ = ["apply_window", "apply_window_as_stream", "apply_windows", "apply_window_to_events",
            "apply_windows_to_events", "micro_batches",
            "run_cases", "run_files", "run_event_files", "write_files", "ensure_provider", "has_panes",
-           "TraceProcessor", "EventProcessor", "REJECTED", "ROCKSDB", "PROVIDER",
+           "start_window", "EventProcessor", "REJECTED", "ROCKSDB", "PROVIDER",
            "await_termination", "StreamFailed", "failure_sentence"]

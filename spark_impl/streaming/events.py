@@ -124,9 +124,8 @@ from spark_impl.event_table import MAX_CLOCK, check_clock, check_statement_colum
 from spark_impl.frames import START_SEQ
 from spark_impl.windows.base import quoted
 from spark_impl.streaming.output import Output
-from spark_impl.streaming.traces import (
-    FILES_PER_TRIGGER, STREAM_OF_EVENTS, KeyedProcessor, _decode, _drain, _encode, check_specs, ensure_provider,
-    operator_input)
+from spark_impl.streaming.keyed import KeyedProcessor, _decode, _encode, ensure_provider, operator_input
+from spark_impl.streaming.traces import FILES_PER_TRIGGER, STREAM_OF_EVENTS, _drain, check_specs
 
 #: the phase of a rejected row's error update: after every update of its order value
 REJECTED = 2

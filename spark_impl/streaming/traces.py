@@ -1,156 +1,53 @@
-"""The windows on a live stream: Spark Structured Streaming, exact and restartable.
+"""The windows on a live stream of trace items: Spark Structured Streaming,
+run by spark_impl's own plans, exact and restartable.
 
     from spark_impl import streaming
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet("in/")
-    out = streaming.apply_window(stream, "#groupwin(symbol)#time(10 sec)")
+    out = streaming.apply_window(stream, "#groupwin(symbol)#time(10 sec)", location="window/")
     out.writeStream.outputMode("append").option("checkpointLocation", "ckpt/").foreachBatch(sink).start()
 
-`apply_window(stream_df, window, dialect)` takes a streaming DataFrame of trace
-items (the input schema of `spark_impl.frames`: `trace_id`, `seq`, `kind`,
-`time`, `id`, `op`, `vars`, properties) and returns a streaming DataFrame with
-the batch `spark_impl.apply_window`'s output schema, the one
-`spark_impl.output_schema(window, columns, dialect)` gives (a window posting
-events: the update key `(trace_id, after, phase, time, ordinal)`, `side`,
-`pos`, `id`, `error`, the properties, and `window` for eKuiper pane windows;
-a statement or a derived-value window: the key, `side`, `pos`, `error`, an
-eKuiper query's `window` and `pane_event`, then one typed column per field:
-the same columns of the same types and metadata; whether a struct's field may
-be null can differ, as it does between the batch's own families), in append
-mode, for every window kind and statement of every dialect. The rows are the
-oracle's, written as `spark_impl.streaming.output` states (a row's fields
-typed as declared; a value its column cannot hold fails the query).
+`apply_window(stream_df, window, dialect, location=...)` takes a streaming
+DataFrame of trace items (the input schema of `spark_impl.frames`:
+`trace_id`, `seq`, `kind`, `time`, `id`, `op`, `vars`, properties) and
+returns a streaming DataFrame with the batch `spark_impl.apply_window`'s
+output schema (`spark_impl.output_schema(window, columns, dialect)`), in
+append mode, for every window kind and statement of every dialect.
 
-**What runs per key: the oracle.** The operator is `transformWithStateInPandas`
-keyed by `trace_id`, and its processor runs the oracle's own window state
-machine (`oracle.driver.Driver.step_keyed`, one item at a time): the
-specification itself, run per trace, so this module adds only the plumbing
-(order, state, rows). It is the one module of `spark_impl` allowed to use the
-oracle's runtime (tests/spark/test_spark_imports.py), and it imports it only in
-the processor; the batch plans (`spark_impl.pipeline`, `spark_impl.windows`) stay
-a formulation of their own and never import this module. A differential run
-(`difftest replay --engine streaming`) so checks the plumbing against the oracle
-and, through the same cases, against the batch plans.
+**What runs.** `apply_window` starts the window's own query
+(`spark_impl.streaming.micro_batch`: `foreachBatch`, each micro-batch's
+items put in order per trace and run by `apply_window_incrementally`, the
+batch plans resumed from the state the micro-batch before left), which
+writes each micro-batch's updates under `location`; the frame returned reads
+them (`window_query`, an attribute of the frame, is the window's query).
+The rows are the batch's, update keys and `pos` included: over the whole
+stream, exactly the rows of one batch `apply_window` over every item. The
+rules of order (items in any order across micro-batches, held back ahead of
+a gap; a start row no later than seq 0's micro-batch; a replayed item fails
+the query naming the trace and seq) and of restart are
+`micro_batch`'s.
 
-**Rules.**
+**Scale.** A micro-batch is one set of Spark jobs over every trace and key,
+so a keyed window (`#groupwin`, CCL `PER`, Apama `partition by`, an eKuiper
+`GROUP BY` over panes) spreads over every core and worker as the batch plan
+does. An ungrouped window over one trace is one sequence by its semantics:
+its plan orders the trace's items in one task, as the batch's does.
 
-* A trace's items may arrive over any number of micro-batches, in any order
-  within and across them. Items run in `seq` order: an item whose `seq` is
-  ahead of a gap is held in state until the gap fills (an item that never
-  comes holds back everything after it: its updates are not posted, never
-  guessed).
-* The optional `start` row (seq -1: the creation clock and the declared
-  variables) must arrive no later than seq 0's micro-batch: the window is
-  created when seq 0 runs, at clock 0 without variables if no start row has
-  come. A start row after that fails the query, naming the trace.
-* An item whose `seq` has run already, or arrives twice, fails the query
-  naming the trace and seq: it is a replayed input (files read twice), never
-  silently dropped or run twice. So does an item the oracle refuses (time going
-  back, a repeated event id, a property of two kinds: `oracle.model.TraceCheck`;
-  what a window refuses, as `oracle.driver` names it) and a bad `kind` or
-  operation code (`pipeline.check_input`, the batch's own check).
-  A window whose spec rejects bad items (a CCL keyed window) posts an `error`
-  row instead, as in batch.
-* Time is the trace's logical clock (advances, jumps, event arrival clocks),
-  as in batch: no Spark timer and no watermark; the end of a trace (no more
-  items) flushes nothing.
-* Updates are posted in the micro-batch their causing item runs in; every
-  row carries its update key, so a consumer orders them exactly as the batch
-  output (`orderBy(trace_id, after, phase, time, ordinal, side, pos)`). `pos`
-  is `(due, slot, n)` = (the update's time, 0, the row's place within its
-  side): it orders a side's rows as the batch's `pos` does, but its values are
-  not the batch's (which name the timer and sub-window that posted a row).
-* Property values leave as they came, re-encoded from the event: a JSON text
-  column's values (lists, objects; eKuiper's mixed kinds) in canonical form
-  (keys sorted, no spaces), as `spark_impl.frames` writes them.
-
-**State per key** (one `ValueState` of one binary column, `trace`): a pickle
-(protocol 5) of the trace's driver (the window with its held events, pending
-timers and variables, the clock), the item check (`TraceCheck`: the clock,
-each property's kind and, with `validate`, every event id seen: one entry per
-event, the only part that grows with the trace rather than the window), the
-next `seq` to run, and the items held ahead of a gap (as the oracle's trace
-items; a set item as the dict of its values, since the oracle's
-`SetVariables` holds a read-only mapping that does not pickle). Its size is the window's contents plus the held items (plus the
-ids); it is read and written once per key per micro-batch that has rows of
-the key. The pickle holds the spec it runs; a restart from a checkpoint with
-a different window fails naming both. The oracle's classes are in the
-pickle, so a checkpoint is read back by the same version of this package
-(`STATE_VERSION`: a checkpoint of another format is refused naming both).
-
-**Output rows.** Built as tuples while the items run (by the window's
-`output.Writer`: the fixed columns, then every other column as text, cast
-back after the operator), then one pandas frame
-column by column: the integer columns are nullable integer arrays made from
-the Python ints themselves (a frame made from the rows would make an integer
-column holding a null a float column, and a clock past 2**53 inexact).
-
-**Throughput, and why sub-windows are not keyed apart.** A trace is one key:
-its items run one after another in one Python worker, so one trace goes at
-the speed of one core running the oracle plus this module's plumbing,
-whatever the cluster; many traces spread over the cluster by trace. The
-bench (`difftest bench --engine streaming`, spark_impl/streaming/bench.py;
-its figures in its docstring) measures each window beside a bare
-stream: the same operator, key and output schema with a processor that
-posts each event as one row and keeps a counter. On `local[2]`, one trace of
-1 M events over 10,000 keys in 100,000-row micro-batches: the bare stream
-does 67,000 events/s keyed by trace and 5,100 keyed by the events' key
-(10,000 keys: a call and a state read and write per key per micro-batch);
-the windows 18,000 to 27,000 events/s, the oracle alone 62,000 to 161,000.
-
-Keying the sub-windows apart (one key per trace and group, issue 28) would
-so cost more than it spreads, and is not exact with the input this module
-takes:
-
-* A group's items are numbered by the trace's `seq`, not the group's: a
-  processor holding group g's rows cannot tell whether g's next item is still
-  to come (held ahead of a gap) or belongs to another group. Only a stage
-  that sees the whole trace can order it, and that stage is a key per trace
-  again (a chained second stateful operator, fed items numbered per group).
-* A time-based sub-window fires on the trace's clock: its removal is posted
-  by the first item of any group whose time passes the due time (`after` is
-  that item's seq), and two groups due at one time post one update. Each
-  group would need every clock-moving item of its trace (every event, in a
-  stream of events: the whole trace copied to every group), or a third stage
-  joining each due time to the clock.
-
-So the sub-windows run in their trace's key, exactly as in the oracle.
-
-**Restart.** State is versioned by Spark per micro-batch; a query stopped (or
-failed) after any micro-batch and started again from its checkpoint re-runs
-the micro-batch that did not commit from the state before it, so the stream's
-output is exactly a run without a stop, to a sink that is idempotent per batch
-id (`foreachBatch` writing by batch id, a file sink).
-
-**Settings.** The operator needs the RocksDB state store provider
-(`spark.sql.streaming.stateStore.providerClass =
-org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider`);
-`apply_window` sets it on the session (`set_provider=False`: it raises
-`InvalidFrame` naming the setting where it is not set). The state clients need
-`protobuf`.
+This module also holds the harness's helpers: cases cut into micro-batches
+and written as files (`micro_batches`, `write_files`), run to the end
+(`run_files`, `run_cases`, `apply_window_as_stream`).
 """
 
 from __future__ import annotations
 
-import json
-import pickle
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from oracle.dialects import parse, spec_text
+from oracle.dialects import parse
 from oracle.errors import InvalidTrace, WindowOracleError
 from oracle.model import PANE_WINDOWS, Spec, Statement, WindowSpec
-from spark_impl import pipeline
 from spark_impl.errors import TRACE_FRAME, InvalidFrame, WrongArgument, check_frame
-from spark_impl.frames import BASE_COLUMNS, JSON_TEXT, START_SEQ
-from spark_impl.streaming.output import CANONICAL_JSON, FIXED, Output, double_text
-from spark_impl.windows.base import quoted
-
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-PROVIDER = "spark.sql.streaming.stateStore.providerClass"
-#: the state's format: a checkpoint written by another format is refused by name
-STATE_VERSION = 2
-_INTEGRAL = ("bigint", "int", "smallint", "tinyint")
-_TIMESTAMPS = ("timestamp", "timestamp_ntz")
+from spark_impl.frames import START_SEQ
+from spark_impl.streaming.keyed import PROVIDER, ROCKSDB, ensure_provider
 
 
 def has_panes(spec: WindowSpec) -> bool:
@@ -159,62 +56,59 @@ def has_panes(spec: WindowSpec) -> bool:
     return isinstance(spec, PANE_WINDOWS) or (isinstance(spec, Statement) and spec.rules.posted == "pane")
 
 
-def ensure_provider(spark, set_provider: bool = True) -> None:
-    """The RocksDB state store the operator needs: set on the session, or
-    (`set_provider=False`) `InvalidFrame` naming the setting if it is not."""
-    if spark.conf.get(PROVIDER, None) == ROCKSDB:
-        return
-    if not set_provider:
-        raise InvalidFrame(f"streaming windows keep their state with transformWithStateInPandas, which needs "
-                           f"the RocksDB state store: set {PROVIDER}={ROCKSDB} on the session")
-    spark.conf.set(PROVIDER, ROCKSDB)
-
-
 def apply_window(stream_df, window: str | WindowSpec, dialect: str = "esper", *, validate: bool = True,
-                 set_provider: bool = True):
+                 set_provider: bool = True, location: str | None = None, trigger: Mapping | None = None):
     """The updates `window` (a clause in `dialect`'s syntax, or a spec) posts
     over every trace of the streaming frame `stream_df`, as a streaming frame
-    with the batch `apply_window`'s output schema (module docstring), to write
-    in append mode. `validate=False` keeps no event ids in state (a repeated id
-    is then not caught). Raises `InvalidFrame` naming a missing or mistyped
+    with the batch `apply_window`'s output schema, to write in append mode.
+
+    It starts the window's own query (`micro_batch.start_window`: spark_impl's
+    plans over each micro-batch, resumed from the state the one before left),
+    which writes each micro-batch's updates under `location`
+    (`micro_batch.UpdatesTable`); the frame returned reads them, each once.
+    The window's query is the frame's `window_query` attribute
+    (`StreamingQuery`); `trigger` its trigger (`{"availableNow": True}`).
+    `location`: where the window keeps its state, checkpoint and updates; a
+    query restarted with the same `location` resumes where it stopped
+    (None: a new temporary folder, so no restart). `validate=False` skips the
+    batch's checks of each micro-batch's items (a repeated id is then not
+    caught). `set_provider` is kept for callers of the earlier design (no
+    state store is used). Raises `InvalidFrame` naming a missing or mistyped
     column (the batch's check), the parser's errors for a bad clause."""
     check_frame(stream_df, "streaming.apply_window", "stream_df", STREAM_OF_TRACES)
     spec = parse(window, dialect) if isinstance(window, str) else window
     _check_streaming(stream_df)
-    validated = pipeline.check_input(stream_df, spec)  # the batch's columns, kinds and operation codes
-    return _apply(validated, lambda _trace_id: spec, [spec], window=False, validate=validate,
-                  set_provider=set_provider)
+    return _updates_stream(stream_df, spec, validate=validate, location=location, trigger=trigger)
 
 
-def apply_windows(stream_df, specs: Mapping[str, WindowSpec], *, validate: bool = True, set_provider: bool = True):
+def apply_windows(stream_df, specs: Mapping[str, WindowSpec], *, validate: bool = True, set_provider: bool = True,
+                  location: str | None = None, trigger: Mapping | None = None):
     """Each trace under its own window (`specs`: trace id -> spec; a trace
     not named fails the query naming it): many windows in one query, as the
-    differential harness runs them. The frame must have the columns of every
-    window (checked as the batch checks them); an operation code a window
-    does not take fails the query naming the item (the oracle's refusal). The
-    output is the union of the windows' output schemas (`output.merged`: a
-    column two windows give differently is `InvalidFrame`), always with the
-    `window` column (null but for pane windows); a trace's rows leave the
-    other windows' columns null."""
+    differential harness runs them, otherwise as `apply_window`. The output
+    is the union of the windows' output schemas (`output.merged`: a column
+    two windows give differently is `InvalidFrame`); a trace's rows leave
+    the other windows' columns null."""
     check_frame(stream_df, "streaming.apply_windows", "stream_df", STREAM_OF_TRACES)
     table = check_specs(specs, "streaming.apply_windows")
     _check_streaming(stream_df)
-    for spec in dict.fromkeys(table.values()):
-        pipeline.check_input(stream_df, spec)
-    props = [c for c in stream_df.columns if c not in BASE_COLUMNS]
-    validated = stream_df.selectExpr("trace_id", "CAST(seq AS BIGINT) AS seq", "kind", "CAST(time AS BIGINT) AS time",
-                                     "id", "op" if "op" in stream_df.columns else "CAST(NULL AS STRING) AS op",
-                                     "vars" if "vars" in stream_df.columns else "CAST(NULL AS STRING) AS vars",
-                                     *(quoted(c) for c in props))
+    return _updates_stream(stream_df, table, validate=validate, location=location, trigger=trigger)
 
-    def spec_of(trace_id: str) -> WindowSpec:
-        try:
-            return table[trace_id]
-        except KeyError:
-            raise InvalidTrace(f"trace {trace_id!r} has no window (apply_windows names a spec per trace)") from None
 
-    return _apply(validated, spec_of, list(dict.fromkeys(table.values())), window=True, validate=validate,
-                  set_provider=set_provider)
+def _updates_stream(stream_df, specs, *, validate: bool, location: str | None, trigger: Mapping | None):
+    import tempfile
+
+    from spark_impl.streaming.micro_batch import Location, UpdatesTable, output_schema_of, start_window
+
+    spark = stream_df.sparkSession
+    schema = output_schema_of(stream_df, specs)  # refused before any query starts
+    where = Location(spark, location or tempfile.mkdtemp(prefix="window-oracle-stream-"))
+    where.ensure("updates")
+    query = start_window(stream_df, specs, location=where.path, sink=UpdatesTable(where), trigger=trigger,
+                         validate=validate)
+    out = spark.readStream.schema(schema).parquet(where.folder("updates", "*"))
+    out.window_query = query
+    return out
 
 
 #: what the streaming functions' frame argument is, for `errors.check_frame`'s message
@@ -236,291 +130,6 @@ def _check_streaming(frame) -> None:
     if not frame.isStreaming:
         raise InvalidFrame("streaming.apply_window takes a streaming DataFrame (spark.readStream...); "
                            "for a recorded frame use spark_impl.apply_window")
-
-
-def _apply(validated, spec_of: Callable[[str], WindowSpec], specs: list[WindowSpec], *, window: bool,
-           validate: bool, set_provider: bool):
-    output = Output.of(specs, validated.schema, window=window)  # the batch's schema: refused before any state
-    ensure_provider(validated.sparkSession, set_provider)
-    items, _, codec = operator_input(validated)
-    processor = TraceProcessor(spec_of, codec, validate, output)
-    posted = items.groupBy("trace_id").transformWithStateInPandas(
-        statefulProcessor=processor, outputStructType=output.operator_schema(), outputMode="Append", timeMode="None")
-    return output.select(posted)
-
-
-def operator_input(validated):
-    """What crosses into the operator, from a frame of the batch's input
-    columns (`pipeline.check_input`'s): (the frame of `BASE_COLUMNS` and every
-    property as text, the properties as (name, Spark type, is JSON text), the
-    codec: (name, codec) per property). Every property crosses as text: a long
-    stays exact and a NaN stays apart from a null; a timestamp crosses as
-    epoch ms (what the window reads; sub-millisecond digits are dropped).
-    Other columns are left out. Raises `InvalidFrame` naming a property of a
-    type a stream cannot take."""
-    props = [(f.name, f.dataType.simpleString(), bool(f.metadata.get(JSON_TEXT)))
-             for f in validated.schema.fields if f.name not in BASE_COLUMNS]
-    for name, kind, _ in props:
-        if kind not in _INTEGRAL + _TIMESTAMPS + ("double", "float", "boolean", "string"):
-            raise InvalidFrame(f"property column {name!r} is {kind}; a streaming window takes integer, double, "
-                               "boolean, string and timestamp properties (lists and objects as JSON text)")
-    codec = tuple((name, _codec(kind, is_json)) for name, kind, is_json in props)
-    items = validated.selectExpr(*(quoted(c) for c in BASE_COLUMNS), *(
-        f"CAST(unix_millis(CAST({quoted(n)} AS TIMESTAMP)) AS STRING) AS {quoted(n)}" if kind in _TIMESTAMPS
-        else f"CAST({quoted(n)} AS STRING) AS {quoted(n)}" for n, kind, _ in props))
-    return items, props, codec
-
-
-# --------------------------------------------------------------------------- values across the operator
-
-
-def _codec(kind: str, is_json: bool) -> str:
-    if is_json:
-        return "json"
-    if kind in _INTEGRAL + _TIMESTAMPS:
-        return "long"
-    return {"double": "double", "float": "double", "boolean": "boolean"}.get(kind, "string")
-
-
-def _decode(text: str, codec: str) -> Any:
-    if codec == "string":
-        return text
-    if codec == "long":
-        return int(text)
-    if codec == "double":
-        return float(text)  # Spark writes NaN, Infinity, -Infinity, 1.0E-5: float() reads them all
-    if codec == "boolean":
-        return text == "true"
-    return json.loads(text)
-
-
-def _encode(value: Any, codec: str) -> str | None:
-    if value is None:
-        return None
-    if codec == "json":
-        return CANONICAL_JSON(value)
-    if codec == "boolean":
-        return "true" if value else "false"
-    if codec == "double":
-        return double_text(float(value))
-    if codec == "long":
-        return str(int(value))
-    return str(value)
-
-
-#: per codec, `_decode` of a non-null text, as one function each
-_DECODERS = {"string": str, "long": int, "double": float, "boolean": lambda text: text == "true",
-             "json": json.loads}
-#: the operator's integer columns, as the nullable pandas types its output frame gives them
-_INT_COLUMNS = {name: "Int64" if kind == "bigint" else "Int32" for name, kind in FIXED if kind in ("bigint", "int")}
-
-
-# --------------------------------------------------------------------------- the processor
-
-
-def _stateful_processor_base():
-    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
-
-    return StatefulProcessor
-
-
-class KeyedProcessor(_stateful_processor_base()):
-    """What the stream processors share: one `ValueState` (`trace`) per key
-    holding a pickle of the key's state, read and written once per call;
-    the update rows an oracle update becomes (the `output.Writer` of the
-    key's window, set by `load`); the output frame."""
-
-    def __init__(self, codec: tuple[tuple[str, str], ...], output: Output):
-        self.codec = codec
-        self.writers = output.writers  # not the schemas: the processor crosses to the workers pickled
-        self.columns = output.operator_columns()
-        self.writer = None
-
-    def init(self, handle) -> None:
-        self.handle = handle
-        self.state = handle.getValueState("trace", "blob binary")
-
-    def close(self) -> None:
-        pass
-
-    def load(self, trace_id: str, spec: WindowSpec, fresh: Callable[[], dict]) -> dict:
-        """The key's state, or `fresh()` (with the format and the spec) when it
-        has none; `InvalidTrace` naming the trace for a state of another
-        format or window (a checkpoint of another query)."""
-        if not self.state.exists():
-            self.writer = self.writers[spec]
-            return {"version": STATE_VERSION, "spec": spec, **fresh()}
-        state = pickle.loads(self.state.get()[0])
-        if state.get("version") != STATE_VERSION:
-            raise InvalidTrace(f"trace {trace_id!r}: the checkpoint's state has format {state.get('version')!r}, "
-                               f"this version reads format {STATE_VERSION}")
-        if state["spec"] != spec:
-            raise InvalidTrace(f"trace {trace_id!r}: the checkpoint's state was made by the window "
-                               f"{spec_text(state['spec'])}, not {spec_text(spec)}: restart a changed window from a "
-                               "new checkpoint")
-        self.writer = self.writers[spec]
-        return state
-
-    def save(self, state: dict) -> None:
-        self.state.update((pickle.dumps(state, protocol=5),))
-
-    def frame(self, out: list[tuple]):
-        """The output rows as the operator's pandas frame (`_frame`: integer columns nullable and exact)."""
-        return _frame(out, self.columns)
-
-    def _rows(self, trace_id: str, phase: int, ordinal: int, update, out: list) -> None:
-        self.writer.rows(trace_id, phase, ordinal, update, out)
-
-
-class TraceProcessor(KeyedProcessor):
-    """One trace per key: its rows of a micro-batch (unordered) are held by
-    `seq`, then every item whose turn has come runs through the trace's oracle
-    driver, and each update it posts becomes its output rows (module
-    docstring)."""
-
-    def __init__(self, spec_of: Callable[[str], WindowSpec], codec: tuple[tuple[str, str], ...], validate: bool,
-                 output: Output):
-        super().__init__(codec, output)
-        self.spec_of, self.validate = spec_of, validate
-
-    def handleInputRows(self, key, rows, timerValues) -> Iterator:
-        trace_id = key[0]
-        state = self._load(trace_id)
-        out: list[tuple] = []
-        for frame in rows:
-            self._hold(trace_id, state, frame)
-        self._run(trace_id, state, out)
-        self.save(state)
-        if out:
-            yield self.frame(out)
-
-    # ----------------------------------------------------------- state
-
-    def _load(self, trace_id: str) -> dict:
-        return self.load(trace_id, self.spec_of(trace_id),
-                         lambda: {"driver": None, "check": None, "next": None, "held": {}, "start": None})
-
-    def _hold(self, trace_id: str, state: dict, frame) -> None:
-        """Every row of `frame` checked and held by `seq` as the trace item it
-        is (all of a micro-batch's rows before any runs, so a bad row fails
-        the batch whatever its place). Column by column, then one pass over
-        the rows: an event's properties decoded by their codec."""
-        Arrive, Event = _model().Arrive, _model().Event
-        seqs, kinds, times = frame["seq"].tolist(), frame["kind"].tolist(), frame["time"].tolist()
-        ids, ops = frame["id"].tolist(), frame["op"].tolist()
-        props = [(name, _DECODERS[codec], frame[name].tolist()) for name, codec in self.codec]
-        held, after = state["held"], state["next"]
-        for i, seq in enumerate(seqs):
-            if kinds[i] == "event" and seq >= 0 and (after is None or seq >= after) and seq not in held \
-                    and ids[i] is not None:  # the common row, checked as the general path below checks it
-                held[seq] = Arrive(Event(ids[i], {name: decode(column[i]) for name, decode, column in props
-                                                  if column[i] is not None}), time=times[i], op=ops[i])
-            else:
-                self._hold_other(trace_id, state, frame, i, props)
-
-    def _hold_other(self, trace_id: str, state: dict, frame, i: int, props) -> None:
-        """Row `i` of `frame` that is not a plainly new event: a start row, an
-        advance, jump or set, or a row that fails the query."""
-        seq, kind, time = int(frame["seq"].iat[i]), frame["kind"].iat[i], int(frame["time"].iat[i])
-        vars_ = frame["vars"].iat[i]
-        where = f"trace {trace_id!r} seq {seq}"
-        if kind == "start":
-            if seq != START_SEQ:
-                raise InvalidTrace(f"{where}: a start row has seq {START_SEQ}")
-            if state["start"] is not None or state["next"] is not None:
-                raise InvalidTrace(f"{where}: a start row after the trace began (it must come no later "
-                                   "than seq 0's micro-batch) or a second one")
-            state["start"] = (time, json.loads(vars_) if vars_ else {})
-            return
-        if seq < 0:
-            raise InvalidTrace(f"{where}: a {kind} item with a negative seq")
-        if (state["next"] is not None and seq < state["next"]) or seq in state["held"]:
-            raise InvalidTrace(f"{where}: the item arrived twice (a replayed input?)")
-        state["held"][seq] = _item(where, kind, time, frame["id"].iat[i], frame["op"].iat[i], vars_,
-                                   [(name, decode, column[i]) for name, decode, column in props])
-
-    def _run(self, trace_id: str, state: dict, out: list) -> None:
-        held = state["held"]
-        if state["driver"] is None:
-            if 0 not in held:
-                return
-            self._start(trace_id, state)
-            state["next"] = 0
-        driver, check, seq = state["driver"], state["check"], state["next"]
-        rows = self._rows
-        try:
-            while seq in held:
-                item = held.pop(seq)
-                if type(item) is dict:  # a set item, held as its plain values (module docstring)
-                    item = _model().SetVariables(item)
-                check.item(seq, item)
-                for phase, ordinal, update in driver.step_keyed(seq, item):
-                    rows(trace_id, phase, ordinal, update, out)
-                seq += 1
-        except WindowOracleError as exc:
-            reason = exc.reason if isinstance(exc, InvalidTrace) else str(exc)
-            raise InvalidTrace(f"trace {trace_id!r} seq {seq}: {reason}") from None
-        state["next"] = seq
-
-    def _start(self, trace_id: str, state: dict) -> None:
-        from oracle.driver import start  # the oracle's runtime: this module only, in the processor only
-        from oracle.model import Trace, TraceCheck
-
-        spec = state["spec"]
-        start_time, variables = state["start"] or (0, {})
-        try:
-            trace = Trace((), start_time, variables)
-            state["driver"] = start(spec, trace)
-            state["check"] = TraceCheck(start_time, trace.variables, spec.MIXED_KINDS, ids=self.validate)
-        except WindowOracleError as exc:
-            raise InvalidTrace(f"trace {trace_id!r} start: {exc}") from None
-
-
-def _model():
-    """`oracle.model`, imported once the processor first runs (on the worker)."""
-    import oracle.model
-
-    return oracle.model
-
-
-def _frame(out: list[tuple], columns: list[str]):
-    """The operator's output rows as a pandas frame, column by column: an
-    integer column is a nullable integer array built from the Python ints
-    themselves (a frame built from the rows would make a column holding a
-    null a float column, and a clock past 2**53 inexact)."""
-    import numpy as np
-    import pandas as pd
-
-    data = {}
-    for name, values in zip(columns, zip(*out)):
-        kind = _INT_COLUMNS.get(name)
-        if kind is None:
-            data[name] = pd.array(values, dtype=object)
-            continue
-        try:  # no null: one numpy array of the ints (a long past 64 bits raises too, and is refused below)
-            data[name] = pd.array(np.array(values, dtype=np.int64), dtype=kind)
-        except (TypeError, OverflowError):
-            data[name] = pd.array(values, dtype=kind)
-    return pd.DataFrame(data, copy=False)
-
-
-def _item(where: str, kind: str, time: int, id_, op, vars_, props):
-    """A row as it is held: the trace item it is (an event's properties
-    decoded), but a set item as the dict of its values (made a `SetVariables`
-    when it runs)."""
-    model = _model()
-    if kind == "event":
-        if id_ is None:
-            raise InvalidTrace(f"{where}: an event without an id")
-        return model.Arrive(model.Event(id_, {name: decode(text) for name, decode, text in props if text is not None}),
-                            time=time, op=op)
-    if kind == "advance":
-        return model.Advance(time)
-    if kind == "jump":
-        return model.Jump(time)
-    if kind == "set":  # its values as a plain dict: `SetVariables` holds a read-only mapping, which does not pickle
-        return json.loads(vars_) if vars_ else {}
-    raise InvalidTrace(f"{where}: kind must be one of event, advance, jump, set, not {kind!r}")
 
 
 # --------------------------------------------------------------------------- cases as a stream of files
@@ -588,14 +197,34 @@ def write_files(folder, batches: list[list[tuple]], schema, first: int = 0) -> i
 
 def run_files(spark, folder, schema, specs: Mapping[str, WindowSpec], checkpoint, *,
               fail_after: int | None = None) -> dict[int, list]:
-    """Run the files of `folder` through `apply_windows` to the end
-    (`availableNow`, one file per micro-batch), from `checkpoint`: the rows
-    each micro-batch posted, by batch id (a sink that writes by batch id).
-    `fail_after`: the sink fails on the batch after that many (a crash, for
-    restart tests); the batches before it are returned with the exception."""
+    """Run the files of `folder` through the window's query (`start_window`,
+    a window per trace) to the end (`availableNow`, one file per
+    micro-batch), its state and checkpoint under `checkpoint`: the rows each
+    micro-batch posted, by batch id (a sink that keeps rows by batch id: a
+    batch run again replaces its rows). `fail_after`: the sink fails from that
+    batch id on (a crash, for restart tests; the micro-batch's state is
+    written by then); the batches before it are returned."""
+    from spark_impl.streaming.micro_batch import start_window
+
     stream = (spark.readStream.schema(schema).option("maxFilesPerTrigger", FILES_PER_TRIGGER)
               .parquet(str(folder)))
-    return _drain(apply_windows(stream, specs), checkpoint, fail_after)
+    posted: dict[int, list] = {}
+
+    def sink(frame, batch_id):
+        rows = frame.collect()
+        if fail_after is not None and batch_id >= fail_after:
+            raise RuntimeError(f"the sink stops at batch {batch_id} (a crash, on purpose)")
+        posted[batch_id] = rows
+
+    query = start_window(stream, dict(specs), location=str(checkpoint), sink=sink, trigger={"availableNow": True})
+    try:
+        query.awaitTermination()
+    except Exception:  # noqa: BLE001 - a crash the caller asked for; any other error is raised
+        if fail_after is None:
+            raise
+    finally:
+        query.stop()
+    return posted
 
 
 def run_cases(pairs, spark=None, *, batches: int = 3, seed: int = 0, early: float = 0.1, folder=None,
@@ -804,7 +433,7 @@ def apply_window_as_stream(trace_df, window: str | WindowSpec, dialect: str = "e
     try:
         write_files(root / "in", files, schema)
         stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", FILES_PER_TRIGGER).parquet(str(root / "in"))
-        out = apply_window(stream, spec)
+        out = apply_window(stream, spec, location=str(root / "window"), trigger={"availableNow": True})
         posted = _drain(out, root / "checkpoint")
         rows = [row for batch_id in sorted(posted) for row in posted[batch_id]]
         return spark.createDataFrame(rows, out.schema)
@@ -825,6 +454,9 @@ def _drain(out, checkpoint, fail_after: int | None = None) -> dict[int, list]:
             raise RuntimeError(f"the sink stops at batch {batch_id} (a crash, on purpose)")
         posted[batch_id] = frame.collect()
 
+    window_query = getattr(out, "window_query", None)
+    if window_query is not None:  # the updates the frame reads are written by the window's own query first
+        window_query.awaitTermination()
     query = (out.writeStream.outputMode("append").option("checkpointLocation", str(checkpoint))
              .foreachBatch(sink).trigger(availableNow=True).start())
     try:

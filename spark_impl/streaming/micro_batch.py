@@ -1,0 +1,388 @@
+"""A window on a stream of trace items, run by spark_impl's own plans: each
+micro-batch resumes the window from the state the one before it left.
+
+    from spark_impl import streaming
+    query = streaming.start_window(stream, "#groupwin(k)#length(10)", location="s3://bucket/window/",
+                                   sink=lambda updates, batch_id: updates.write.parquet(f"out/{batch_id}"))
+
+**What runs.** A `foreachBatch` query over the stream: each micro-batch's
+rows and the items held back before (below) are put in order per trace, and
+the items whose turn has come run through
+`spark_impl.apply_window_incrementally` (the batch plans,
+`spark_impl.pipeline`) resumed from the state the previous micro-batch
+wrote. No per-key Python runs: a micro-batch is one set of Spark jobs over
+every trace and key, so a keyed window (`#groupwin`, CCL `PER`, Apama
+`partition by`, an eKuiper `GROUP BY`) spreads over every core and worker
+as the batch plan does. The state is what the window's family declares its
+future reads (`spark_impl.windows.HELD`; every item so far for a family that
+declares nothing: exact, and the state grows with the trace).
+
+**Order.** A trace's items may arrive over any number of micro-batches, in
+any order within and across them. Each trace runs its items in `seq` order,
+the ones after its cut (the last item run) up to the first gap; an item ahead
+of a gap is held back in the state until the gap fills (an item that never
+comes holds back everything after it: its updates are not posted, never
+guessed). The optional `start` row (seq -1) must come no later than seq 0's
+micro-batch. The query fails, naming the trace and the seq, on an item whose
+seq has run already or that comes twice (a replayed input), and on what the
+batch refuses (`apply_window_incrementally`'s checks, `validate`).
+
+**Output.** Each micro-batch's updates, the rows of the batch output's
+schema (`spark_impl.output_schema`: the same columns, types, update keys and
+`pos`), posted in the micro-batch their causing item runs in: over the
+whole stream, exactly the rows of one batch `apply_window` over all the
+items. Time is each trace's logical clock, as in batch: no Spark timer and
+no watermark.
+
+**State and restart.** Under `location`: `state/<batch id>/`, the window's
+state after that micro-batch plus the held-back items (Parquet), and
+`checkpoint/`, the query's. A micro-batch reads the newest state before its
+own id, so a micro-batch run again after a stop or a crash reads the state
+before it; the state of a micro-batch is written whole or not at all (a
+staging folder renamed), and states older than the one a new state was made
+from are removed. So the sink sees each micro-batch's updates computed from
+the same input and state however often Spark runs it: exactly once for a
+sink idempotent by batch id (as `foreachBatch` requires). A state written by
+another window is refused, naming both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from attrs import frozen
+
+from oracle.dialects import spec_text
+from oracle.model import Spec, WindowSpec
+from spark_impl.errors import InvalidFrame
+from spark_impl.frames import BASE_COLUMNS, START_SEQ
+from spark_impl.event_table import check_trace_frame
+from spark_impl.incremental import STATE_OF, apply_window_incrementally, fingerprint
+from spark_impl.windows.base import quoted
+
+#: the state's rows of items held back ahead of a gap (not yet run): they belong to no window yet
+HELD_BACK = f"{STATE_OF} IS NULL"
+
+
+class Location:
+    """A folder of any Hadoop file system (local, HDFS, S3...) holding a
+    window's versioned states: `state/<batch id>`, each written under
+    `_staging/` and renamed into place whole."""
+
+    def __init__(self, spark, path: str):
+        self.spark, self.path = spark, str(path).rstrip("/")
+        jvm = spark.sparkContext._jvm
+        self._Path = jvm.org.apache.hadoop.fs.Path
+        self._fs = self._Path(self.path).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+
+    def folder(self, *parts: str) -> str:
+        return "/".join((self.path, *parts))
+
+    def ensure(self, *parts: str) -> None:
+        """The folder made if it is not there."""
+        self._fs.mkdirs(self._Path(self.folder(*parts)))
+
+    def versions(self) -> list[int]:
+        """The batch ids with a state written, ascending."""
+        where = self._Path(self.folder("state"))
+        if not self._fs.exists(where):
+            return []
+        names = [status.getPath().getName() for status in self._fs.listStatus(where)]
+        return sorted(int(n) for n in names if n.isdigit())
+
+    def write(self, frame, batch_id: int) -> None:
+        """`frame` as the state of `batch_id`: written to a staging folder, then renamed into place
+        (replacing a state of the same id left by an earlier run of the micro-batch)."""
+        staging = self.folder("_staging", f"state-{batch_id}")
+        frame.write.mode("overwrite").parquet(staging)
+        target = self._Path(self.folder("state", str(batch_id)))
+        self._fs.mkdirs(target.getParent())
+        if self._fs.exists(target):
+            self._fs.delete(target, True)
+        if not self._fs.rename(self._Path(staging), target):
+            raise OSError(f"could not move the window's state into {target}")
+
+    def read(self, batch_id: int):
+        return self.spark.read.parquet(self.folder("state", str(batch_id)))
+
+    def prune(self, before: int) -> None:
+        """Remove the states older than `before`."""
+        for version in self.versions():
+            if version < before:
+                self._fs.delete(self._Path(self.folder("state", str(version))), True)
+
+
+@frozen
+class Turns:
+    """Which items of a micro-batch run now, per trace: `all` (every item
+    after the cut, no gap), `gap` (those up to the first gap), `none`; `base`
+    the first seq to run (the cut + 1; 0 for a new trace)."""
+
+    all: tuple[str, ...]
+    gap: dict
+    none: tuple[str, ...]
+    base: dict
+
+
+class WindowStream:
+    """The per-micro-batch step of `start_window` (module docstring): `spec_of`
+    gives each trace's window (`specs`: the distinct ones)."""
+
+    def __init__(self, location: Location, specs: Mapping[str, WindowSpec] | WindowSpec, *, validate: bool,
+                 sink: Callable, columns: list[str], schema):
+        self.location, self.validate, self.sink, self.columns = location, validate, sink, columns
+        self.one = specs if isinstance(specs, Spec) else None
+        self.table = None if self.one is not None else dict(specs)
+        self.marks = {fingerprint(s): s for s in ([self.one] if self.one is not None else self.table.values())}
+        self.schema = schema  # the output's
+
+    def __call__(self, batch, batch_id: int) -> None:
+        versions = self.location.versions()
+        later = [v for v in versions if v > batch_id]
+        if later:
+            raise InvalidFrame(f"{self.location.folder('state')} holds the state of micro-batch {later[0]}, after "
+                               f"this query's micro-batch {batch_id}: the state of another query? Give each query "
+                               "its own location, and keep its checkpoint and state together")
+        before = [v for v in versions if v < batch_id]
+        carried = self.location.read(before[-1]) if before else None
+        items = batch.selectExpr(*(quoted(c) for c in self.columns))
+        state = None
+        if carried is not None:
+            state = carried.where(f"NOT ({HELD_BACK})")
+            items = items.unionByName(carried.where(HELD_BACK).selectExpr(*(quoted(c) for c in self.columns)))
+        survey = self._survey(items, state)
+        turns = self._turns(survey)
+        running, held_back = self._split(items, turns)
+        updates, kept = self._run(running, state, turns, survey)
+        from pyspark.sql import functions as F
+
+        waiting = held_back.withColumn(STATE_OF, F.lit(None).cast("string"))
+        self.location.write(waiting if kept is None else kept.unionByName(waiting, allowMissingColumns=True), batch_id)
+        self.sink(updates, batch_id)
+        if before:
+            self.location.prune(before[-1])
+
+    # ------------------------------------------------------------------ order
+
+    def _survey(self, items, state) -> dict:
+        """One job: per trace, of the state its cut (last seq run), whether it holds a jump and the windows
+        that wrote it; of the items their count, lowest and highest seq (the start row apart) and start rows.
+        Refuses a state another window wrote."""
+        per_item = items.groupBy("trace_id").agg(
+            _expr("'items'").alias("part"),
+            _expr(f"count(CASE WHEN seq <> {START_SEQ} THEN 1 END)").alias("n"),
+            _expr(f"min(CASE WHEN seq <> {START_SEQ} THEN seq END)").alias("lo"),
+            _expr(f"max(CASE WHEN seq <> {START_SEQ} THEN seq END)").alias("hi"),
+            _expr(f"count(CASE WHEN seq = {START_SEQ} THEN 1 END)").alias("starts"),
+            _expr("false").alias("jumps"), _expr("array()").cast("array<string>").alias("marks"))
+        parts = per_item
+        if state is not None:
+            per_state = state.groupBy("trace_id").agg(
+                _expr("'state'").alias("part"), _expr("0L").alias("n"), _expr("CAST(NULL AS BIGINT)").alias("lo"),
+                _expr("max(CASE WHEN kind <> 'start' THEN seq END)").alias("hi"), _expr("0L").alias("starts"),
+                _expr("coalesce(max(kind = 'jump'), false)").alias("jumps"),
+                _expr(f"collect_set({STATE_OF})").alias("marks"))
+            parts = per_item.unionByName(per_state)
+        found: dict = {"items": {}, "state": {}}
+        for row in parts.collect():
+            found[row["part"]][row["trace_id"]] = row
+        strange = sorted({m for row in found["state"].values() for m in row["marks"]} - set(self.marks))
+        if strange:
+            names = ", ".join(spec_text(s) for s in self.marks.values())
+            raise InvalidFrame(f"the state in {self.location.path} was written by another window (fingerprint "
+                               f"{strange[0]}), not {names}: restart a changed window at a new location")
+        return found
+
+    def _turns(self, survey: dict) -> Turns:
+        """Per trace with items, which run now (`Turns`); refuses an item that ran already or comes twice."""
+        cuts = {t: row["hi"] for t, row in survey["state"].items()}
+        every, gap, none, base = [], {}, [], {}
+        for trace_id, (_, _, n, lo, hi, starts, _, _) in survey["items"].items():
+            cut = cuts.get(trace_id)
+            if trace_id is None:
+                raise InvalidFrame("an item with a null trace_id")
+            if self.table is not None and trace_id not in self.table:
+                raise InvalidFrame(f"trace {trace_id!r} has no window (apply_windows names a window per trace)")
+            where = f"trace {trace_id!r}"
+            if cut is not None and starts:
+                raise InvalidFrame(f"{where} seq {START_SEQ}: a start row after the trace began (it must come no "
+                                   "later than seq 0's micro-batch)")
+            if starts > 1:
+                raise InvalidFrame(f"{where} seq {START_SEQ}: the item arrived twice (a replayed input?)")
+            if lo is not None and lo < 0:
+                raise InvalidFrame(f"{where} seq {lo}: an item with a negative seq")
+            first = 0 if cut is None else cut + 1
+            base[trace_id] = first
+            if n and lo < first:
+                raise InvalidFrame(f"{where} seq {lo}: the item arrived again after it ran (a replayed input?)")
+            if not n or lo > first:
+                none.append(trace_id)
+            elif hi - first + 1 == n:
+                every.append(trace_id)
+            else:
+                gap[trace_id] = first
+        return Turns(tuple(every), gap, tuple(none), base)
+
+    def _split(self, items, turns: Turns):
+        """(the items that run now, those held back): a trace's items up to its first gap run (its start
+        row with them)."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        spark = items.sparkSession
+        plan = spark.createDataFrame([(t, "all", turns.base[t]) for t in turns.all]
+                                     + [(t, "gap", b) for t, b in turns.gap.items()]
+                                     + [(t, "none", turns.base[t]) for t in turns.none],
+                                     "trace_id string, `#turn` string, `#base` long")
+        marked = items.join(F.broadcast(plan), "trace_id")
+        columns = [quoted(c) for c in self.columns]
+        running = marked.where(f"`#turn` = 'all' OR (`#turn` = 'gap' AND seq = {START_SEQ})")
+        held = marked.where("`#turn` = 'none'")
+        if turns.gap:
+            # past the cut, the k-th item in seq order (from 0) runs if its seq is the cut + 1 + k
+            gapped = marked.where(f"`#turn` = 'gap' AND seq <> {START_SEQ}").withColumn(
+                "#runs", F.col("seq") == F.col("#base") + F.row_number().over(
+                    Window.partitionBy("trace_id").orderBy("seq")) - 1)
+            running = running.unionByName(gapped.where("`#runs`").drop("#runs"))
+            held = held.unionByName(gapped.where("NOT `#runs`").drop("#runs"))
+        return running.selectExpr(*columns), held.selectExpr(*columns)
+
+    # ------------------------------------------------------------------ the window
+
+    def _run(self, running, state, turns: Turns, survey: dict):
+        """(the updates, the window's state after the items that run): per window, its traces' items
+        resumed from their state; a trace without items to run keeps its state as it was."""
+        from pyspark.sql import functions as F
+
+        moved = list(turns.all) + list(turns.gap)
+        spark = running.sparkSession
+        still = None
+        if state is not None:
+            touched = spark.createDataFrame([(t,) for t in moved], "trace_id string")
+            still = state.join(F.broadcast(touched), "trace_id", "left_anti")
+            state = state.join(F.broadcast(touched), "trace_id", "left_semi")
+        if self.one is not None:
+            groups = [(self.one, running, state)] if moved else []
+        else:
+            by_spec: dict[WindowSpec, list[str]] = {}
+            for t in moved:
+                by_spec.setdefault(self.table[t], []).append(t)
+            groups = [(spec, running.where(F.col("trace_id").isin(ids)),
+                       None if state is None else state.where(F.col("trace_id").isin(ids)))
+                      for spec, ids in by_spec.items()]
+        jumps = True
+        if self.validate and moved:
+            # the batch's checks of the items, once for every window (`apply_window_incrementally` would
+            # run them per window); a plan for input without jumps where neither they nor the state hold one
+            jumps = check_trace_frame(running.selectExpr("trace_id", "CAST(seq AS BIGINT) AS seq", "kind",
+                                                         "CAST(time AS BIGINT) AS time", "id"))
+            jumps = jumps or any(survey["state"][t]["jumps"] for t in moved if t in survey["state"])
+        updates, kept = None, still
+        for spec, items, held in groups:
+            done = apply_window_incrementally(items, spec, state=held, validate=False, jumps=jumps)
+            part = conform(done.updates, self.schema)
+            updates = part if updates is None else updates.unionByName(part)
+            kept = done.state if kept is None else kept.unionByName(done.state, allowMissingColumns=True)
+        if updates is None:
+            updates = spark.createDataFrame([], self.schema)
+        return updates, kept
+
+
+def conform(frame, schema):
+    """`frame`'s rows in `schema`'s columns: a column it lacks is null."""
+    from pyspark.sql import functions as F
+
+    have = set(frame.columns)
+    return frame.select(*(F.col(quoted(f.name)) if f.name in have else F.lit(None).cast(f.dataType).alias(f.name)
+                          for f in schema.fields))
+
+
+def _expr(sql: str):
+    from pyspark.sql import functions as F
+
+    return F.expr(sql)
+
+
+# --------------------------------------------------------------------------- the public functions
+
+
+def start_window(stream_df, window: str | WindowSpec | Mapping[str, WindowSpec], dialect: str = "esper", *,
+                 location: str, sink: Callable, trigger: Mapping | None = None, validate: bool = True,
+                 query_name: str | None = None):
+    """Start the window's query over the streaming frame of trace items
+    `stream_df` (`window`: a clause in `dialect`'s syntax, a spec, or a
+    mapping of trace id -> spec, a window per trace), its state and
+    checkpoint under `location`; `sink(updates, batch_id)` gets each
+    micro-batch's updates (a DataFrame of `output_schema`) and must be
+    idempotent by batch id. `trigger`: `DataStreamWriter.trigger`'s keyword
+    arguments (`{"availableNow": True}`). Returns the `StreamingQuery`.
+    Raises `InvalidFrame` naming a missing or mistyped column, the parser's
+    errors for a bad clause, before the query starts."""
+    from spark_impl import pipeline
+    from spark_impl.streaming.output import merged, window_schema
+
+    specs = _specs(window, dialect)
+    distinct = [specs] if isinstance(specs, Spec) else list(dict.fromkeys(specs.values()))
+    for spec in distinct:
+        pipeline.check_input(stream_df, spec)  # the batch's columns, kinds and operation codes
+    props = _properties(stream_df)
+    schema = merged((spec, window_schema(spec, props)) for spec in distinct)
+    location = Location(stream_df.sparkSession, location)
+    step = WindowStream(location, specs, validate=validate, sink=sink, columns=list(stream_df.columns),
+                        schema=schema)
+    writer = stream_df.writeStream.foreachBatch(step).option("checkpointLocation", location.folder("checkpoint"))
+    if trigger:
+        writer = writer.trigger(**trigger)
+    if query_name:
+        writer = writer.queryName(query_name)
+    return writer.start()
+
+
+def output_schema_of(stream_df, window, dialect: str = "esper"):
+    """The schema of `start_window`'s updates over `stream_df` (the union of the windows' for a mapping)."""
+    from spark_impl.streaming.output import merged, window_schema
+
+    specs = _specs(window, dialect)
+    distinct = [specs] if isinstance(specs, Spec) else list(dict.fromkeys(specs.values()))
+    props = _properties(stream_df)
+    return merged((spec, window_schema(spec, props)) for spec in distinct)
+
+
+def _specs(window, dialect: str):
+    from oracle.dialects import parse
+
+    if isinstance(window, str):
+        return parse(window, dialect)
+    if isinstance(window, Spec):
+        return window
+    from spark_impl.streaming.traces import check_specs
+
+    return check_specs(window, "streaming.start_window")
+
+
+def _properties(frame):
+    from pyspark.sql import types as T
+
+    return T.StructType([f for f in frame.schema.fields if f.name not in BASE_COLUMNS])
+
+
+class UpdatesTable:
+    """A `start_window` sink writing each micro-batch's updates to
+    `<location>/updates/<batch id>/` (written under `_staging/`, then renamed
+    into place whole; a micro-batch run again whose folder is in place
+    already writes nothing: its rows were computed from the same input and
+    state), the table the stream `apply_window` returns reads."""
+
+    def __init__(self, location: Location):
+        self.location = location
+
+    def __call__(self, updates, batch_id: int) -> None:
+        loc = self.location
+        target = loc._Path(loc.folder("updates", f"{batch_id:012d}"))
+        if loc._fs.exists(target):
+            return
+        staging = loc.folder("_staging", f"updates-{batch_id}")
+        updates.write.mode("overwrite").parquet(staging)
+        loc._fs.mkdirs(target.getParent())
+        if not loc._fs.rename(loc._Path(staging), target):
+            raise OSError(f"could not move the window's updates into {target}")

@@ -1,0 +1,112 @@
+"""The window's query on a stream (spark_impl/streaming/micro_batch.py), its
+rules of order and state one by one, each in a small real streaming query:
+an item ahead of a gap is held back in the state until the gap fills; what
+arrives twice, a late start row, another window's state and a location a
+later query wrote fail the query, naming the place."""
+
+from __future__ import annotations
+
+import pytest
+
+from oracle import parse
+from oracle.model import Advance, Arrive, Event, SetVariables, Trace
+
+pytestmark = pytest.mark.streaming
+
+
+def _rows(trace: Trace, trace_id: str = "t"):
+    from spark_impl.frames import PropertyTypes, input_schema, trace_rows
+
+    types = PropertyTypes(["k", "v"])
+    types.merge(PropertyTypes.of_trace(trace_id, trace))
+    return trace_rows(trace_id, trace, types.schema()), input_schema(types.schema())
+
+
+def _run(spark, folder, files, schema, window, **kw):
+    """`start_window` over `files` (one micro-batch each) to the end: the rows posted by batch id."""
+    from spark_impl.streaming import start_window, write_files
+
+    write_files(folder / "in", files, schema, first=kw.pop("first", 0))
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(folder / "in"))
+    posted = {}
+    query = start_window(stream, window, location=str(folder / "window"),
+                         sink=lambda frame, batch_id: posted.__setitem__(batch_id, frame.collect()),
+                         trigger={"availableNow": True}, **kw)
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+    return posted
+
+
+def _failure(spark, folder, files, schema, window, first: int = 0) -> str:
+    from pyspark.errors import StreamingQueryException
+
+    with pytest.raises(StreamingQueryException) as caught:
+        _run(spark, folder, files, schema, window, first=first)
+    return str(caught.value)
+
+
+TRACE = Trace([Arrive(Event("E0", {"k": "a", "v": 1}), time=0), Advance(500),
+               SetVariables({"lim": 2}), Arrive(Event("E1", {"k": "b", "v": 2}), time=1000),
+               Arrive(Event("E2", {"k": "a", "v": 3}), time=1500), Arrive(Event("E3", {"k": "a", "v": 4}), time=2600)])
+
+
+def test_items_ahead_of_a_gap_wait_in_the_state_and_run_when_it_fills(spark, tmp_path):
+    from spark_impl import apply_window
+    from spark_impl.frames import to_dataframe
+    from spark_impl.streaming.micro_batch import HELD_BACK, Location
+
+    rows, schema = _rows(TRACE)
+    by_seq = {r[1]: r for r in rows}
+    # micro-batch 0: seq 0 and 3 (3 ahead of the gap); 1: seq 4 and the set item (seq 2) still ahead; 2: seq 1
+    files = [[by_seq[3], by_seq[0]], [by_seq[4], by_seq[2]], [by_seq[1]]]
+    window = "#groupwin(k)#time(1 sec)"
+    posted = _run(spark, tmp_path, files, schema, parse(window))
+    expected = apply_window(to_dataframe(spark, [("t", TRACE)], ["k", "v"]).where("seq <= 4"), window).collect()
+    assert sorted(map(repr, (r for b in posted.values() for r in b))) == sorted(map(repr, expected))
+    assert {r["after"] for r in posted[0]} == {0} and posted[1] == []  # 3 and 4 wait for 1 and 2
+    assert {r["after"] for r in posted[2]} == {1, 2, 3, 4}
+    where = Location(spark, str(tmp_path / "window"))
+    assert where.versions() == [1, 2]  # states older than the one the newest was made from are gone
+    assert where.read(1).where(HELD_BACK).count() == 3  # seq 2, 3, 4 held back after micro-batch 1
+    assert where.read(2).where(HELD_BACK).count() == 0
+
+
+def test_an_item_twice_or_again_after_it_ran_fails_naming_the_trace_and_seq(spark, tmp_path):
+    rows, schema = _rows(TRACE)
+    message = _failure(spark, tmp_path / "twice", [rows[:2], rows[1:3]], schema, parse("#length(2)"))
+    assert "trace 't' seq 1: the item arrived again after it ran (a replayed input?)" in message
+    message = _failure(spark, tmp_path / "start", [rows[1:3], rows[:1]], schema, parse("#length(2)"))
+    assert "trace 't' seq -1: a start row after the trace began" in message
+
+
+def test_a_state_written_by_another_window_or_a_later_query_is_refused(spark, tmp_path):
+    rows, schema = _rows(TRACE)
+    assert sorted(_run(spark, tmp_path, [rows[:3], rows[3:5]], schema, parse("#length(2)"))) == [0, 1]
+    message = _failure(spark, tmp_path, [rows[5:]], schema, parse("#length(3)"), first=2)  # a third file
+    assert "was written by another window" in message and "#length(3)" in message
+    (tmp_path / "window" / "checkpoint").rename(tmp_path / "old-checkpoint")  # a new query, the old state
+    message = _failure(spark, tmp_path, [], schema, parse("#length(2)"))
+    assert "holds the state of micro-batch 1, after this query's micro-batch 0" in message
+
+
+def test_apply_window_returns_a_stream_of_the_windows_updates_each_read_once(spark, tmp_path):
+    from spark_impl import apply_window
+    from spark_impl.frames import to_dataframe
+    from spark_impl.streaming import apply_window as on_stream
+    from spark_impl.streaming import write_files
+
+    rows, schema = _rows(TRACE)
+    write_files(tmp_path / "in", [rows[:3], rows[3:]], schema)
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in"))
+    out = on_stream(stream, "#length(2)", location=str(tmp_path / "window"), trigger={"availableNow": True})
+    out.window_query.awaitTermination()
+    seen = []
+    for _ in range(2):  # the reader's second run, from its checkpoint, reads nothing again
+        query = (out.writeStream.option("checkpointLocation", str(tmp_path / "reader"))
+                 .foreachBatch(lambda frame, _: seen.extend(frame.collect())).trigger(availableNow=True).start())
+        query.awaitTermination()
+    expected = apply_window(to_dataframe(spark, [("t", TRACE)], ["k", "v"]), "#length(2)")
+    assert out.schema == expected.schema
+    assert sorted(map(repr, seen)) == sorted(map(repr, expected.collect()))
