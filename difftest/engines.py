@@ -16,8 +16,9 @@ that one pair. One bad pair never stops the others.
   outcomes with the expectation.
 * `streaming`: `spark_impl.streaming.run_cases(pairs)`: the traces fed to
   Structured Streaming queries as files, one per micro-batch, each trace cut
-  at random points into several micro-batches (the processor runs the
-  oracle's window per trace: this checks the streaming plumbing).
+  at random points into several micro-batches, each micro-batch run by
+  spark_impl's own plans resumed from the state the one before left: a
+  second formulation on a stream, checked against the expectation.
 """
 
 from __future__ import annotations

@@ -116,9 +116,9 @@ def apply_window_incrementally(events_df: DataFrame, window: str | WindowSpec, *
     mark = fingerprint(spec)
     cuts = None
     if state is not None:
+        items, cuts = _resumed(items, state, mark)
         if validate and not jumps:  # the items' check found no jump: one the state holds is input too
             jumps = holds_jump(state)
-        items, cuts = _resumed(items, state, mark)
     if not traced and start is not None:
         starts = items.select("trace_id").distinct()
         if cuts is not None:

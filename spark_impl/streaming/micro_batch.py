@@ -150,6 +150,15 @@ class WindowStream:
         if carried is not None:
             state = carried.where(f"NOT ({HELD_BACK})")
             items = items.unionByName(carried.where(HELD_BACK).selectExpr(*(quoted(c) for c in self.columns)))
+        # the micro-batch's items, computed once, by the survey's job: every job after it (the checks, the
+        # window, the state) reads them from memory
+        items = items.persist()
+        try:
+            self._step(items, state, batch_id, before)
+        finally:
+            items.unpersist()
+
+    def _step(self, items, state, batch_id: int, before: list[int]) -> None:
         survey = self._survey(items, state)
         turns = self._turns(survey)
         running, held_back = self._split(items, turns)
