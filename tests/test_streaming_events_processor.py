@@ -33,7 +33,6 @@ from oracle.cases import case_files, load_case  # noqa: E402
 from oracle.dialects import case_spec, parse  # noqa: E402
 from oracle.errors import InvalidTrace, WindowOracleError  # noqa: E402
 from oracle.model import Advance, Arrive, Event, Trace  # noqa: E402
-from test_streaming_processor import _row, _text, output_of, updates  # noqa: E402  (tests/ is on sys.path)
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the tester's event-time extractor: no row is at or below a watermark, so TwsTester filters none, as
@@ -51,7 +50,7 @@ class Stream:
         from pyspark.sql.streaming.tws_tester import TwsTester
 
         from spark_impl.streaming import EventProcessor
-        from spark_impl.streaming.traces import _codec
+        from spark_impl.streaming.keyed import _codec
 
         self.schema, self.spec = dict(schema), spec
         codec = tuple((name, _codec("bigint" if kind == "long" else kind, kind == "json"))
@@ -110,6 +109,63 @@ class Stream:
 
     def timers(self, key) -> list[int]:
         return list(self.tester.handle._timers.listTimers(key))
+
+
+
+def _text(value, kind):
+    """A cell as the operator's input has it: every property cast to a string by Spark."""
+    if value is None:
+        return None
+    if kind == "boolean":
+        return "true" if value else "false"
+    if kind == "double":
+        text = repr(float(value))
+        return {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}.get(text, text.replace("e", "E"))
+    return str(value)
+
+
+def output_of(specs, schema, valueless=()):
+    """The `streaming.output.Output` of `specs` over properties of these types (`frames.input_schema`'s)."""
+    from spark_impl.frames import input_schema
+    from spark_impl.streaming.output import Output
+
+    return Output.of(specs, input_schema(dict(schema), valueless))
+
+
+def _typed(text, data_type):
+    """A text column's value as the output's column of `data_type` has it (the cast after the operator)."""
+    kind = data_type.simpleString()
+    if text is None or kind == "string":
+        return text
+    if kind in ("bigint", "int", "smallint", "tinyint", "timestamp"):
+        return int(text)
+    if kind in ("double", "float"):
+        return float(text)
+    assert kind == "boolean", kind
+    return text == "true"
+
+
+def _row(record, output):
+    """An output record as the frame after the operator has it (structs built, text columns typed)."""
+    def value(v):
+        return None if v is None or (isinstance(v, float) and v != v) or v is __import__("pandas").NA else v
+
+    row = {k: value(v) for k, v in record.items() if not k.startswith("#c")}
+    for i, field in enumerate(output.text):
+        row[field.name] = _typed(value(record[f"#c{i}"]), field.dataType)
+    row["pos"] = (row["#due"], row["#slot"], row["#n"]) if row["side"] is not None else None
+    row["window"] = {"start": row["#wstart"], "end": row["#wend"]} if row["#wend"] is not None else None
+    return row
+
+
+def updates(rows, traces, specs, output):
+    """Output rows (`_row`'s) read back as updates per trace, as `streaming.run_cases` reads them."""
+    from spark_impl.frames import updates_from_rows
+    from spark_impl.streaming.output import harness_rows
+
+    readers = {tid: found for tid in traces if (found := output.reader(specs[tid])) is not None}
+    return updates_from_rows(harness_rows(rows, readers), traces, readers)
+
 
 
 def _updates(stream, traces):
