@@ -188,7 +188,8 @@ def held(items: DataFrame, spec: WindowSpec, *, jumps: bool = True) -> tuple[Dat
     if kept is None:
         return validated, True
     # a `set` item's variables hold until the next one: every one is kept (they are few)
-    kept = kept.selectExpr(*columns).where("kind = 'event'").unionByName(validated.where("kind IN ('start', 'set')"))
+    kept = kept.selectExpr(*columns).where("kind NOT IN ('start', 'set')").unionByName(
+        validated.where("kind IN ('start', 'set')"))
     last = validated.where("kind <> 'start'").groupBy("trace_id").agg(
         F.max("seq").alias("#last"), F.max("time").alias("#clock"))
     marker = last.join(kept.select("trace_id", F.col("seq").alias("#last")), ["trace_id", "#last"], "left_anti") \

@@ -34,6 +34,13 @@ whole stream, exactly the rows of one batch `apply_window` over all the
 items. Time is each trace's logical clock, as in batch: no Spark timer and
 no watermark.
 
+**Cost.** A micro-batch is a handful of jobs: the survey (its items read
+and kept in memory, per trace their seqs), the batch's checks of the items
+(`validate`), the window's plan (the updates) and its `HELD` plan (the
+state), each over the state and the items: each costs about what the batch
+pays for the same rows, plus each job's fixed cost (spark_impl/streaming/
+bench.py has the figures).
+
 **State and restart.** Under `location`: `state/<batch id>/`, the window's
 state after that micro-batch plus the held-back items (Parquet), and
 `checkpoint/`, the query's. A micro-batch reads the newest state before its
@@ -286,12 +293,24 @@ class WindowStream:
             jumps = check_trace_frame(running.selectExpr("trace_id", "CAST(seq AS BIGINT) AS seq", "kind",
                                                          "CAST(time AS BIGINT) AS time", "id"))
             jumps = jumps or any(survey["state"][t]["jumps"] for t in moved if t in survey["state"])
+        from spark_impl import PLANS_PER_JOB
+
         updates, kept = None, still
-        for spec, items, held in groups:
-            done = apply_window_incrementally(items, spec, state=held, validate=False, jumps=jumps)
-            part = conform(done.updates, self.schema)
-            updates = part if updates is None else updates.unionByName(part)
-            kept = done.state if kept is None else kept.unionByName(done.state, allowMissingColumns=True)
+        chunks = [groups[i:i + PLANS_PER_JOB] for i in range(0, len(groups), PLANS_PER_JOB)]
+        for chunk in chunks:
+            part_updates, part_kept = None, None
+            for spec, items, held in chunk:
+                done = apply_window_incrementally(items, spec, state=held, validate=False, jumps=jumps)
+                part = conform(done.updates, self.schema)
+                part_updates = part if part_updates is None else part_updates.unionByName(part)
+                part_kept = done.state if part_kept is None else part_kept.unionByName(done.state,
+                                                                                       allowMissingColumns=True)
+            if len(chunks) > 1:
+                # many windows: a job per `PLANS_PER_JOB` of them (as the batch `run_cases`), each's rows
+                # computed and kept, so the sink's and the state's jobs read rows, not every window's plan
+                part_updates, part_kept = part_updates.localCheckpoint(), part_kept.localCheckpoint()
+            updates = part_updates if updates is None else updates.unionByName(part_updates)
+            kept = part_kept if kept is None else kept.unionByName(part_kept, allowMissingColumns=True)
         if updates is None:
             updates = spark.createDataFrame([], self.schema)
         return updates, kept

@@ -55,7 +55,8 @@ A module may have a table `HELD`, spec class -> a function
 
 giving the item rows (the input's columns) the window's future posts read
 after the last of `items`: what `spark_impl.incremental` keeps as the
-window's state. None (or no entry): every item is kept.
+window's state (events, and any other item it needs; `start` and `set`
+items are always kept). None (or no entry): every item is kept.
 
 A family whose specs post rows of fields (a statement, a derived-value
 window) has a table `FIELDS`, spec class -> a function

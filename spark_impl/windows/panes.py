@@ -761,6 +761,28 @@ def _count_pane(query, after_where, columns: tuple, json_names: frozenset[str], 
     return run
 
 
+def open_panes(items: DataFrame, spec, ctx: Context) -> DataFrame | None:
+    """The state of a processing-time tumbling or hopping window (or a
+    query over one: a pane's rows read nothing but the pane's events)
+    after `items` (`spark_impl.incremental`): per trace, the events of the
+    panes not yet closed at its clock C, those of time at least C - size -
+    hop, and more: an event of a closed pane read again closes its pane again
+    before the cut, whose posts the next call drops. A trace with a jump
+    keeps every item (a jump moves the ticks off their first alignment).
+    An event-time window keeps every item (its watermark reads every event
+    time), as do sliding, session and count windows (None)."""
+    window, _ = _split(spec)
+    if not isinstance(window, (Tumbling, Hopping)) or window.event_time:
+        return None
+    span = window.size + (window.hop if isinstance(window, Hopping) else window.size)
+    clock = items.where("kind <> 'start'").groupBy("trace_id").agg(
+        F.max("time").alias("#clock"), F.max(F.expr("kind = 'jump'")).alias("#jumped"))
+    return items.where("kind NOT IN ('start', 'set')").join(clock, "trace_id") \
+        .where(f"`#jumped` OR (kind = 'event' AND time >= `#clock` - {span})").drop("#clock", "#jumped")
+
+
+#: the state each window's future reads (`spark_impl.incremental`): `open_panes`
+HELD = {Tumbling: open_panes, Hopping: open_panes, Statement: open_panes}
 POSTS = {Tumbling: pane_posts, Hopping: pane_posts, Sliding: pane_posts, Session: pane_posts,
          CountPanes: pane_posts, Statement: pane_posts}
 FIELDS = {Statement: query_fields}
