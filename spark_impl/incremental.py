@@ -9,8 +9,9 @@ a Spark plan reads and writes and Parquet holds:
 * the items the window's future reads, as its family declares them
   (`spark_impl.windows`, `HELD`): `#length(n)` its sub-windows' last n
   events, `#time(t)` the events its clock has not yet expired (and under
-  `#groupwin` each group's first event), a statement over them the same
-  where its rows read nothing else. A window whose
+  `#groupwin` each group's first event), an eKuiper processing-time
+  tumbling or hopping window the events of its open panes, a statement
+  over them the same where its rows read nothing else. A window whose
   family declares nothing keeps every item so far: exact, but the next call
   replays the whole history (`Incremental.replays` says so);
 * each trace's last item, or in its place an `advance` to the trace's clock
