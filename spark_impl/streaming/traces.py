@@ -47,6 +47,7 @@ from oracle.errors import InvalidTrace, WindowOracleError
 from oracle.model import PANE_WINDOWS, Spec, Statement, WindowSpec
 from spark_impl.errors import TRACE_FRAME, InvalidFrame, WrongArgument, check_frame
 from spark_impl.frames import START_SEQ
+from spark_impl.streaming.failures import WINDOW_QUERIES
 from spark_impl.streaming.keyed import PROVIDER, ROCKSDB, ensure_provider
 
 
@@ -108,6 +109,7 @@ def _updates_stream(stream_df, specs, *, validate: bool, location: str | None, t
                          validate=validate)
     out = spark.readStream.schema(schema).parquet(where.folder("updates", "*"))
     out.window_query = query
+    WINDOW_QUERIES[where.folder("updates")] = query
     return out
 
 

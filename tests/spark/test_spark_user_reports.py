@@ -84,7 +84,7 @@ def test_a_failed_stream_is_told_by_its_cause_first(spark, tmp_path):
     with pytest.raises(streaming.StreamFailed) as info:
         streaming.await_termination(query)
     message = str(info.value)
-    assert message.startswith("trace 't1' seq 0: the item arrived twice (a replayed input?)"), message
+    assert message.startswith("trace 't1' seq 0: the item arrived again after it ran (a replayed input?)"), message
     assert "\n" not in message and "Traceback" not in message
 
 

@@ -34,14 +34,13 @@ pytestmark = pytest.mark.streaming
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CASES = {
-    "esper": ["length-2-basic", "time-jump-sees-target", "groupwin-time-batch-per-group",
-              "expr-set-on-an-empty-window-posts-an-empty-update", "uni-force-update-empty-batch-posts-unchanged",
-              "ext_timed_batch-late-events-join", "firstlength-silent-drop", "correl-perfect-negative"],
+    "esper": ["time-jump-sees-target", "groupwin-time-batch-per-group",
+              "expr-set-on-an-empty-window-posts-an-empty-update", "uni-force-update-empty-batch-posts-unchanged"],
     "ccl": [], "apama": [], "kuiper": [],
 }
 
 
-def _case_paths(dialect: str, names: list[str], count: int = 5) -> list[Path]:
+def _case_paths(dialect: str, names: list[str], count: int = 3) -> list[Path]:
     folder = ROOT / "corpus" / dialect
     chosen = [folder / f"{n}.json" for n in names if (folder / f"{n}.json").exists()]
     others = sorted(p for p in folder.glob("*.json") if p not in chosen)
@@ -61,7 +60,7 @@ def test_corpus_cases_of_every_dialect_on_a_stream_post_their_expected_updates(s
                 for p, c, r in zip(paths, cases, found)
                 if isinstance(r, Exception) or compare(c.expected, r) is not None]
     assert not failures, failures
-    assert sum(len(r) for r in found) > 50  # updates compared, not an empty agreement
+    assert sum(len(r) for r in found) > 25  # updates compared, not an empty agreement
     # three micro-batches per trace: every group's input was written as three files
     assert all(len(list(group.glob("in/*.parquet"))) == 3 for group in tmp_path.glob("group-*"))
 
@@ -232,11 +231,13 @@ def test_the_uninterrupted_stream_posts_what_the_oracle_posts(uninterrupted):
         assert compare(run(specs[tid], trace), found[tid]) is None, tid
 
 
-KS = range(1, BATCHES) if os.environ.get("STREAMING_ALL_K") else (1, 3)
+#: (how, k) of the restarts checked: a stop after the first micro-batch and a crash in the middle, or with
+#: STREAMING_ALL_K=1 both after every k
+RESTARTS = ([(how, k) for how in ("crash", "stop") for k in range(1, BATCHES)] if os.environ.get("STREAMING_ALL_K")
+            else [("stop", 1), ("crash", 3)])
 
 
-@pytest.mark.parametrize("k", KS)
-@pytest.mark.parametrize("how", ["crash", "stop"])
+@pytest.mark.parametrize("how, k", RESTARTS)
 def test_a_restart_from_the_checkpoint_after_batch_k_loses_nothing_and_repeats_nothing(spark, tmp_path, uninterrupted,
                                                                                          how, k):
     """`stop`: the source has k files, the query runs them all and stops; the
@@ -245,8 +246,6 @@ def test_a_restart_from_the_checkpoint_after_batch_k_loses_nothing_and_repeats_n
     its output is not); the query starts again from its checkpoint."""
     from spark_impl.streaming import run_files, write_files
 
-    if how == "crash" and k not in (1, 3):
-        pytest.skip("a crash is checked at two points")
     _, specs, schema, files, posted = uninterrupted
     if how == "stop":
         write_files(tmp_path / "in", files[:k], schema)
