@@ -9,24 +9,22 @@
 * `failures`: `await_termination`, a failed query told by its cause.
 * `events`: a stream of plain events with an event-time column (the batch
   `apply_window_to_events`' input), put in order under a watermark, late rows
-  posted as rejected, timers fired as the watermark passes them.
+  posted as rejected, timers fired as the watermark passes them, run by the
+  same plans.
 
 The modules' docstrings state their rules, their state and their restart
-guarantee. `events` (with `keyed`, its processor's plumbing) is still the
-one place of `spark_impl` that runs the oracle's runtime per key; nothing
-else in `spark_impl` imports it.
+guarantee. No module here runs the oracle's runtime.
 """
 
 from spark_impl.streaming.failures import StreamFailed, await_termination, failure_sentence
 from spark_impl.streaming.events import (
-    REJECTED, EventProcessor, apply_window_to_events, apply_windows_to_events, run_event_files)
+    REJECTED, EventStream, apply_window_to_events, apply_windows_to_events, run_event_files)
 from spark_impl.streaming.micro_batch import start_window
 from spark_impl.streaming.traces import (
-    PROVIDER, ROCKSDB, apply_window, apply_window_as_stream, apply_windows, ensure_provider,
-    has_panes, micro_batches, run_cases, run_files, write_files)
+    apply_window, apply_window_as_stream, apply_windows, has_panes, micro_batches, run_cases, run_files, write_files)
 
 __all__ = ["apply_window", "apply_window_as_stream", "apply_windows", "apply_window_to_events",
            "apply_windows_to_events", "micro_batches",
-           "run_cases", "run_files", "run_event_files", "write_files", "ensure_provider", "has_panes",
-           "start_window", "EventProcessor", "REJECTED", "ROCKSDB", "PROVIDER",
+           "run_cases", "run_files", "run_event_files", "write_files", "has_panes",
+           "start_window", "EventStream", "REJECTED",
            "await_termination", "StreamFailed", "failure_sentence"]

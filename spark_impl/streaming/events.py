@@ -1,10 +1,10 @@
 """A window over a live stream of plain events with an event-time column: the
-streaming `apply_window_to_events`.
+streaming `apply_window_to_events`, run by spark_impl's own plans.
 
     from spark_impl import streaming
     stream = spark.readStream.schema("n long, t long, symbol string").parquet("in/")
     out = streaming.apply_window_to_events(stream, "#groupwin(symbol)#time(10 sec)",
-                                           order_col="n", time_col="t", delay=5_000)
+                                           order_col="n", time_col="t", delay=5_000, location="window/")
     out.writeStream.outputMode("append").option("checkpointLocation", "ckpt/").foreachBatch(sink).start()
 
 The columns are the batch `spark_impl.event_table.apply_window_to_events`'
@@ -12,130 +12,132 @@ The columns are the batch `spark_impl.event_table.apply_window_to_events`'
 event's time (integer ms, or a timestamp as epoch ms), `trace_col` independent
 traces (one trace, "0", without it), an `id` column or else the order value as
 the event's id, every other column a property. The output has the batch's
-output schema (`spark_impl.output_schema`; spark_impl/streaming/output.py), in
-append mode. There is no `until`: the watermark is the
-stream's `until`.
+output schema (`spark_impl.output_schema`), in append mode. There is no
+`until`: the watermark is the stream's `until`.
 
-**What runs per key: the oracle**, as in `spark_impl.streaming.traces` (whose
-processor plumbing this module shares): `transformWithStateInPandas` keyed by
-trace, in `EventTime` mode, its processor feeding each trace's events to the
-oracle's window state machine (`oracle.driver.Driver.step_keyed`).
+**What runs.** The window's own query (`foreachBatch`, `EventStream`): each
+micro-batch's rows are checked and held, the held rows the watermark has
+passed are put in order and run through `apply_window_incrementally` (the
+batch plans) resumed from the state the micro-batch before left, and every
+trace's clock is walked to the watermark by the same call. No per-key Python
+runs: a keyed window spreads over cores and workers as the batch plan does.
+The frame returned reads the updates the window's query writes under
+`location` (as `streaming.apply_window`'s; its `window_query` attribute).
 
-**The watermark.** Spark's, one for the whole stream: in each micro-batch W =
-(the largest event time of the earlier micro-batches) - `delay`, never going
-back, 0 before there is one. The processor reads it
-(`getCurrentWatermarkInMs`) and decides lateness itself: the watermark is put
-on a copy of the time column that does not reach the operator, so Spark's own
-late-row filter (which drops rows at or below the watermark unseen) has no
-column to filter by, and every row reaches the processor.
+**The watermark.** Spark's, one for the whole stream: in micro-batch k, W =
+max(W of k-1, the largest event time of the micro-batches before k -
+`delay`), 0 at first (times further than 9e15 ms from 0, past what Spark's
+watermark holds, are not counted). The query computes it itself, in its
+state, by that rule. A small streaming aggregate beside the rows (one row per
+day of event time, never posted) makes Spark run a micro-batch of no rows when
+the watermark moves, as it does for any stateful query: so a quiet stream's
+timers fire without waiting for new rows.
 
 **Rules** (per trace; "fed" = given to the window):
 
 * The clock is the events' time, as Esper's external clock: an event at time
   T walks the clock to T first (the timers due by T fire, each at its own due
   time, a timer due exactly at T before the event), then arrives.
-* A row waits in state (held) until the watermark passes its time (W > T:
-  no row of time T can come any more, so ties are complete); then the held
-  rows are fed in (time, order value) order: ties in time go by `order_col`.
-  After them the clock walks to W: the timers due by W fire, each at its own
-  due time, as the batch walks them to `until`. A trace with no new row is
-  reached by a Spark event-time timer, registered at the earliest of its
-  first held row's time + 1 and its window's next due time, so its timers
-  fire when the watermark passes them (event-time timers).
-* In a call, the held rows the watermark passed are fed and the clock walked
-  first, then the call's new rows are checked: so a key's output does not
-  depend on whether Spark runs its timer before or after its rows (a
-  micro-batch's rows come first, but a restart can put a micro-batch of no
-  rows at the same watermark before them).
-* A row is **rejected** (never fed, never silently dropped) when its time is
-  before the watermark of the micro-batch it comes in (**late**: the window
-  may have walked past it; a row exactly at the watermark is not late: it is
-  held, and arrives after the timers due then, as it would have; Spark's own
-  rule, which this replaces, drops rows at or below the previous
-  micro-batch's watermark); when its time is before the window's `start`; when its trace, order value, time or `id` is
-  null or its order value negative; when its order value is held already
-  (the first stays); when, at its turn, its order value is not above the
-  last fed event's (the order goes back along time: each trace's order
-  values grow with its times, as the batch requires); or when the oracle's
-  trace check refuses it (an `id` seen before, with `validate`; a property
-  of two kinds).
+* A row waits in the state (held) until the watermark passes its time (W >
+  T: no row of time T can come any more, so ties are complete); then the
+  held rows are fed in (time, order value) order: ties in time go by
+  `order_col`. After them the clock walks to W: the timers due by W fire,
+  each at its own due time, as the batch walks them to `until`. Every trace
+  seen walks so, in every micro-batch whose watermark is past its clock.
+* In a micro-batch, the held rows the watermark passed are fed and the clock
+  walked first; then the micro-batch's own rows are checked and held: none
+  is fed in the micro-batch it comes in.
+* A row is **rejected** (never fed, never silently dropped) on arrival when
+  its trace, order value, time or `id` is null or its order value negative;
+  when its time is further than 2**62 ms from 0 or before the window's
+  `start`; when its time is before the watermark of its micro-batch (**late**:
+  the window may have walked past it; a row exactly at the watermark is not
+  late: it is held, and arrives after the timers due then, as it would have;
+  Spark's own rule, which this replaces, drops rows at or below the previous
+  micro-batch's watermark); when its order value is held already (the first
+  stays). When fed, it is rejected when its order value is not above every
+  order value fed before it in its trace (rejected or not: each trace's
+  order values grow with its times, as the batch requires), or, with
+  `validate` and an `id` column, when its `id` is an earlier fed event's.
 * A rejected row posts one `error` row: `after` its order value (-1 if null),
   `phase` 2 (`REJECTED`: after every update of its order value), `time` its
   time (the watermark if null), `ordinal` the number of rows of the trace
-  rejected before it (so each has its own update key, and the count of a
-  trace's rejected rows is its last ordinal + 1), `error` the reason naming
-  the trace, the columns and values and the watermark, and the row's own
-  `id` and properties: the row comes back whole (a dead-letter output). A
-  window posting rows has no `id` or property columns (its fields are its
-  own): its error row carries the message alone, which names the row.
+  rejected before it (those rejected when fed first, in feeding order; then
+  those of the micro-batch, by time, order value and id, nulls first), `pos`
+  (its time, 0, 0), `error` the reason naming the trace, the columns and
+  values and the watermark, and the row's own `id` and properties: the row
+  comes back whole (a dead-letter output). A window posting rows has no `id`
+  or property columns (its fields are its own): its error row carries the
+  message alone, which names the row.
 * Update keys: an event's updates are the batch's, `after` its order value
   (phase 0 for the timers of its walk, 1 for itself). A walk to the watermark
   posts with `after` = the last fed order value + 1 (0 before any), phase 0:
   the batch's key for the same updates when a trace's order values are
   consecutive (the batch names the walk's next event, or `until` at the last
   value + 1). With gaps in the order values the batch names the next event's
-  order value instead: the same order of updates, another `after`.
+  order value instead: the same order of updates, another `after`. `pos`
+  orders the rows of an update's side as the batch's does (its values count
+  the trace's items as the query fed them).
 * So, when each trace's order values are consecutive and nothing is
   rejected, the output is exactly the batch `apply_window_to_events` over the
   events with time < the final watermark W (put in order), with `until` =
-  W and the same `start`: the property tests/spark/test_streaming_events.py
-  checks. The window of a trace is created (at `start`, 0 by default) when its
-  first row arrives, so a timer armed at creation (`#firsttime`, a
-  START_EAGER batch) fires when the watermark passes it even before the
-  trace's first event is fed (the batch, knowing a trace by its events, has
-  no such trace yet).
-* What the window itself refuses (an `EventError`: a value it cannot
-  compare) fails the query naming the trace and the order value, as in
-  `traces`: the window may have half-taken the event.
-* `pos` is `(the update's time, 0, the row's place in its side)`, as in
-  `traces`.
+  W and the same `start`: tests/spark/test_streaming_events.py checks it.
+  The window of a trace is created (at `start`, 0 by default) in the
+  micro-batch its first row comes in (even a rejected one), so a timer armed
+  at creation (`#firsttime`, a START_EAGER batch) fires when the watermark
+  passes it even before the trace's first event is fed.
 
-**State per key** (one `ValueState`, `trace`: a pickle, protocol 5): the
-driver (the window with its held events and pending timers, the clock), the
-trace check (each property's kind; with an `id` column and `validate`, every
-id seen: one entry per event, the only part that grows with the trace), the
-held rows (order value -> time, id, properties as text: the rows not yet
-passed by the watermark, about `delay` ms of the trace's events plus one
-micro-batch), the last fed (time, order value), the count of rejected rows,
-and the Spark timer registered (one per trace, in Spark's timer state). Read
-and written once per call: a key with rows in the micro-batch, or whose timer
-the watermark passed. A checkpoint made by another window is refused, naming
-both.
+**State** (under `location`: `state/<batch id>/`, versioned and written as
+`micro_batch.Location` writes, with `checkpoint/` and `updates/`):
+`window`, the window's state (`apply_window_incrementally`: the items its
+family declares its future reads; the query numbers each trace's items as it
+feeds them, so an event's `seq` there is not its order value); `held`, the
+rows not yet fed (about `delay` ms of the stream plus a micro-batch); `traces`,
+per trace its last fed order value and time, its count of items and of
+rejected rows and its clock; `ids`, with `validate` and an `id` column, every
+fed event's id (the one part that grows with the trace); `stream`, the
+largest event time seen and the watermark.
 
-**Restart.** As in `traces`: state and timers are versioned by Spark per
-micro-batch and the watermark of a micro-batch is in its offset log, so a
-query stopped after any micro-batch and started again from its checkpoint
-re-runs the micro-batch that did not commit from the state before it, under
-the same watermark: the stream's output is exactly a run without a stop, to
-a sink idempotent per batch id.
+**Restart.** A micro-batch reads the newest state before its own id and
+writes its own whole before the sink sees its updates, so a query stopped
+after any micro-batch and started again from its `location` re-runs the
+micro-batch that did not commit from the state before it, under the same
+watermark: the stream's output is exactly a run without a stop, to a sink
+idempotent by batch id. A state another window wrote is refused, naming both.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 
-from oracle.dialects import parse
-from oracle.errors import InvalidTrace, WindowOracleError
-from oracle.model import WindowSpec
+from oracle.dialects import parse, spec_text
+from oracle.model import Spec, WindowSpec
 from spark_impl import pipeline
 from spark_impl.errors import InvalidFrame, check_frame
 from spark_impl.event_table import MAX_CLOCK, check_clock, check_statement_columns, event_rows
-from spark_impl.frames import START_SEQ
+from spark_impl.frames import START_SEQ, posts_rows
+from spark_impl.incremental import STATE_OF, apply_window_incrementally, fingerprint
+from spark_impl.streaming.micro_batch import Location, conform, updates_stream
+from spark_impl.streaming.traces import FILES_PER_TRIGGER, STREAM_OF_EVENTS, check_specs
 from spark_impl.windows.base import quoted
-from spark_impl.streaming.output import Output
-from spark_impl.streaming.keyed import KeyedProcessor, _decode, _encode, ensure_provider, operator_input
-from spark_impl.streaming.traces import FILES_PER_TRIGGER, STREAM_OF_EVENTS, _drain, check_specs
 
 #: the phase of a rejected row's error update: after every update of its order value
 REJECTED = 2
-#: the column the watermark is put on (a copy of the time, left out of the operator's input)
+#: the column the watermark is put on (a copy of the time, for the aggregate beside the rows only)
 _MARK = "#watermark"
+#: the column that tells the aggregate's rows (which only make Spark run micro-batches of no rows) from the rows
+_TICK = "#tick"
+#: the largest |time| in ms Spark's watermark takes (a timestamp's microseconds must fit a long)
+WATERMARK_RANGE = 9_000_000_000_000_000
+#: the schema of the `traces` and `stream` parts of the state
+TRACES = "trace_id string, last_n bigint, last_t bigint, cut bigint, clock bigint, rejected bigint"
+STREAM = "latest bigint, watermark bigint"
 
 
 def apply_window_to_events(stream_df, window: str | WindowSpec, *, order_col: str, time_col: str, delay: int,
                            trace_col: str | None = None, start: int | None = None, dialect: str = "esper",
-                           validate: bool = True, set_provider: bool = True):
+                           validate: bool = True, set_provider: bool = True, location: str | None = None,
+                           trigger: Mapping | None = None):
     """The updates `window` (a clause in `dialect`'s syntax, or a spec) posts
     over the streaming event table `stream_df`, as a streaming frame with the
     batch `apply_window_to_events`' output schema, to write in append mode
@@ -149,9 +151,12 @@ def apply_window_to_events(stream_df, window: str | WindowSpec, *, order_col: st
     * `delay`: the watermark delay, whole ms >= 0: a row may come up to this
       much after the latest event time of the earlier micro-batches and still
       be put in order; a later row is rejected (an `error` row).
-    * `validate`: with an `id` column, keep every id in state, so a repeated
-      id is rejected (False: not kept, not caught).
-    * `set_provider`: as `streaming.apply_window` (the RocksDB state store).
+    * `validate`: with an `id` column, keep every id in the state, so a
+      repeated id is rejected (False: not kept, not caught).
+    * `location`: where the window keeps its state, checkpoint and updates
+      (None: a new temporary folder, so no restart); `trigger`: the window
+      query's (`{"availableNow": True}`); `set_provider`: kept for callers of
+      the earlier design (no state store is used).
 
     Raises `InvalidFrame` naming a missing or mistyped column, a column a
     statement reads that the table lacks, a bad `delay` or `start`, a
@@ -159,14 +164,13 @@ def apply_window_to_events(stream_df, window: str | WindowSpec, *, order_col: st
     check_frame(stream_df, "streaming.apply_window_to_events", "stream_df", STREAM_OF_EVENTS)
     spec = parse(window, dialect) if isinstance(window, str) else window
     check_statement_columns(spec, stream_df, order_col=order_col, time_col=time_col, trace_col=trace_col)
-    return _apply(stream_df, lambda _trace_id: spec, [spec], window=False, order_col=order_col,
-                  time_col=time_col, delay=delay, trace_col=trace_col, start=start, validate=validate,
-                  set_provider=set_provider)
+    return _apply(stream_df, spec, window=False, order_col=order_col, time_col=time_col, delay=delay,
+                  trace_col=trace_col, start=start, validate=validate, location=location, trigger=trigger)
 
 
 def apply_windows_to_events(stream_df, specs: Mapping[str, WindowSpec], *, order_col: str, time_col: str,
                             delay: int, trace_col: str, start: int | None = None, validate: bool = True,
-                            set_provider: bool = True):
+                            set_provider: bool = True, location: str | None = None, trigger: Mapping | None = None):
     """Each trace under its own window (`specs`: trace id -> spec; a trace
     not named fails the query naming it): several windows in one query, as
     the tests run them. The output is the union of the windows' output
@@ -174,266 +178,394 @@ def apply_windows_to_events(stream_df, specs: Mapping[str, WindowSpec], *, order
     Otherwise `apply_window_to_events`."""
     check_frame(stream_df, "streaming.apply_windows_to_events", "stream_df", STREAM_OF_EVENTS)
     table = check_specs(specs, "streaming.apply_windows_to_events")
-
-    def spec_of(trace_id: str) -> WindowSpec:
-        try:
-            return table[trace_id]
-        except KeyError:
-            raise InvalidTrace(f"trace {trace_id!r} has no window (apply_windows_to_events names a spec per "
-                               "trace)") from None
-
-    return _apply(stream_df, spec_of, list(dict.fromkeys(table.values())), window=True, order_col=order_col,
-                  time_col=time_col, delay=delay, trace_col=trace_col, start=start, validate=validate,
-                  set_provider=set_provider)
+    return _apply(stream_df, table, window=True, order_col=order_col, time_col=time_col, delay=delay,
+                  trace_col=trace_col, start=start, validate=validate, location=location, trigger=trigger)
 
 
-def _apply(stream_df, spec_of: Callable[[str], WindowSpec], specs: list[WindowSpec], *, window: bool,
-           order_col: str, time_col: str, delay: int, trace_col: str | None, start: int | None, validate: bool,
-           set_provider: bool):
+def _apply(stream_df, specs, *, location: str | None, **options):
+    schema, start_query = _prepare(stream_df, specs, **options)
+    return updates_stream(stream_df.sparkSession, schema, location, start_query)
+
+
+def _prepare(stream_df, specs, *, window: bool, order_col: str, time_col: str, delay: int, trace_col: str | None,
+             start: int | None, validate: bool, trigger: Mapping | None):
+    """(the output schema, `start_query(location, sink)`: starts the window's query), after the checks
+    that refuse bad arguments before any query starts."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from spark_impl.streaming.output import merged, window_schema
+
     if not stream_df.isStreaming:
         raise InvalidFrame("streaming.apply_window_to_events takes a streaming DataFrame (spark.readStream...); "
                            "for a recorded table use spark_impl.apply_window_to_events")
     if isinstance(delay, bool) or not isinstance(delay, int) or delay < 0 or delay > MAX_CLOCK:
         raise InvalidFrame(f"delay must be a whole number of ms from 0 to 2**62 (the watermark delay), got {delay!r}")
     check_clock("start", start)
-    validated = event_rows(stream_df, order_col=order_col, time_col=time_col, trace_col=trace_col)
-    for spec in specs:
-        validated = pipeline.check_input(validated, spec, jumps=False)  # the window's property columns
-    output = Output.of(specs, validated.schema, window=window)  # the batch's schema: refused before any state
-    ensure_provider(validated.sparkSession, set_provider)
-    items, _, codec = operator_input(validated)
-    from pyspark.sql import functions as F
+    rows = event_rows(stream_df, order_col=order_col, time_col=time_col, trace_col=trace_col)
+    distinct = [specs] if isinstance(specs, Spec) else list(dict.fromkeys(specs.values()))
+    for spec in distinct:
+        pipeline.check_input(rows, spec, jumps=False)  # the window's property columns
+    props = T.StructType([f for f in rows.schema.fields if f.name not in ("trace_id", "seq", "kind", "time", "id")])
+    schema = merged((spec, window_schema(spec, props)) for spec in distinct)  # refused before any query starts
+    if window and "window" not in schema.fieldNames():
+        pane = T.StructType([T.StructField("start", T.LongType()), T.StructField("end", T.LongType())])
+        schema = T.StructType([*schema.fields, T.StructField("window", pane)])
+    # the watermark on a copy of the time that only the aggregate beside the rows reads: the rows reach the
+    # window's step whole (late ones too), and the aggregate makes Spark run a micro-batch of no rows when
+    # the watermark moves (module docstring)
+    marked = rows.withColumn(_MARK, F.expr(f"CASE WHEN abs(time) <= {WATERMARK_RANGE} THEN timestamp_millis(time) END")) \
+        .withWatermark(quoted(_MARK), f"{delay} milliseconds")
+    ticks = marked.groupBy(F.window(quoted(_MARK), "1 day")).count().select(
+        *(F.lit(None).cast(f.dataType).alias(f.name) for f in rows.schema.fields), F.lit(True).alias(_TICK))
+    source = marked.drop(_MARK).withColumn(_TICK, F.lit(False)).unionByName(ticks)
+    names = Names(order_col, time_col, trace_col)
+    columns = list(rows.columns)
 
-    # the watermark on a copy of the time that the operator does not get: Spark filters late rows by the
-    # operator's input column that carries the watermark, and here none does, so late rows reach the processor
-    marked = (items.withColumn(_MARK, F.timestamp_millis(F.col("time")))
-              .withWatermark(quoted(_MARK), f"{delay} milliseconds").drop(_MARK))
-    processor = EventProcessor(spec_of, codec, output, start=start or 0, delay=delay,
-                               ids=validate and "id" in stream_df.columns, names=(order_col, time_col, trace_col))
-    posted = marked.groupBy("trace_id").transformWithStateInPandas(
-        statefulProcessor=processor, outputStructType=output.operator_schema(), outputMode="Append",
-        timeMode="EventTime")
-    return output.select(posted)
+    def start_query(where: Location, sink):
+        step = EventStream(where, specs, names=names, start=start or 0, delay=delay,
+                           ids=validate and "id" in stream_df.columns, sink=sink, columns=columns, schema=schema)
+        writer = source.writeStream.foreachBatch(step).option("checkpointLocation", where.folder("checkpoint"))
+        return (writer.trigger(**trigger) if trigger else writer).start()
+
+    return schema, start_query
 
 
-# --------------------------------------------------------------------------- the processor
+class Names:
+    """The user's names of the order, time and trace columns, for messages."""
+
+    def __init__(self, order_col: str, time_col: str, trace_col: str | None):
+        self.order_col, self.time_col, self.trace_col = order_col, time_col, trace_col
+
+    def where(self):
+        """A row's place in words (a column): `t=5 ms at n=3 in trace 'a'`; a null value as no time, no order."""
+        from pyspark.sql import functions as F
+
+        when = F.coalesce(F.concat(F.lit(f"{self.time_col}="), F.col("time").cast("string"), F.lit(" ms")),
+                          F.lit("no time"))
+        order = F.coalesce(F.concat(F.lit(f"{self.order_col}="), F.col("seq").cast("string")),
+                           F.lit(f"no {self.order_col}"))
+        trace = F.lit("")
+        if self.trace_col:
+            trace = F.coalesce(F.concat(F.lit(" in trace '"), F.col("trace_id"), F.lit("'")), F.lit(""))
+        return F.concat(when, F.lit(" at "), order, trace)
 
 
-class EventProcessor(KeyedProcessor):
-    """One trace per key: rows are checked as they come (late, bad values),
-    held until the watermark passes them, fed in (time, order) order to the
-    trace's oracle driver, and the clock walked to the watermark; a Spark
-    event-time timer brings the key back when the watermark passes its next
-    held row or due timer (module docstring)."""
+class EventStream:
+    """The per-micro-batch step of the events stream (module docstring)."""
 
-    def __init__(self, spec_of: Callable[[str], WindowSpec], codec: tuple[tuple[str, str], ...], output: Output, *,
-                 start: int = 0, delay: int = 0, ids: bool = False,
-                 names: tuple[str, str, str | None] = ("order", "time", None)):
-        super().__init__(codec, output)
-        self.spec_of, self.start, self.delay, self.ids = spec_of, start, delay, ids
-        self.order_col, self.time_col, self.trace_col = names
+    def __init__(self, location: Location, specs, *, names: Names, start: int, delay: int, ids: bool, sink,
+                 columns: list[str], schema):
+        self.location, self.names, self.start, self.delay, self.ids = location, names, start, delay, ids
+        self.sink, self.columns, self.schema = sink, columns, schema
+        self.one = specs if isinstance(specs, Spec) else None
+        self.table = None if self.one is not None else dict(specs)
+        self.marks = {fingerprint(s): s for s in ([self.one] if self.one is not None else self.table.values())}
 
-    def handleInputRows(self, key, rows, timerValues) -> Iterator:
-        trace_id = key[0]
-        watermark = timerValues.getCurrentWatermarkInMs()
-        state = self._load(trace_id)
-        out: list[tuple] = []
-        self._advance(trace_id, state, watermark, out)  # first: as if the key's timer had fired before its rows
-        arrived = []
-        for frame in rows:
-            cols = {c: frame[c].tolist() for c in frame.columns}
-            for i in range(len(frame)):
-                arrived.append((_whole(cols["seq"][i]), _whole(cols["time"][i]), _text(cols["id"][i]),
-                                tuple(_text(cols[name][i]) for name, _ in self.codec)))
-        # a micro-batch's rows come in no order: checked in (time, order, id) order, nulls first
-        arrived.sort(key=lambda r: (r[1] is not None, r[1] or 0, r[0] is not None, r[0] or 0, r[2] or ""))
-        for row in arrived:  # at or after the watermark, or rejected: none is fed in this call
-            self._arrive(trace_id, state, row, watermark, out)
-        self._arm(state, None)
-        self.save(state)
-        if out:
-            yield self.frame(out)
-
-    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator:
-        trace_id = key[0]
-        state = self._load(trace_id)
-        out: list[tuple] = []
-        self._advance(trace_id, state, timerValues.getCurrentWatermarkInMs(), out)
-        self._arm(state, expiredTimerInfo.getExpiryTimeInMs())
-        self.save(state)
-        if out:
-            yield self.frame(out)
-
-    # ----------------------------------------------------------- state
-
-    def _load(self, trace_id: str) -> dict:
-        return self.load(trace_id, self.spec_of(trace_id), lambda: {
-            "driver": None, "check": None, "held": {}, "last": None, "rejected": 0, "timer": None})
-
-    def _driver(self, trace_id: str, state: dict):
-        if state["driver"] is None:
-            spec = state["spec"]
-            from oracle.driver import start  # the oracle's runtime: this package only, in the processor only
-            from oracle.model import Trace, TraceCheck
-
-            try:
-                state["driver"] = start(spec, Trace((), self.start, {}))
-                state["check"] = TraceCheck(self.start, {}, spec.MIXED_KINDS, ids=self.ids)
-            except WindowOracleError as exc:
-                raise InvalidTrace(f"trace {trace_id!r} start: {exc}") from None
-        return state["driver"]
-
-    def _arm(self, state: dict, expiring: int | None) -> None:
-        """Keep one Spark timer for the key, at the earliest of its first held
-        row's time + 1 (a held row is fed when the watermark passes its time)
-        and its window's next due time; none if neither. The timer firing now
-        (`expiring`) is deleted by Spark after the call."""
-        dues = [held[0] + 1 for held in state["held"].values()]
-        if state["driver"] is not None:
-            due = state["driver"].window.next_timer()
-            if due is not None:
-                dues.append(due)
-        want, have = min(dues, default=None), state["timer"]
-        if want == have:
-            return
-        if have is not None and have != expiring:
-            self.handle.deleteTimer(have)
-        if want is not None:
-            self.handle.registerTimer(want)
-        state["timer"] = want
-
-    # ----------------------------------------------------------- rows in, rows fed
-
-    def _where(self, trace_id, n, t) -> str:
-        """A row's place in words: `t=5 ms at seq=3 in trace 'a'`; a null value as no time, no order."""
-        when = f"{self.time_col}={t} ms" if t is not None else "no time"
-        order = f"{self.order_col}={n}" if n is not None else f"no {self.order_col}"
-        in_trace = f" in trace {trace_id!r}" if self.trace_col and trace_id is not None else ""
-        return f"{when} at {order}{in_trace}"
-
-    def _arrive(self, trace_id, state: dict, row: tuple, watermark: int, out: list) -> None:
-        n, t, id_, cells = row
-        where = self._where(trace_id, n, t)
-        problem = None
-        if trace_id is None:
-            problem = f"trace_col {self.trace_col!r} is null ({where})"
-        elif n is None:
-            problem = f"order_col {self.order_col!r} is null ({where})"
-        elif t is None:
-            problem = f"the event has no time: time_col {self.time_col!r} is null ({where})"
-        elif n < 0:
-            problem = f"order_col {self.order_col!r} is negative ({where}): positions start at 0"
-        elif id_ is None:
-            problem = f"column 'id' is null ({where}); every event has an id"
-        elif abs(t) > MAX_CLOCK:
-            problem = f"time_col {self.time_col!r} is further than 2**62 ms from 0 ({where})"
-        elif t < self.start:
-            problem = f"before the window's start: {where}, the window starts at {self.start} ms"
-        elif t < watermark:
-            problem = (f"late: {where} is before the watermark {watermark} ms of its micro-batch "
-                       f"(the latest event time of the earlier micro-batches minus the delay of {self.delay} ms)")
-        elif n in state["held"]:
-            problem = (f"order_col {self.order_col!r} has the value {n} twice ({where}; the row at "
-                       f"{state['held'][n][0]} ms came first and stays)")
-        if problem is not None:
-            self._reject(trace_id, state, n, t if t is not None else watermark, id_, cells, problem, out)
-            return
-        state["held"][n] = (t, id_, cells)
-
-    def _advance(self, trace_id, state: dict, watermark: int, out: list) -> None:
-        """Feed the held rows the watermark has passed, in (time, order)
-        order, then walk the clock to the watermark."""
-        from oracle.model import Advance, Arrive, Event
-
-        driver = self._driver(trace_id, state)
-        held = state["held"]
-        for t, n in sorted((held_t, n) for n, (held_t, _, _) in held.items() if held_t < watermark):
-            _, id_, cells = held.pop(n)
-            last = state["last"]
-            if last is not None and n <= last[1]:
-                self._reject(trace_id, state, n, t, id_, cells, (
-                    f"order_col {self.order_col!r} goes back along time_col {self.time_col!r}: "
-                    f"{self._where(trace_id, n, t)} comes after {self.order_col}={last[1]} at {last[0]} ms, fed "
-                    "already (a trace's order values grow with its times)"), out)
-                continue
-            props = {name: _decode(text, codec) for (name, codec), text in zip(self.codec, cells) if text is not None}
-            item = Arrive(Event(id_, props), time=t)
-            try:
-                state["check"].item(n, item)
-            except InvalidTrace as exc:
-                self._reject(trace_id, state, n, t, id_, cells, f"{self._where(trace_id, n, t)}: {exc.reason}", out)
-                continue
-            self._step(trace_id, driver, n, item, out)
-            state["last"] = (t, n)
-        if watermark > driver.clock:
-            after = state["last"][1] + 1 if state["last"] is not None else 0
-            self._step(trace_id, driver, after, Advance(watermark), out)
-
-    def _step(self, trace_id, driver, index: int, item, out: list) -> None:
+    def __call__(self, batch, batch_id: int) -> None:
+        prior = self.location.newest_before(batch_id)
+        # the whole micro-batch computed once (the aggregate beside the rows included: its state is Spark's,
+        # versioned by batch id), then every job reads the rows from memory
+        whole = batch.persist()
+        self._cached = [whole]
         try:
-            keyed = driver.step_keyed(index, item)
-        except WindowOracleError as exc:
-            reason = exc.reason if isinstance(exc, InvalidTrace) else str(exc)
-            raise InvalidTrace(f"trace {trace_id!r} {self.order_col}={index}: {reason}") from None
-        for phase, ordinal, update in keyed:
-            self._rows(trace_id, phase, ordinal, update, out)
+            self._step(whole.where(f"NOT {quoted(_TICK)}").selectExpr(*(quoted(c) for c in self.columns)),
+                       prior, batch_id)
+        finally:
+            for frame in self._cached:
+                frame.unpersist()
 
-    def _reject(self, trace_id, state: dict, n, t: int, id_, cells, reason: str, out: list) -> None:
-        count = state["rejected"]
-        state["rejected"] = count + 1
-        after = n if n is not None else START_SEQ
-        texts = {name: _canonical(text, codec) for (name, codec), text in zip(self.codec, cells)}
-        out.append(self.writer.rejected((trace_id, after, REJECTED, t, count, "error", t, 0, 0, reason, None, None),
-                                        id_, texts))
+    def _keep(self, frame):
+        """`frame` persisted for this micro-batch (read by several jobs)."""
+        frame = frame.persist()
+        self._cached.append(frame)
+        return frame
 
+    def _step(self, new, prior: int | None, batch_id: int) -> None:
+        from pyspark.sql import functions as F
 
-def _missing(value) -> bool:
-    """Whether a cell pandas hands over is null: None, a NaN (a long column
-    with nulls arrives as floats) or pandas' NA (a nullable column)."""
-    if value is None:
-        return True
-    if isinstance(value, float):
-        return math.isnan(value)
-    return type(value).__name__ == "NAType"
+        spark = new.sparkSession
+        part = (lambda name: self.location.read(prior, name)) if prior is not None else None
+        held = part("held") if part else spark.createDataFrame([], new.schema)
+        traces = part("traces") if part else spark.createDataFrame([], TRACES)
+        ids = part("ids") if part and self.ids else spark.createDataFrame([], "trace_id string, id string")
+        window_state = part("window") if part else None
+        latest, watermark = (None, 0)
+        if part:
+            (latest, watermark), = [tuple(r) for r in part("stream").collect()]
+        if latest is not None:
+            watermark = max(watermark, latest - self.delay)
+        seen = new.agg(F.expr(f"max(CASE WHEN abs(time) <= {WATERMARK_RANGE} THEN time END)").alias("m"),
+                       F.expr("collect_set(trace_id)" if self.table is not None else "array()").alias("traces")).first()
+        if self.table is not None:
+            strange = next((t for t in seen["traces"] if t not in self.table), None)
+            if strange is not None:
+                raise InvalidFrame(f"trace {strange!r} has no window (apply_windows_to_events names a spec per trace)")
+        if window_state is not None:
+            self._check_marks(window_state)
+        latest = seen["m"] if latest is None else (latest if seen["m"] is None else max(latest, seen["m"]))
 
+        fed, still_held, fed_rejected = self._feed(held, traces, ids, watermark)
+        arrived, arrival_rejected = self._arrive(new, still_held, watermark)
+        rejected = self._rejected(fed_rejected, arrival_rejected, traces, watermark)
+        items, walks, counts = self._items(fed, traces, new, watermark)
+        updates, window_after = self._run(items, window_state, walks)
+        state = {
+            "window": window_after,
+            "held": still_held.unionByName(arrived),
+            "traces": self._traces(traces, counts, rejected, walks, watermark),
+            "stream": spark.createDataFrame([(latest, watermark)], STREAM),
+        }
+        if self.ids:
+            state["ids"] = ids.unionByName(fed.where("`#accepted`").select("trace_id", "id"))
+        state = {name: frame for name, frame in state.items() if frame is not None}
+        self.location.write(state, batch_id)
+        errors = conform(rejected.drop("#count"), self.schema)
+        self.sink(updates.unionByName(errors), batch_id)
+        if prior is not None:
+            self.location.prune(prior)
 
-def _whole(value) -> int | None:
-    return None if _missing(value) else int(value)
+    def _check_marks(self, window_state) -> None:
+        marks = {r[0] for r in window_state.select(STATE_OF).distinct().collect()}
+        strange = sorted(m for m in marks - set(self.marks) if m is not None)
+        if strange:
+            names = ", ".join(spec_text(s) for s in self.marks.values())
+            raise InvalidFrame(f"the state in {self.location.path} was written by another window (fingerprint "
+                               f"{strange[0]}), not {names}: restart a changed window at a new location")
 
+    # ------------------------------------------------------------------ rows fed, rows held
 
-def _text(value) -> str | None:
-    return None if _missing(value) else str(value)
+    def _feed(self, held, traces, ids, watermark: int):
+        """(the held rows the watermark passed, in feeding order, each marked `#accepted` and with its
+        `#reason` when rejected; the rows still held; the rejected ones)."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
 
+        n = self.names
+        ready = held.where(F.col("time") < watermark).join(
+            traces.select("trace_id", "last_n", "last_t"), "trace_id", "left")
+        before = Window.partitionBy("trace_id").orderBy("time", "seq").rowsBetween(Window.unboundedPreceding, -1)
+        top = F.max(F.struct("seq", "time")).over(before)
+        ranked = ready.withColumn("#top", F.when(top.isNull() | (F.col("last_n") > top["seq"]),
+                                                 F.struct(F.col("last_n").alias("seq"), F.col("last_t").alias("time")))
+                                  .otherwise(top))
+        ranked = ranked.withColumn("#in_order", F.col("#top.seq").isNull() | (F.col("seq") > F.col("#top.seq")))
+        back = F.concat(F.lit(f"order_col {n.order_col!r} goes back along time_col {n.time_col!r}: "), n.where(),
+                        F.lit(f" comes after {n.order_col}="), F.col("#top.seq").cast("string"), F.lit(" at "),
+                        F.col("#top.time").cast("string"),
+                        F.lit(" ms, fed already (a trace's order values grow with its times)"))
+        reason = F.when(~F.col("#in_order"), back)
+        if self.ids:
+            known = ids.select("trace_id", "id", F.lit(True).alias("#known"))
+            ranked = ranked.join(known, ["trace_id", "id"], "left")
+            same_id = Window.partitionBy("trace_id", "id").orderBy("time", "seq").rowsBetween(
+                Window.unboundedPreceding, -1)
+            repeated = F.coalesce(F.col("#known"), F.lit(False)) | (
+                F.coalesce(F.sum(F.col("#in_order").cast("int")).over(same_id), F.lit(0)) > 0)
+            ranked = ranked.withColumn("#repeated", repeated)
+            reason = reason.when(F.col("#repeated"), F.concat(
+                n.where(), F.lit(": the id '"), F.col("id"),
+                F.lit("' is an earlier event's in the trace (an event's id is unique in its trace)")))
+        fed = ranked.withColumn("#reason", reason).withColumn("#accepted", F.col("#reason").isNull())
+        fed = self._keep(fed.drop("last_n", "last_t", "#top", "#in_order", "#known", "#repeated"))
+        return fed, held.where(F.col("time") >= watermark), fed.where("NOT `#accepted`")
 
-def _canonical(text: str | None, codec: str) -> str | None:
-    """A property's text as the operator posts it (JSON in canonical form);
-    as it came if it cannot be read."""
-    if text is None:
-        return None
-    try:
-        return _encode(_decode(text, codec), codec)
-    except ValueError:
-        return text
+    def _arrive(self, new, still_held, watermark: int):
+        """(the micro-batch's rows held, its rows rejected with their `#reason`)."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        n, t = self.names, F.col("time")
+        where = n.where()
+        problem = (
+            F.when(F.col("trace_id").isNull(), F.concat(F.lit(f"trace_col {n.trace_col!r} is null ("), where, F.lit(")")))
+            .when(F.col("seq").isNull(), F.concat(F.lit(f"order_col {n.order_col!r} is null ("), where, F.lit(")")))
+            .when(t.isNull(), F.concat(F.lit(f"the event has no time: time_col {n.time_col!r} is null ("), where,
+                                       F.lit(")")))
+            .when(F.col("seq") < 0, F.concat(F.lit(f"order_col {n.order_col!r} is negative ("), where,
+                                             F.lit("): positions start at 0")))
+            .when(F.col("id").isNull(), F.concat(F.lit("column 'id' is null ("), where, F.lit("); every event has an id")))
+            .when(F.abs(t) > MAX_CLOCK, F.concat(F.lit(f"time_col {n.time_col!r} is further than 2**62 ms from 0 ("),
+                                                 where, F.lit(")")))
+            .when(t < self.start, F.concat(F.lit("before the window's start: "), where,
+                                           F.lit(f", the window starts at {self.start} ms")))
+            .when(t < watermark, F.concat(F.lit("late: "), where, F.lit(
+                f" is before the watermark {watermark} ms of its micro-batch (the latest event time of the earlier "
+                f"micro-batches minus the delay of {self.delay} ms)"))))
+        order = [t.isNotNull(), t, F.col("seq").isNotNull(), F.col("seq"), F.col("id")]
+        checked = new.withColumn("#problem", problem)
+        earlier = Window.partitionBy("trace_id", "seq").orderBy(*order).rowsBetween(Window.unboundedPreceding, -1)
+        first_t = F.first(F.when(F.col("#problem").isNull(), t), ignorenulls=True).over(earlier)
+        waiting = still_held.select("trace_id", "seq", F.col("time").alias("#held_t"))
+        checked = checked.join(waiting, ["trace_id", "seq"], "left").withColumn(
+            "#first_t", F.coalesce(F.col("#held_t"), first_t))
+        twice = F.concat(F.lit(f"order_col {n.order_col!r} has the value "), F.col("seq").cast("string"),
+                         F.lit(" twice ("), where, F.lit("; the row at "), F.col("#first_t").cast("string"),
+                         F.lit(" ms came first and stays)"))
+        checked = checked.withColumn("#reason", F.coalesce(
+            F.col("#problem"), F.when(F.col("#first_t").isNotNull(), twice))).drop("#problem", "#held_t", "#first_t")
+        checked = self._keep(checked)
+        columns = [quoted(c) for c in self.columns]
+        return checked.where("`#reason` IS NULL").selectExpr(*columns), checked.where("`#reason` IS NOT NULL")
+
+    def _rejected(self, fed_rejected, arrival_rejected, traces, watermark: int):
+        """The error rows of the rows rejected in this micro-batch (`#count` the trace's rejected rows after
+        them), in the output's columns (a window posting rows drops the row's own)."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        columns = [quoted(c) for c in self.columns]
+        both = fed_rejected.selectExpr(*columns, "`#reason`", "0 AS `#stage`").unionByName(
+            arrival_rejected.selectExpr(*columns, "`#reason`", "1 AS `#stage`"))
+        prior_counts = traces.select(F.col("trace_id").alias("#t"), "rejected")
+        counted = both.join(prior_counts, both["trace_id"].eqNullSafe(prior_counts["#t"]), "left").drop("#t")
+        turn = Window.partitionBy("trace_id").orderBy("#stage", F.col("time").isNotNull(), "time",
+                                                       F.col("seq").isNotNull(), "seq", "id")
+        prior = F.coalesce(F.col("rejected"), F.lit(0))
+        own = [c for c in self.columns if c not in ("trace_id", "seq", "kind", "time", "id")] + ["id"]
+        rowy = [t for t, spec in (self.table or {}).items() if posts_rows(spec)]
+        if rowy:  # a window posting rows: its error row carries the message alone (its columns are its fields)
+            counted = counted.select(*(F.when(~F.col("trace_id").isin(rowy), F.col(quoted(c))).alias(c)
+                                       if c in own else F.col(quoted(c)) for c in counted.columns))
+        props = [quoted(c) for c in own[:-1]]
+        return counted.select(
+            "trace_id", F.coalesce(F.col("seq"), F.lit(START_SEQ)).alias("after"),
+            F.lit(REJECTED).alias("phase"), F.coalesce(F.col("time"), F.lit(watermark)).alias("time"),
+            (prior + F.row_number().over(turn) - 1).cast("int").alias("ordinal"), F.lit("error").alias("side"),
+            F.struct(F.coalesce(F.col("time"), F.lit(watermark)).alias("due"), F.lit(0).cast("long").alias("slot"),
+                     F.lit(0).cast("long").alias("n")).alias("pos"),
+            F.col("#reason").alias("error"), "id", *props,
+            (prior + F.count("*").over(Window.partitionBy("trace_id"))).alias("#count"))
+
+    # ------------------------------------------------------------------ the window
+
+    def _items(self, fed, traces, new, watermark: int):
+        """(the items the window runs: the accepted rows numbered after each trace's cut, a start row for a
+        trace new in this micro-batch, a walk to the watermark where it is past the trace's clock, each with
+        `#after`, its update key; per trace its walk (`trace_id`, `#walk` true where it walks); per trace the
+        accepted rows' count, last order value and time)."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        accepted = fed.where("`#accepted`").join(traces.select("trace_id", "cut"), "trace_id", "left")
+        numbered = accepted.withColumn("#k", F.row_number().over(Window.partitionBy("trace_id").orderBy("time", "seq")))
+        events = numbered.selectExpr(
+            *(quoted(c) if c != "seq" else "coalesce(cut, -1) + `#k` AS seq" for c in self.columns),
+            "seq AS `#after`")
+        counts = numbered.groupBy("trace_id").agg(
+            F.count("*").alias("#fed"), F.max(F.struct("seq", "time")).alias("#last"))
+        fresh = new.where("trace_id IS NOT NULL").select("trace_id").distinct().join(traces, "trace_id", "left_anti")
+        every = traces.where("trace_id IS NOT NULL").select("trace_id", "last_n", "cut", "clock").unionByName(fresh.select(
+            "trace_id", F.lit(None).cast("long").alias("last_n"), F.lit(None).cast("long").alias("cut"),
+            F.lit(self.start).cast("long").alias("clock"), F.lit(True).alias("#fresh")), allowMissingColumns=True)
+        walks = every.join(counts, "trace_id", "left").select(
+            "trace_id", F.coalesce("#fresh", F.lit(False)).alias("#fresh"), (F.col("clock") < watermark).alias("#walk"),
+            (F.coalesce("cut", F.lit(-1)) + F.coalesce("#fed", F.lit(0)) + 1).alias("#walk_seq"),
+            (F.coalesce(F.col("#last.seq"), F.col("last_n"), F.lit(-1)) + 1).alias("#walk_after"))
+        walks = self._keep(walks)
+        walk_items = walks.where("`#walk`").selectExpr(
+            "trace_id", "`#walk_seq` AS seq", "'advance' AS kind", f"CAST({watermark} AS BIGINT) AS time",
+            "`#walk_after` AS `#after`")
+        starts = walks.where("`#fresh`").selectExpr(
+            "trace_id", f"CAST({START_SEQ} AS BIGINT) AS seq", "'start' AS kind",
+            f"CAST({self.start} AS BIGINT) AS time", "CAST(NULL AS BIGINT) AS `#after`")
+        items = events.unionByName(walk_items, allowMissingColumns=True).unionByName(starts, allowMissingColumns=True)
+        return items, walks, counts
+
+    def _run(self, items, window_state, walks):
+        """(the updates, `after` as the order values, in the output's columns; the window's state after the
+        items): per window, its traces' items resumed from their state; a trace without items keeps its
+        state as it was."""
+        from pyspark.sql import functions as F
+
+        spark = items.sparkSession
+        moving = walks.where("`#walk` OR `#fresh`").select("trace_id")
+        keys = items.select("trace_id", F.col("seq").alias("after"), "#after")
+        items = items.drop("#after")
+        still, state = None, window_state
+        if window_state is not None:
+            still = window_state.join(moving, "trace_id", "left_anti")
+            state = window_state.join(moving, "trace_id", "left_semi")
+        if self.one is not None:
+            groups = [(self.one, items, state)]
+        else:
+            traced = [r[0] for r in moving.collect()]
+            by_spec: dict[WindowSpec, list[str]] = {}
+            for t in traced:
+                by_spec.setdefault(self.table[t], []).append(t)
+            groups = [(spec, items.where(F.col("trace_id").isin(ids)),
+                       None if state is None else state.where(F.col("trace_id").isin(ids)))
+                      for spec, ids in by_spec.items()]
+        updates, kept = None, still
+        for spec, mine, held in groups:
+            done = apply_window_incrementally(mine, spec, state=held, validate=False, jumps=False)
+            posted = done.updates.join(keys, ["trace_id", "after"], "left").withColumn(
+                "after", F.coalesce(F.col("#after"), F.col("after"))).drop("#after")
+            part = conform(posted, self.schema)
+            updates = part if updates is None else updates.unionByName(part)
+            kept = done.state if kept is None else kept.unionByName(done.state, allowMissingColumns=True)
+        if updates is None:
+            updates = spark.createDataFrame([], self.schema)
+        return updates, kept
+
+    def _traces(self, traces, counts, rejected, walks, watermark: int):
+        """Each trace's row of the `traces` part after this micro-batch."""
+        from pyspark.sql import functions as F
+
+        rejections = rejected.groupBy(F.col("trace_id").alias("#t")).agg(F.max("#count").alias("#count"))
+        # the rows of no trace (a null trace column) have a row of their own, for the count of them rejected
+        every = walks.join(traces, "trace_id", "left").join(counts, "trace_id", "left").unionByName(
+            traces.where("trace_id IS NULL"), allowMissingColumns=True)
+        every = every.join(rejections, every["trace_id"].eqNullSafe(rejections["#t"]), "full").select(
+            F.coalesce(F.col("trace_id"), F.col("#t")).alias("trace_id"),
+            F.coalesce(F.col("#last.seq"), F.col("last_n")).alias("last_n"),
+            F.coalesce(F.col("#last.time"), F.col("last_t")).alias("last_t"),
+            F.when(F.col("#walk"), F.col("#walk_seq"))
+             .otherwise(F.coalesce(F.col("cut"), F.lit(-1)) + F.coalesce(F.col("#fed"), F.lit(0))).alias("cut"),
+            F.when(F.col("#walk"), F.lit(watermark)).otherwise(F.coalesce(F.col("clock"), F.lit(self.start)))
+             .alias("clock"),
+            F.coalesce(F.col("#count"), F.col("rejected"), F.lit(0)).alias("rejected"))
+        return every.selectExpr(*(f"CAST({quoted(c.split()[0])} AS {c.split()[1]}) AS {quoted(c.split()[0])}"
+                                  for c in TRACES.split(", ")))
 
 
 # --------------------------------------------------------------------------- event tables as a stream of files
 
 
 def run_event_files(spark, folder, schema, window: str | WindowSpec | Mapping[str, WindowSpec], checkpoint, *,
-                    fail_after: int | None = None, **options) -> dict[int, list]:
+                    fail_after: int | None = None, dialect: str = "esper", **options) -> dict[int, list]:
     """Run the Parquet files of `folder` (an event table of `schema`, one
-    file per micro-batch: `traces.write_files`) through
+    file per micro-batch: `traces.write_files`) through the window's query of
     `apply_window_to_events(..., **options)` (`window` a mapping of trace ids
-    to specs: `apply_windows_to_events`) to the end (`availableNow`), from
-    `checkpoint`: the rows each micro-batch posted, by batch id.
-    `fail_after`: the sink fails from that batch id on (a crash, for restart
-    tests)."""
+    to specs: `apply_windows_to_events`) to the end (`availableNow`), its
+    state and checkpoint under `checkpoint`, into a sink keeping each
+    micro-batch's rows by batch id: those rows. `fail_after`: the sink fails
+    from that batch id on (a crash, for restart tests; the micro-batch's state
+    is written by then); the batches before it are returned."""
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", FILES_PER_TRIGGER).parquet(str(folder))
     if isinstance(window, Mapping):
-        out = apply_windows_to_events(stream, window, **options)
+        specs, keyed = check_specs(window, "streaming.run_event_files"), True
     else:
-        out = apply_window_to_events(stream, window, **options)
-    return _drain(out, checkpoint, fail_after)
+        specs, keyed = (parse(window, dialect) if isinstance(window, str) else window), False
+    _, start_query = _prepare(stream, specs, window=keyed, trigger={"availableNow": True},
+                              **{"start": None, "validate": True, "trace_col": None, **options})
+    posted: dict[int, list] = {}
+
+    def sink(frame, batch_id):
+        rows = frame.collect()
+        if fail_after is not None and batch_id >= fail_after:
+            raise RuntimeError(f"the sink stops at batch {batch_id} (a crash, on purpose)")
+        posted[batch_id] = rows
+
+    query = start_query(Location(spark, str(checkpoint)), sink)
+    try:
+        query.awaitTermination()
+    except Exception:  # noqa: BLE001 - a crash the caller asked for; any other error is raised
+        if fail_after is None:
+            raise
+    finally:
+        query.stop()
+    return posted
 
 
-__all__ = ["apply_window_to_events", "apply_windows_to_events", "run_event_files", "EventProcessor", "REJECTED"]
+__all__ = ["apply_window_to_events", "apply_windows_to_events", "run_event_files", "EventStream", "REJECTED"]

@@ -98,10 +98,17 @@ class Location:
         return sorted(int(n) for n in names if n.isdigit())
 
     def write(self, frame, batch_id: int) -> None:
-        """`frame` as the state of `batch_id`: written to a staging folder, then renamed into place
-        (replacing a state of the same id left by an earlier run of the micro-batch)."""
+        """`frame` (or a dict of named frames, each a folder of its own) as
+        the state of `batch_id`: written to a staging folder, then renamed
+        into place (replacing a state of the same id left by an earlier run
+        of the micro-batch)."""
         staging = self.folder("_staging", f"state-{batch_id}")
-        frame.write.mode("overwrite").parquet(staging)
+        if isinstance(frame, Mapping):
+            self._fs.delete(self._Path(staging), True)
+            for name, part in frame.items():
+                part.write.mode("overwrite").parquet(f"{staging}/{name}")
+        else:
+            frame.write.mode("overwrite").parquet(staging)
         target = self._Path(self.folder("state", str(batch_id)))
         self._fs.mkdirs(target.getParent())
         if self._fs.exists(target):
@@ -109,8 +116,21 @@ class Location:
         if not self._fs.rename(self._Path(staging), target):
             raise OSError(f"could not move the window's state into {target}")
 
-    def read(self, batch_id: int):
-        return self.spark.read.parquet(self.folder("state", str(batch_id)))
+    def read(self, batch_id: int, part: str | None = None):
+        """The state of `batch_id` (its frame `part`, of a dict written)."""
+        return self.spark.read.parquet(self.folder("state", str(batch_id), *((part,) if part else ())))
+
+    def newest_before(self, batch_id: int) -> int | None:
+        """The newest state version before `batch_id` (None: none); refuses a
+        location holding a later micro-batch's state."""
+        versions = self.versions()
+        later = [v for v in versions if v > batch_id]
+        if later:
+            raise InvalidFrame(f"{self.folder('state')} holds the state of micro-batch {later[0]}, after this "
+                               f"query's micro-batch {batch_id}: the state of another query? Give each query its "
+                               "own location, and keep its checkpoint and state together")
+        before = [v for v in versions if v < batch_id]
+        return before[-1] if before else None
 
     def prune(self, before: int) -> None:
         """Remove the states older than `before`."""
@@ -144,14 +164,9 @@ class WindowStream:
         self.schema = schema  # the output's
 
     def __call__(self, batch, batch_id: int) -> None:
-        versions = self.location.versions()
-        later = [v for v in versions if v > batch_id]
-        if later:
-            raise InvalidFrame(f"{self.location.folder('state')} holds the state of micro-batch {later[0]}, after "
-                               f"this query's micro-batch {batch_id}: the state of another query? Give each query "
-                               "its own location, and keep its checkpoint and state together")
-        before = [v for v in versions if v < batch_id]
-        carried = self.location.read(before[-1]) if before else None
+        prior = self.location.newest_before(batch_id)
+        before = [] if prior is None else [prior]
+        carried = self.location.read(prior) if before else None
         items = batch.selectExpr(*(quoted(c) for c in self.columns))
         state = None
         if carried is not None:
@@ -414,3 +429,22 @@ class UpdatesTable:
         loc._fs.mkdirs(target.getParent())
         if not loc._fs.rename(loc._Path(staging), target):
             raise OSError(f"could not move the window's updates into {target}")
+
+
+def updates_stream(spark, schema, location: str | None, start: Callable):
+    """The streaming frame of a window query's updates: `start(location,
+    sink)` starts the query with an `UpdatesTable` sink under `location`
+    (a `Location`; None: a new temporary folder); the frame reads that
+    table, each micro-batch's updates once, and has the query as its
+    `window_query` attribute (registered for `failures.await_termination`)."""
+    import tempfile
+
+    from spark_impl.streaming.failures import WINDOW_QUERIES
+
+    where = Location(spark, location or tempfile.mkdtemp(prefix="window-oracle-stream-"))
+    where.ensure("updates")
+    query = start(where, UpdatesTable(where))
+    out = spark.readStream.schema(schema).parquet(where.folder("updates", "*"))
+    out.window_query = query
+    WINDOW_QUERIES[where.folder("updates")] = query
+    return out

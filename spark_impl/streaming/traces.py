@@ -47,8 +47,6 @@ from oracle.errors import InvalidTrace, WindowOracleError
 from oracle.model import PANE_WINDOWS, Spec, Statement, WindowSpec
 from spark_impl.errors import TRACE_FRAME, InvalidFrame, WrongArgument, check_frame
 from spark_impl.frames import START_SEQ
-from spark_impl.streaming.failures import WINDOW_QUERIES
-from spark_impl.streaming.keyed import PROVIDER, ROCKSDB, ensure_provider
 
 
 def has_panes(spec: WindowSpec) -> bool:
@@ -97,20 +95,11 @@ def apply_windows(stream_df, specs: Mapping[str, WindowSpec], *, validate: bool 
 
 
 def _updates_stream(stream_df, specs, *, validate: bool, location: str | None, trigger: Mapping | None):
-    import tempfile
+    from spark_impl.streaming.micro_batch import output_schema_of, start_window, updates_stream
 
-    from spark_impl.streaming.micro_batch import Location, UpdatesTable, output_schema_of, start_window
-
-    spark = stream_df.sparkSession
     schema = output_schema_of(stream_df, specs)  # refused before any query starts
-    where = Location(spark, location or tempfile.mkdtemp(prefix="window-oracle-stream-"))
-    where.ensure("updates")
-    query = start_window(stream_df, specs, location=where.path, sink=UpdatesTable(where), trigger=trigger,
-                         validate=validate)
-    out = spark.readStream.schema(schema).parquet(where.folder("updates", "*"))
-    out.window_query = query
-    WINDOW_QUERIES[where.folder("updates")] = query
-    return out
+    return updates_stream(stream_df.sparkSession, schema, location, lambda where, sink: start_window(
+        stream_df, specs, location=where.path, sink=sink, trigger=trigger, validate=validate))
 
 
 #: what the streaming functions' frame argument is, for `errors.check_frame`'s message
@@ -471,4 +460,4 @@ def _drain(out, checkpoint, fail_after: int | None = None) -> dict[int, list]:
     return posted
 
 
-__all__ = ["apply_window", "apply_window_as_stream", "apply_windows", "micro_batches", "run_cases", "run_files", "write_files", "ensure_provider", "has_panes", "ROCKSDB", "PROVIDER"]
+__all__ = ["apply_window", "apply_window_as_stream", "apply_windows", "micro_batches", "run_cases", "run_files", "write_files", "has_panes"]

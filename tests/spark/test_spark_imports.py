@@ -1,15 +1,10 @@
 """spark_impl is a second formulation of the windows, not a wrapper around the
 oracle: it may import from `oracle` only the model, the errors, the dialect
 parsers and the case format (DESIGN.md, "Spark implementation"). Checked on the
-source of every module (ast), so an import inside a function counts too.
-
-One module is still the exception: `spark_impl.streaming.events` (the stream
-of plain events under a watermark) runs the oracle's window state machine per
-key inside a stateful streaming operator (its docstring says so), so it alone
-may import the oracle's runtime (the driver), and only inside its processor:
-importing it loads none. The stream of trace items runs spark_impl's own plans
-(`streaming.micro_batch`) and imports no runtime. No module outside the
-streaming package may import it, so the batch plans stay independent."""
+source of every module (ast), so an import inside a function counts too: no
+exception, the streaming package included (both streams run spark_impl's own
+plans). No module outside the streaming package imports it, so the batch
+plans stay independent of it."""
 
 from __future__ import annotations
 
@@ -23,10 +18,7 @@ import spark_impl
 ALLOWED = ("oracle.model", "oracle.errors", "oracle.dialects",
            "oracle.cases")  # specs, errors, parsers, cases
 PACKAGE = Path(spark_impl.__file__).parent
-#: the modules of the streaming package allowed the oracle's runtime (module docstring), and what each may
-#: import beyond ALLOWED
 STREAMING = "streaming/"
-RUNTIME_ALLOWED = {"streaming/events.py": ("oracle.driver",)}
 
 
 def oracle_imports(source: str) -> list[tuple[int, str]]:
@@ -72,16 +64,11 @@ def test_the_check_tells_allowed_from_forbidden(source, bad):
 
 @pytest.mark.parametrize("path", modules_(), ids=lambda p: p.relative_to(PACKAGE).as_posix())
 def test_spark_impl_imports_only_the_model_errors_parsers_and_cases(path):
-    extra = RUNTIME_ALLOWED.get(path.relative_to(PACKAGE).as_posix(), ())
-    bad = [f"line {line}: {name}" for line, name in oracle_imports(path.read_text())
-           if forbidden(name) and name not in extra]
+    bad = [f"line {line}: {name}" for line, name in oracle_imports(path.read_text()) if forbidden(name)]
     assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}; allowed from oracle: {', '.join(ALLOWED)}"
 
 
-def test_the_streaming_package_is_the_one_that_runs_the_oracle_and_nothing_imports_it():
-    for module in RUNTIME_ALLOWED:
-        source = (PACKAGE / module).read_text()
-        assert [name for _, name in oracle_imports(source) if forbidden(name)] == ["oracle.driver"], module
+def test_nothing_outside_the_streaming_package_imports_it():
     for path in modules_():
         if not path.relative_to(PACKAGE).as_posix().startswith(STREAMING):
             tree = ast.parse(path.read_text())

@@ -156,25 +156,14 @@ def test_a_field_of_json_text_keeps_its_metadata_and_reads_back_as_the_batch_s(s
     assert len(want) > 50 and got == want
 
 
-def test_apply_window_refuses_a_recorded_frame_and_names_the_provider_setting(spark):
+def test_apply_window_refuses_a_recorded_frame(spark):
     from spark_impl.errors import InvalidFrame
     from spark_impl.frames import to_dataframe
-    from spark_impl.streaming import PROVIDER, ROCKSDB, ensure_provider
     from spark_impl.streaming import apply_window as on_stream
 
     frame = to_dataframe(spark, _traces(1, seed=1), ["k"])
     with pytest.raises(InvalidFrame, match="streaming DataFrame"):
         on_stream(frame, "#length(2)")
-    saved = spark.conf.get(PROVIDER, None)
-    try:
-        spark.conf.unset(PROVIDER)
-        with pytest.raises(InvalidFrame, match=PROVIDER.replace(".", r"\.")):
-            ensure_provider(spark, set_provider=False)
-        ensure_provider(spark)
-        assert spark.conf.get(PROVIDER) == ROCKSDB
-    finally:
-        if saved is not None:
-            spark.conf.set(PROVIDER, saved)
 
 
 # --------------------------------------------------------------------------- restart

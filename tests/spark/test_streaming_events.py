@@ -28,7 +28,6 @@ tests/spark/test_streaming.py.
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 
