@@ -96,7 +96,7 @@ rows not yet fed (about `delay` ms of the stream plus a micro-batch); `traces`,
 per trace its last fed order value and time, its count of items and of
 rejected rows and its clock; `ids`, with `validate` and an `id` column, every
 fed event's id (the one part that grows with the trace); `stream`, the
-largest event time seen and the watermark.
+largest event time seen, the watermark and the windows' fingerprints.
 
 **Restart.** A micro-batch reads the newest state before its own id and
 writes its own whole before the sink sees its updates, so a query stopped
@@ -116,7 +116,7 @@ from spark_impl import pipeline
 from spark_impl.errors import InvalidFrame, check_frame
 from spark_impl.event_table import MAX_CLOCK, check_clock, check_statement_columns, event_rows
 from spark_impl.frames import START_SEQ, posts_rows
-from spark_impl.incremental import STATE_OF, apply_window_incrementally, fingerprint
+from spark_impl.incremental import apply_window_incrementally, fingerprint
 from spark_impl.streaming.micro_batch import Location, conform, updates_stream
 from spark_impl.streaming.traces import FILES_PER_TRIGGER, STREAM_OF_EVENTS, check_specs
 from spark_impl.windows.base import quoted
@@ -131,7 +131,7 @@ _TICK = "#tick"
 WATERMARK_RANGE = 9_000_000_000_000_000
 #: the schema of the `traces` and `stream` parts of the state
 TRACES = "trace_id string, last_n bigint, last_t bigint, cut bigint, clock bigint, rejected bigint"
-STREAM = "latest bigint, watermark bigint"
+STREAM = "latest bigint, watermark bigint, marks array<string>"
 
 
 def apply_window_to_events(stream_df, window: str | WindowSpec, *, order_col: str, time_col: str, delay: int,
@@ -292,7 +292,8 @@ class EventStream:
         window_state = part("window") if part else None
         latest, watermark = (None, 0)
         if part:
-            (latest, watermark), = [tuple(r) for r in part("stream").collect()]
+            (latest, watermark, marks), = [tuple(r) for r in part("stream").collect()]
+            self._check_marks(marks)
         if latest is not None:
             watermark = max(watermark, latest - self.delay)
         seen = new.agg(F.expr(f"max(CASE WHEN abs(time) <= {WATERMARK_RANGE} THEN time END)").alias("m"),
@@ -301,8 +302,6 @@ class EventStream:
             strange = next((t for t in seen["traces"] if t not in self.table), None)
             if strange is not None:
                 raise InvalidFrame(f"trace {strange!r} has no window (apply_windows_to_events names a spec per trace)")
-        if window_state is not None:
-            self._check_marks(window_state)
         latest = seen["m"] if latest is None else (latest if seen["m"] is None else max(latest, seen["m"]))
 
         fed, still_held, fed_rejected = self._feed(held, traces, ids, watermark)
@@ -314,7 +313,7 @@ class EventStream:
             "window": window_after,
             "held": still_held.unionByName(arrived),
             "traces": self._traces(traces, counts, rejected, walks, watermark),
-            "stream": spark.createDataFrame([(latest, watermark)], STREAM),
+            "stream": spark.createDataFrame([(latest, watermark, sorted(self.marks))], STREAM),
         }
         if self.ids:
             state["ids"] = ids.unionByName(fed.where("`#accepted`").select("trace_id", "id"))
@@ -325,9 +324,9 @@ class EventStream:
         if prior is not None:
             self.location.prune(prior)
 
-    def _check_marks(self, window_state) -> None:
-        marks = {r[0] for r in window_state.select(STATE_OF).distinct().collect()}
-        strange = sorted(m for m in marks - set(self.marks) if m is not None)
+    def _check_marks(self, marks: list[str]) -> None:
+        """Refuse a state written by other windows (their fingerprints, `marks`, kept in the `stream` part)."""
+        strange = sorted(set(marks) - set(self.marks))
         if strange:
             names = ", ".join(spec_text(s) for s in self.marks.values())
             raise InvalidFrame(f"the state in {self.location.path} was written by another window (fingerprint "

@@ -94,6 +94,8 @@ def harness_rows(rows, readers: dict) -> list[dict]:
         reader = readers.get(found["trace_id"])
         picked = {name: found.get(name) for name in ("trace_id", "after", "phase", "time", "ordinal", "side", "pos",
                                                       "error", "window")}
+        if isinstance(picked["pos"], dict):  # a row made a dict recursively: its struct's values, in order
+            picked["pos"] = tuple(picked["pos"].values())
         if reader is None:
             picked["id"], picked["values"] = found.get("id"), None
         else:

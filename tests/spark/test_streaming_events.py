@@ -1,8 +1,8 @@
 """Windows over a live event stream (spark_impl/streaming/events.py) in real
 Structured Streaming queries: an event table written as one Parquet file per
-micro-batch, read by the file source, the `transformWithStateInPandas`
-operator in EventTime mode on the RocksDB state store, a `foreachBatch` sink
-keeping rows by batch id.
+micro-batch, read by the file source, the window's own `foreachBatch` query
+(spark_impl's plans over each micro-batch, its state versioned by batch id),
+a sink keeping rows by batch id.
 
 One stream of traces under six windows (an Esper time window and time
 batch, a CCL KEEP window, an eKuiper tumbling-window query, an Apama
@@ -21,12 +21,13 @@ that pushes the watermark past every event:
   started again from its checkpoint posts, over the whole stream, exactly
   the rows of the run without a stop.
 
-About 70 s on two cores; `pytest -m streaming` runs it with
-tests/spark/test_streaming.py.
+About 10 minutes on two cores; `pytest -m streaming` runs it with
+tests/spark/test_streaming.py (`STREAMING_ALL_K=1`: a restart after every k).
 """
 
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
@@ -142,7 +143,7 @@ def _rows(posted: dict) -> list[dict]:
     return [r.asDict(recursive=True) for b in sorted(posted) for r in posted[b]]
 
 
-def test_late_rows_post_an_error_row_each_naming_them_and_nothing_else(uninterrupted):
+def _check_late_rows_post_an_error_row_each_naming_them_and_nothing_else(uninterrupted):
     _, late_rows, _, _, _, posted = uninterrupted
     rows = _rows(posted)
     errors = [r for r in rows if r["side"] == "error"]
@@ -179,7 +180,7 @@ def _readers(specs: dict) -> dict:
             if (found := reader(spec, window_schema(spec, columns))) is not None}
 
 
-def test_every_trace_posts_the_oracle_s_updates_over_its_events_in_order(uninterrupted):
+def _check_every_trace_posts_the_oracle_s_updates_over_its_events_in_order(uninterrupted):
     from spark_impl.frames import updates_from_rows
     from spark_impl.streaming.output import harness_rows
 
@@ -212,7 +213,7 @@ def _keyed(rows, columns) -> list[tuple]:
     return sorted(out, key=repr)
 
 
-def test_every_window_posts_the_batch_apply_window_to_events_rows(spark, uninterrupted):
+def _check_every_window_posts_the_batch_apply_window_to_events_rows(spark, uninterrupted):
     """The batch over each window's events (no late row), in order, `until` the final watermark."""
     from spark_impl import apply_window_to_events
 
@@ -231,7 +232,7 @@ def test_every_window_posts_the_batch_apply_window_to_events_rows(spark, uninter
         assert got == want, prefix
 
 
-def test_a_quiet_trace_s_timers_fire_when_the_watermark_passes_them(uninterrupted):
+def _check_a_quiet_trace_s_timers_fire_when_the_watermark_passes_them(uninterrupted):
     _, _, files, _, _, posted = uninterrupted
     for trace in QUIET:
         last_rows = max(b for b, rows in enumerate(files) if any(r[0] == trace for r in rows))
@@ -260,7 +261,8 @@ def test_the_public_function_takes_a_timestamp_column_and_gives_the_batch_schema
     write_files(tmp_path / "in", files, schema)
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in"))
     window = "#groupwin(symbol)#time_batch(1 sec)"
-    out = apply_window_to_events(stream, window, order_col="n", time_col="ts", delay=500)
+    out = apply_window_to_events(stream, window, order_col="n", time_col="ts", delay=500,
+                                 trigger={"availableNow": True})
     posted = _drain(out, tmp_path / "checkpoint")
     final = int(base.timestamp() * 1000) + 6500 - 500
     batch = on_table(spark.createDataFrame([r for r in rows if r[1] < base + datetime.timedelta(milliseconds=6000)],
@@ -296,9 +298,31 @@ def _all(posted: dict) -> list:
     return sorted((tuple(r) for b in posted.values() for r in b), key=repr)
 
 
-@pytest.mark.parametrize("how, k", [("stop", 2), ("stop", 4), ("crash", 3)])
-def test_a_restart_from_the_checkpoint_after_batch_k_loses_nothing_and_repeats_nothing(spark, tmp_path,
-                                                                                         uninterrupted, how, k):
+#: the restart in the one test of the stream; STREAMING_ALL_K=1 adds a restart after every k, a test each
+RESTART = ("crash", 4)
+RESTARTS = [(how, k) for how in ("crash", "stop") for k in range(1, BATCHES)] if os.environ.get("STREAMING_ALL_K") \
+    else []
+
+
+def test_the_event_stream(spark, tmp_path, uninterrupted):
+    """Every check of the module docstring over the one stream (one test, so
+    the stream runs once however the tests are spread over processes), and a
+    restart after a crash at micro-batch 4."""
+    _check_late_rows_post_an_error_row_each_naming_them_and_nothing_else(uninterrupted)
+    _check_every_trace_posts_the_oracle_s_updates_over_its_events_in_order(uninterrupted)
+    _check_every_window_posts_the_batch_apply_window_to_events_rows(spark, uninterrupted)
+    _check_a_quiet_trace_s_timers_fire_when_the_watermark_passes_them(uninterrupted)
+    _restart(spark, tmp_path, uninterrupted, *RESTART)
+
+
+if RESTARTS:
+    @pytest.mark.parametrize("how, k", RESTARTS)
+    def test_a_restart_from_the_checkpoint_after_batch_k_loses_nothing_and_repeats_nothing(spark, tmp_path,
+                                                                                             uninterrupted, how, k):
+        _restart(spark, tmp_path, uninterrupted, how, k)
+
+
+def _restart(spark, tmp_path, uninterrupted, how: str, k: int) -> None:
     """`stop`: the source has k files, the query runs them (and a micro-batch
     of no rows if the watermark moved) and stops; the other files come, and
     the query starts again from its checkpoint. `crash`: the sink fails at
