@@ -334,10 +334,6 @@ def _bare(key, frames, state):
 def bare_stream(stream, key: str):
     """`_bare` on the bench's stream keyed by `key` (`trace_id` or `k`):
     `applyInPandasWithState`, whose state travels with the Arrow batches."""
-    from spark_impl.streaming.traces import ROCKSDB, PROVIDER
-
-    if stream.sparkSession.conf.get(PROVIDER, None) == ROCKSDB:
-        pass  # either store serves applyInPandasWithState
     return stream.groupBy(key).applyInPandasWithState(
         _bare, outputStructType="trace_id string, after long, side string, id string, k long",
         stateStructType="n long", outputMode="Append", timeoutConf="NoTimeout")
