@@ -37,13 +37,14 @@ every event is inserted at its own arrival, and:
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from oracle.model import JumpingLength, JumpingTime, SlackLength
 from spark_impl import clock
 from spark_impl.windows import Context
 from spark_impl.windows.base import Emit, arrival_posts, events, index, over, quoted
 from spark_impl.windows.length import AT_ARRIVAL
-from spark_impl.windows.time import arrivals, carried, timer_removals
+from spark_impl.windows.time import arrivals, carried, partition, timer_removals
 
 
 def slack_length(items: DataFrame, spec: SlackLength, ctx: Context) -> DataFrame:
@@ -62,6 +63,39 @@ def jumping_time(items: DataFrame, spec: JumpingTime, ctx: Context) -> DataFrame
 
 
 POSTS = {SlackLength: slack_length, JumpingLength: jumping_length, JumpingTime: jumping_time}
+
+
+def unpurged_blocks(items: DataFrame, ctx: Context, block: int, closer: int) -> DataFrame:
+    """The state of a count policy (`spark_impl.incremental`): each
+    sub-window's blocks whose remover (index b*block + closer) has not
+    arrived, from the first such block's first event. Those are the rows it
+    holds (a purged block's rows are never posted again); a block's first
+    index is a multiple of `block`, so the resumed run's blocks (indices from
+    0 again) are the same blocks and leave at the same arrivals."""
+    by = partition(ctx)
+    return events(items).selectExpr(
+        "*", f"row_number() OVER ({by} ORDER BY seq) - 1 AS `#i`", f"count(1) OVER ({by}) AS `#n`") \
+        .where(f"(`#i` div {block}) * {block} + {closer} >= `#n`").drop("#i", "#n")
+
+
+def unclosed_intervals(items: DataFrame, spec: JumpingTime, ctx: Context) -> DataFrame:
+    """`KEEP EVERY t`'s state: the events whose interval's end the trace's
+    clock C (its items' latest time) has not reached, the rows held at C (one
+    whose end is at or before C left in the unit of the first item reaching
+    it, at or before the cut). Under `PER` also each group's first event, as
+    `#time`'s state keeps it (`time.unexpired`): the groups' timers due
+    together post in the order the groups were created; an expired first
+    event enters and leaves again before the cut."""
+    clock = items.groupBy("trace_id").agg(F.max("time").alias("#clock"))
+    first = f"row_number() OVER ({partition(ctx)} ORDER BY seq) = 1" if ctx.group_keys else "false"
+    return events(items).join(F.broadcast(clock), "trace_id").selectExpr("*", f"{first} AS `#first_of_group`") \
+        .where(f"{interval_end('time', spec.span)} > `#clock` OR `#first_of_group`").drop("#clock", "#first_of_group")
+
+
+#: the state each policy's future reads (`spark_impl.incremental`)
+HELD = {SlackLength: lambda items, spec, ctx: unpurged_blocks(items, ctx, spec.slack, spec.size + spec.slack - 1),
+        JumpingLength: lambda items, spec, ctx: unpurged_blocks(items, ctx, spec.size, spec.size),
+        JumpingTime: unclosed_intervals}
 
 
 def interval_end(time: str, span: int) -> str:
