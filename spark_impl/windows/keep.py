@@ -35,6 +35,8 @@ def last_event(items: DataFrame, spec: LastEvent, ctx: Context) -> DataFrame:
 POSTS = {KeepAll: keep_all, FirstEvent: first_event, LastEvent: last_event}
 #: `#keepall` holds every event so far, `#lastevent` the last one, after each arrival (`Frame`)
 FRAMES = {KeepAll: lambda spec: Frame(None), LastEvent: lambda spec: Frame(1)}
-#: the state each window's future reads (`spark_impl.incremental`): the first event, the last one
+#: the state each window's future reads (`spark_impl.incremental`): the first event, the last one; `#keepall`
+#: every event (its own future posts read none, but it holds them all: a statement over it reads them)
 HELD = {FirstEvent: lambda items, spec, ctx: held_by_arrival(items, ctx, first=1),
-        LastEvent: lambda items, spec, ctx: held_by_arrival(items, ctx, last=1)}
+        LastEvent: lambda items, spec, ctx: held_by_arrival(items, ctx, last=1),
+        KeepAll: lambda items, spec, ctx: events(items)}

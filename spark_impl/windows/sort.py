@@ -81,7 +81,52 @@ def sorted_window(items: DataFrame, spec: Sort, ctx: Context) -> DataFrame:
                          Emit("remove", "`#pusher`.seq", "`#pusher`.time"))
 
 
+def best(items: DataFrame, spec: Sort, ctx: Context) -> DataFrame:
+    """`#sort(n)`'s state (`spark_impl.incremental`): what it holds, each
+    sub-window's n best events (the first n rows in the order of
+    `sorted_window`'s window). Enough: an event pushed out never returns,
+    and for a later event the events better than it that came before are
+    either n or more, the n held ones among them (it comes in and leaves at
+    once), or fewer, all held; so every later pusher is the same."""
+    partition = ", ".join(quoted(c) for c in ctx.partition)
+    return events(items).selectExpr(
+        "*", f"row_number() OVER (PARTITION BY {partition} ORDER BY {_order(spec)}, seq DESC) AS `#place`") \
+        .where(f"`#place` <= {spec.size}").drop("#place")
+
+
 def ranked_window(items: DataFrame, spec: Rank, ctx: Context) -> DataFrame:
+    removed = _ranked(items, spec, ctx)
+    return arrival_posts(removed, ctx, Emit("insert", "CASE WHEN `#posted` THEN seq END", "time"),
+                         Emit("remove", "`#out_seq`", "`#out_time`"))
+
+
+def ranked_held(items: DataFrame, spec: Rank, ctx: Context) -> DataFrame:
+    """`#rank`'s state (`spark_impl.incremental`): what it holds, the events
+    the kernel has not removed, whose arrival was posted; but a sub-window
+    with a null its books treat apart (`#s_unfiled`, `#u_null`: a null sort
+    value under one criterion, a null key under one unique property) among
+    its events so far keeps them all. Without one the books are those of
+    "each key's latest event": one event per held key, its ledger entry
+    naming its tier, a tier's events in arrival order; the held events
+    replayed (each a newcomer) rebuild them, all but whether a tier of one
+    event was once a list. That is read only by a search of the tier for
+    the key of its one event, which is not null: the same answer either
+    way, until an event enters the tier and makes it a list in both runs.
+    With one the books depend on the path (an unfiled event beside its
+    key's next one, a stale entry, a search that throws at a null key).
+    Decided: the whole history of such a sub-window, not None for the spec."""
+    removed = _ranked(items, spec, ctx)
+    partition = ", ".join(quoted(c) for c in ctx.partition)
+    columns = [quoted(c) for c in items.columns]
+    return removed.selectExpr(
+        *columns, "`#out_seq`", "`#posted`",
+        f"max(`#s_unfiled` OR `#u_null`) OVER (PARTITION BY {partition}) AS `#apart`") \
+        .where("`#apart` OR (`#out_seq` IS NULL AND `#posted`)").selectExpr(*columns)
+
+
+def _ranked(items: DataFrame, spec: Rank, ctx: Context) -> DataFrame:
+    """Each event of `items` with the kernel's `#out_seq`, `#out_time` (the
+    arrival that removed it, null while held) and `#posted`."""
     partition = ", ".join(quoted(c) for c in ctx.partition)
     unique = ", ".join(f"{quoted(k)} ASC NULLS FIRST" for k in spec.keys)
     one_sort = f"{quoted(spec.criteria[0].property)} IS NULL" if len(spec.criteria) == 1 else "false"
@@ -93,9 +138,7 @@ def ranked_window(items: DataFrame, spec: Rank, ctx: Context) -> DataFrame:
     )
     schema = T.StructType([*prepared.schema.fields, T.StructField("#out_seq", T.LongType()),
                            T.StructField("#out_time", T.LongType()), T.StructField("#posted", T.BooleanType())])
-    removed = prepared.groupBy(*ctx.partition).applyInArrow(_rank_kernel(spec.size), schema)
-    return arrival_posts(removed, ctx, Emit("insert", "CASE WHEN `#posted` THEN seq END", "time"),
-                         Emit("remove", "`#out_seq`", "`#out_time`"))
+    return prepared.groupBy(*ctx.partition).applyInArrow(_rank_kernel(spec.size), schema)
 
 
 def _rank_kernel(size: int):
@@ -202,3 +245,5 @@ def _rank_kernel(size: int):
 
 
 POSTS = {Sort: sorted_window, Rank: ranked_window}
+#: the state each window's future reads (`spark_impl.incremental`): the events each holds
+HELD = {Sort: best, Rank: ranked_held}
