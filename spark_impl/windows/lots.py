@@ -238,6 +238,92 @@ def batched_time(items: DataFrame, spec: BatchedTime, ctx: Context) -> DataFrame
     return plan.posts(rows, keep=("#c", "#x"), when=when)
 
 
+def _clocks(items: DataFrame) -> DataFrame:
+    """Per trace its clock C, its items' latest time."""
+    return items.groupBy("trace_id").agg(F.max("time").alias("#clock"))
+
+
+def _first_of(parts: tuple[str, ...]) -> str:
+    """SQL: whether an event is its partition's first arrival (its `#slot`)."""
+    return f"row_number() OVER (PARTITION BY {', '.join(_keys_sql(parts))} ORDER BY seq) = 1"
+
+
+def newest_unexpired(items: DataFrame, spec: LengthUnique, ctx: Context) -> DataFrame:
+    """`LengthUnique`'s state (`spark_impl.incremental`): per partition its
+    newest n arrivals, with a span only those not expired at the trace's
+    clock C (arrival + span > C). An older item was displaced by an arrival
+    at or before the cut (the n-th after it), an expired one left in the unit
+    of the first item reaching its expiry: either left before the cut, and no
+    later fate reads it (a fate reads the arrivals after the item). Both sets
+    are suffixes of the partition's arrivals, so the resumed run's `lead`s
+    over them find the same displacers and hiders. Under `#groupwin` also each
+    group's first event: groups' lots of one unit post in the order of their
+    first arrivals (`slot`); that event, if older, is displaced (by the n-th
+    event kept after it) or expired again before the cut."""
+    order = f"PARTITION BY {', '.join(_keys_sql(ctx.partition))} ORDER BY seq DESC"
+    first = _first_of(ctx.partition) if ctx.group_keys else "false"
+    rows = events(items).selectExpr("*", f"row_number() OVER ({order}) <= {spec.size} AS `#newest`",
+                                    f"{first} AS `#first_of_group`")
+    kept = "`#newest`"
+    if spec.span is not None:
+        rows = rows.join(F.broadcast(_clocks(items)), "trace_id")
+        kept = f"`#newest` AND time + {spec.span} > `#clock`"
+    return rows.where(f"({kept}) OR `#first_of_group`").drop("#newest", "#first_of_group", "#clock")
+
+
+def unentered_and_newest(items: DataFrame, spec: BatchedLength, ctx: Context) -> DataFrame:
+    """`BatchedLength`'s state: per partition (k events, L = (k div m) * m of
+    them entered) every event from the first of the batch holding index
+    L - n (0-based) on: the open batch, and the entered items not displaced
+    (an item at index i is displaced by the entry of index i + n, so those
+    below L - n were, at or before the cut, and no later fate reads them).
+    From a batch's first event, so the resumed run's batches (counted from
+    its first event) are the same batches; one partition posts per arrival,
+    so no partition's first arrival is needed."""
+    by = f"PARTITION BY {', '.join(_keys_sql(ctx.partition))}"
+    m = spec.batch
+    entered = f"(`#n` div {m}) * {m}"
+    return events(items).selectExpr(
+        "*", f"row_number() OVER ({by} ORDER BY seq) - 1 AS `#i`", f"count(1) OVER ({by}) AS `#n`") \
+        .where(f"`#i` >= greatest(0, (({entered} - {spec.size}) div {m}) * {m})").drop("#i", "#n")
+
+
+def unexited_and_newest(items: DataFrame, spec: BatchedTime, ctx: Context) -> DataFrame:
+    """`BatchedTime`'s state: per partition the events not exited at the
+    trace's clock C (exit grid point x > C: one at or before C was hit at or
+    before the cut) and, with `retain n`, of those only the ones at index
+    L - n or later, L being the partition's items entered by C (entry grid
+    point e <= C; entries follow arrival order, so those are a prefix): an
+    earlier one was displaced at or before the cut. Both sets are suffixes of
+    the partition's arrivals (exits follow arrival too), so the resumed
+    run's `lead`s over them are the same; the grid is the trace's creation,
+    its `start` row, which the state keeps. With partitions (its own, or
+    `#groupwin`) also each partition's first event (`#slot`: partitions post
+    in the order of their first arrivals), which, older than the rest, leaves
+    again before the cut: it exited, or is displaced by the n-th event kept
+    after it (index L - 1, entered)."""
+    p = spec.period
+    parts = tuple(dict.fromkeys((*ctx.partition, *spec.partition)))
+    by = f"PARTITION BY {', '.join(_keys_sql(parts))}"
+    first = _first_of(parts) if len(parts) > 1 else "false"
+    rows = events(items).join(F.broadcast(clock.creation(items)), "trace_id").join(
+        F.broadcast(_clocks(items)), "trace_id").selectExpr(
+        "*", f"{quoted(clock.CREATED)} AS `#c`").selectExpr(
+        "*", f"{_grid_at_or_after('time', p)} AS `#e`", f"{_grid_at_or_after(f'time + {spec.span}', p)} AS `#x`",
+        f"{first} AS `#first_of_part`")
+    kept = "`#x` > `#clock`"
+    if spec.size is not None:
+        rows = rows.selectExpr(
+            "*", f"row_number() OVER ({by} ORDER BY seq) - 1 AS `#i`",
+            f"count(CASE WHEN `#e` <= `#clock` THEN 1 END) OVER ({by}) AS `#entered`")
+        kept += f" AND `#i` >= `#entered` - {spec.size}"
+    return rows.where(f"({kept}) OR `#first_of_part`").drop(
+        clock.CREATED, "#clock", "#c", "#e", "#x", "#first_of_part", "#i", "#entered")
+
+
+#: the state each window's future reads (`spark_impl.incremental`)
+HELD = {LengthUnique: newest_unexpired, BatchedLength: unentered_and_newest, BatchedTime: unexited_and_newest}
+
 POSTS = {
     LengthUnique: length_unique,
     BatchedLength: batched_length,
