@@ -770,7 +770,7 @@ def open_panes(items: DataFrame, spec, ctx: Context) -> DataFrame | None:
     before the cut, whose posts the next call drops. A trace with a jump
     keeps every item (a jump moves the ticks off their first alignment).
     An event-time window keeps every item (its watermark reads every event
-    time), as do sliding, session and count windows (None)."""
+    time), as do sliding and session windows (None)."""
     window, _ = _split(spec)
     if not isinstance(window, (Tumbling, Hopping)) or window.event_time:
         return None
@@ -781,8 +781,52 @@ def open_panes(items: DataFrame, spec, ctx: Context) -> DataFrame | None:
         .where(f"`#jumped` OR (kind = 'event' AND time >= `#clock` - {span})").drop("#clock", "#jumped")
 
 
-#: the state each window's future reads (`spark_impl.incremental`): `open_panes`
-HELD = {Tumbling: open_panes, Hopping: open_panes, Statement: open_panes}
+def last_count_panes(items: DataFrame, window: CountPanes, query, ctx: Context) -> DataFrame:
+    """COUNTWINDOW(n, m)'s state: with K rows admitted so far (`_count_steps`'
+    r, admitted as `count_posts` admits them: the FILTER, a pushed WHERE), the
+    admitted events from index s on, s the largest multiple of m at most
+    K - n + 1 (0 if none). A later pane fires at a trigger r >= K and holds
+    rows r - n + 1 .. r, all kept; the resumed run counts from s, a multiple
+    of m, so its triggers are the same rows, and past index s + n - 1 <= K
+    every one fires in both runs. A row not admitted never counts (its error
+    was posted at its arrival). A query reads a pane's rows alone."""
+    names = tuple(ctx.properties)
+    json_names = frozenset(f.name for f in items.schema.fields if f.name in names and f.metadata.get(JSON_TEXT))
+    types = _types(items, names)
+    pushed = pushed_where(window, query)
+    conditions = [c for c in (window.filter, query.where if pushed else None) if c is not None]
+    admit = [_row_condition(c, types) for c in conditions]
+    found = items.where("kind = 'event'")
+    if all(a is not None for a in admit):
+        admitted = found.where(" AND ".join(f"coalesce({a}, false)" for a in admit) or "true") \
+            .select("trace_id", "seq")
+    else:
+        columns = tuple(f"#p{n}" for n in range(len(names)))
+        renamed = found.selectExpr("trace_id", "seq", "time", "id",
+                                   *(f"{quoted(p)} AS {quoted(c)}" for p, c in zip(names, columns)))
+        schema = T.StructType([*renamed.schema.fields, T.StructField("#admit", T.BooleanType()),
+                               T.StructField("#error", T.StringType())])
+        admitted = renamed.mapInArrow(_admission(conditions, tuple(zip(columns, names)), json_names), schema) \
+            .where("`#admit`").select("trace_id", "seq")
+    n, m = window.size, window.every
+    indexed = admitted.selectExpr("*", "row_number() OVER (PARTITION BY trace_id ORDER BY seq) - 1 AS `#r`",
+                                  "count(1) OVER (PARTITION BY trace_id) AS `#k`")
+    kept = indexed.where(f"`#r` >= greatest(0, ((`#k` - {n - 1}) div {m}) * {m})").select("trace_id", "seq")
+    return found.join(kept, ["trace_id", "seq"], "left_semi")
+
+
+def held(items: DataFrame, spec, ctx: Context) -> DataFrame | None:
+    """The state of a pane window (or a query over one) after `items`
+    (`spark_impl.incremental`): `open_panes`, `last_count_panes`; None (every
+    item kept) for the others (their docstrings)."""
+    window, query = _split(spec)
+    if isinstance(window, CountPanes):
+        return last_count_panes(items, window, query, ctx)
+    return open_panes(items, spec, ctx)
+
+
+#: the state each window's future reads (`spark_impl.incremental`): `held`
+HELD = {Tumbling: held, Hopping: held, Sliding: held, Session: held, CountPanes: held, Statement: held}
 POSTS = {Tumbling: pane_posts, Hopping: pane_posts, Sliding: pane_posts, Session: pane_posts,
          CountPanes: pane_posts, Statement: pane_posts}
 FIELDS = {Statement: query_fields}
