@@ -94,7 +94,48 @@ def unexpired(items: DataFrame, spec: Time, ctx: Context) -> DataFrame:
         .where(f"time > `#clock` - {spec.span} OR `#first_of_group`").drop("#clock", "#first_of_group")
 
 
-HELD = {Time: unexpired}
+def first_time_held(items: DataFrame, spec: FirstTime, ctx: Context) -> DataFrame:
+    """`#firsttime(t)`'s state: what it holds, the events arriving before
+    its creation + t (under `#groupwin` each group's first event among
+    them, which dates the group's creation; without, the trace's `start`
+    row does, and it is always kept). Later arrivals are never taken and
+    nothing leaves."""
+    return first_time(items, ctx, spec.span, kept=True)
+
+
+def ext_timed_held(items: DataFrame, spec: ExtTimed, ctx: Context) -> DataFrame:
+    """`#ext_timed(ts, t)`'s state: what it holds, the stamped events no
+    arrival has removed, those with `P_i + t` above the sub-window's
+    greatest timestamp `M` (every arrival before i has `ts <= P_i`). Enough:
+    the event setting `P_i` has `P = P_i` too, so it is held with i, and a
+    replay of the held events gives each its `P_i` again and the next
+    arrival `M` before its own timestamp; each removal then falls where it
+    did."""
+    ts = f"CAST({quoted(spec.timestamp)} AS BIGINT)"
+    return stamped_events(items, spec.timestamp).selectExpr(
+        "*", f"max({ts}) {over(ctx, frame=SO_FAR)} AS `#p`", f"max({ts}) OVER ({partition(ctx)}) AS `#m`") \
+        .where(f"`#m` < `#p` + {spec.span}").drop("#p", "#m")
+
+
+def accumulated(items: DataFrame, spec: TimeAccum, ctx: Context) -> DataFrame:
+    """`#time_accum(t)`'s state: what it holds, each sub-window's last
+    accumulation while no item has reached its last arrival + t (the
+    trace's clock `C` below it; an earlier accumulation left at the arrival
+    that opened the next, or before). Replayed alone it is one accumulation
+    due when it was. Under `#groupwin` also each group's first event, for
+    the slot (as `unexpired`): it is t or more before the last
+    accumulation, so it is one of its own in the replay and leaves before
+    the cut."""
+    clock = items.groupBy("trace_id").agg(F.max("time").alias("#clock"))
+    whole = f"OVER ({partition(ctx)})"
+    first = f"row_number() {over(ctx)} = 1" if ctx.group_keys else "false"
+    return numbered(events(items), ctx, spec.span).join(F.broadcast(clock), "trace_id").selectExpr(
+        "*", f"max(`#run`) {whole} AS `#last_run`", f"max(time) {whole} AS `#last`", f"{first} AS `#first_of_group`") \
+        .where(f"(`#run` = `#last_run` AND `#last` + {spec.span} > `#clock`) OR `#first_of_group`") \
+        .drop("#run", "#last_run", "#last", "#clock", "#first_of_group")
+
+
+HELD = {Time: unexpired, FirstTime: first_time_held, ExtTimed: ext_timed_held, TimeAccum: accumulated}
 
 
 def carried(ctx: Context) -> list[str]:
@@ -205,25 +246,33 @@ def externally_timed(items: DataFrame, ctx: Context, timestamp: str, span: int) 
     return arrivals(items, ctx, taken).unionByName(removed)
 
 
-def first_time(items: DataFrame, ctx: Context, span: int) -> DataFrame:
+def first_time(items: DataFrame, ctx: Context, span: int, *, kept: bool = False) -> DataFrame:
+    """`#firsttime`'s posts; with `kept`, the events it takes, as input rows."""
     created = quoted(clock.CREATED)
     if ctx.group_keys:
         arrived = events(items).selectExpr("*", f"min(time) OVER ({partition(ctx)}) AS {created}")
     else:
         arrived = events(items).join(F.broadcast(clock.creation(items)), "trace_id")
-    kept = arrived.where(f"time < {created} + {span}")
-    return arrival_posts(kept, ctx, Emit("insert", "seq", "time", "seq"))
+    taken = arrived.where(f"time < {created} + {span}")
+    if kept:
+        return taken.drop(clock.CREATED)
+    return arrival_posts(taken, ctx, Emit("insert", "seq", "time", "seq"))
+
+
+def numbered(rows: DataFrame, ctx: Context, span: int) -> DataFrame:
+    """Event `rows` with `#run`, the number of gaps of `span` or more before
+    each in its sub-window: its accumulation."""
+    gaps = rows.selectExpr("*", f"lag(time) {over(ctx)} AS `#prev`")
+    return gaps.selectExpr(
+        "*", f"sum(CASE WHEN time >= `#prev` + {span} THEN 1 ELSE 0 END) {over(ctx, frame=SO_FAR)} AS `#run`",
+    ).drop("#prev")
 
 
 def accumulating(items: DataFrame, ctx: Context, span: int) -> DataFrame:
     own = carried(ctx)
-    gaps = events(items).selectExpr(*own, "time", f"lag(time) {over(ctx)} AS `#prev`")
-    numbered = gaps.selectExpr(
-        *own, "time",
-        f"sum(CASE WHEN time >= `#prev` + {span} THEN 1 ELSE 0 END) {over(ctx, frame=SO_FAR)} AS `#run`",
-    )
     due = quoted(clock.DUE)
-    points = numbered.selectExpr(*own, f"max(time) OVER ({partition(ctx, '#run')}) + {span} AS {due}")
+    points = numbered(events(items).selectExpr(*own, "time"), ctx, span).selectExpr(
+        *own, f"max(time) OVER ({partition(ctx, '#run')}) + {span} AS {due}")
     found = clock.hits(items, points, jumps=ctx.jumps).where(f"{quoted(clock.HIT)} IS NOT NULL")
     return arrivals(items, ctx).unionByName(timer_removals(found, items, ctx, due))
 
