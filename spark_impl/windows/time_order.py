@@ -21,11 +21,12 @@ under `#groupwin` its group exists from it on (the slot).
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from oracle.model import TimeOrder
 from spark_impl import clock
 from spark_impl.windows import Context
-from spark_impl.windows.base import Emit, arrival_posts, events, quoted, stamped_events
+from spark_impl.windows.base import Emit, arrival_posts, events, over, quoted, stamped_events
 from spark_impl.windows.time import carried, timer_removals
 
 
@@ -41,4 +42,22 @@ def time_ordered(items: DataFrame, spec: TimeOrder, ctx: Context) -> DataFrame:
     return arrived.unionByName(timer_removals(found, items, ctx, due, by_due=True))
 
 
+def unreleased(items: DataFrame, spec: TimeOrder, ctx: Context) -> DataFrame:
+    """The state `#time_order(ts, t)`'s future reads (`spark_impl.incremental`):
+    the events it holds at the trace's clock `C` (its items' latest time),
+    the stamped ones with `ts + t` above `C`, which no item has reached;
+    every later post inserts an arrival or releases a held event at its due
+    time. Under `#groupwin` also each group's first event, stamped or not,
+    for the slot (as `time.unexpired`): one released already is held and
+    released again in the replay, before the cut."""
+    clock = items.groupBy("trace_id").agg(F.max("time").alias("#clock"))
+    first = f"row_number() {over(ctx)} = 1" if ctx.group_keys else "false"
+    stamped = f"{quoted(spec.timestamp)} IS NOT NULL"
+    return events(items).join(F.broadcast(clock), "trace_id").selectExpr(
+        "*", f"{first} AS `#first_of_group`",
+        f"{stamped} AND CAST({quoted(spec.timestamp)} AS BIGINT) + {spec.span} > `#clock` AS `#held`") \
+        .where("`#held` OR `#first_of_group`").drop("#clock", "#first_of_group", "#held")
+
+
 POSTS = {TimeOrder: time_ordered}
+HELD = {TimeOrder: unreleased}
