@@ -112,6 +112,100 @@ def keyed(items: DataFrame, spec: Keyed, ctx: Context) -> DataFrame:
 POSTS = {Keyed: keyed}
 
 
+def held(items: DataFrame, spec: Keyed, ctx: Context) -> DataFrame:
+    """The state a keyed window's future reads (`spark_impl.incremental`):
+    for each key whose row the window holds after `items`, the operation
+    that inserted that row and the last one that wrote it (its latest
+    version, which a later update, delete or push-out posts; its properties
+    joined by its id). Replayed alone, the first inserts the row on a
+    missing key (so it has the same insert seq, the same group under PER, the
+    same due time) and the second updates it (it met the row held), so the
+    resumed run holds the same rows; a key not held is missing in both runs.
+    What each policy's rule says is held at the trace's clock C (its items'
+    latest time; a row whose expiry is at or before C left in the unit of the
+    first item reaching it, at or before the cut):
+
+    * `KEEP ALL`: the last of the key's markers says it is held
+      (`strict`); its row began at the last insert or upsert of a missing
+      key, and was last written by the last write.
+    * `KEEP EVERY t`: the key's last operation is an upsert and its
+      segment's interval ends after C; the row began at the segment's first
+      upsert. The resumed run counts the key's deletes from 0, one offset for
+      all its later operations, so its segments are the same.
+    * `KEEP t` and the count policies: as their kernels walk the operations
+      (`_timed_kernel`, per key, the row held at the end if its due time is
+      after C; `_counted_kernel`, per trace, the rows of its store at the
+      end). A count policy's store holds fewer rows than make a push-out
+      (at most n + s - 1; `EVERY n ROWS` at most n, where the next insert
+      purges), so replaying its rows' inserts pushes nothing out."""
+    policy = spec.retention
+    inner = policy.window if isinstance(policy, GroupWin) else policy
+    if isinstance(policy, KeepAll):
+        seqs = _strict_held(items, spec)
+    elif isinstance(inner, JumpingTime):
+        seqs = _jumping_held(items, spec, inner)
+    elif isinstance(inner, Time):
+        keys = [quoted(k) for k in spec.keys]
+        ops = events(items).selectExpr("trace_id", *keys, "seq", "time", "id", f"{OP} AS op")
+        rows = ops.groupBy("trace_id", *spec.keys).applyInArrow(_timed_kernel(inner.span, state_only=True), _HELD_SCHEMA)
+        clocks = items.groupBy("trace_id").agg(F.max("time").alias("#clock"))
+        seqs = rows.join(F.broadcast(clocks), "trace_id").where(f"{quoted(clock.DUE)} > `#clock`") \
+            .select("trace_id", "seq")
+    else:
+        per = policy.keys if isinstance(policy, GroupWin) else ()
+        columns = [f"{quoted(k)} AS `#k{n}`" for n, k in enumerate(spec.keys)]
+        columns += [f"{quoted(g)} AS `#g{n}`" for n, g in enumerate(per)]
+        ops = events(items).selectExpr("trace_id", "seq", "time", "id", f"{OP} AS op", *columns)
+        kernel = _counted_kernel(inner, len(spec.keys), len(per), state_only=True)
+        seqs = ops.groupBy("trace_id").applyInArrow(kernel, _COUNTED_SCHEMA).select("trace_id", "seq")
+    return events(items).join(seqs.distinct(), ["trace_id", "seq"], "left_semi")
+
+
+def _strict_held(items: DataFrame, spec: Keyed) -> DataFrame:
+    """`KEEP ALL`'s kept operations (`held`): (trace_id, seq)."""
+    keys = ", ".join(quoted(k) for k in spec.keys)
+    key = f"PARTITION BY trace_id, {keys}"
+    before = f"OVER ({key} ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+    marker = ("CASE WHEN `#op` IN ('insert', 'upsert') THEN true "
+              "WHEN `#op` IN ('delete', 'safedelete') THEN false END")
+    writes = "(`#op` = 'upsert' OR (`#op` = 'insert' AND NOT `#held`) OR (`#op` = 'update' AND `#held`))"
+    ops = events(items).selectExpr("trace_id", "seq", *(quoted(k) for k in spec.keys), f"{OP} AS `#op`")
+    marked = ops.selectExpr("*", f"coalesce(last({marker}, true) {before}, false) AS `#held`")
+    looked = marked.selectExpr(
+        "trace_id", "seq",
+        f"max_by(coalesce({marker}, `#held`), seq) OVER ({key}) AS `#held_at_end`",
+        f"max(CASE WHEN NOT `#held` AND `#op` IN ('insert', 'upsert') THEN seq END) OVER ({key}) AS `#began`",
+        f"max(CASE WHEN {writes} THEN seq END) OVER ({key}) AS `#written`")
+    return looked.where("`#held_at_end` AND (seq = `#began` OR seq = `#written`)").select("trace_id", "seq")
+
+
+def _jumping_held(items: DataFrame, spec: Keyed, policy: JumpingTime) -> DataFrame:
+    """`KEEP EVERY t`'s kept operations (`held`): (trace_id, seq)."""
+    keys = ", ".join(quoted(k) for k in spec.keys)
+    span = policy.span
+    upsert = f"`#op` IN ({', '.join(repr(code) for code in UPSERTS)})"
+    by_key = f"OVER (PARTITION BY trace_id, {keys} ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+    ops = events(items).selectExpr("trace_id", "seq", "time", *(quoted(k) for k in spec.keys), f"{OP} AS `#op`")
+    segmented = ops.selectExpr(
+        "*", f"{clock.floor_div('time', span)} AS `#interval`",
+        f"coalesce(sum(CASE WHEN NOT {upsert} THEN 1 END) {by_key}, 0) AS `#deletes`")
+    key = f"PARTITION BY trace_id, {keys}"
+    last = segmented.selectExpr(
+        "*", f"max_by(named_struct('interval', `#interval`, 'deletes', `#deletes`, 'upsert', {upsert}), seq) "
+             f"OVER ({key}) AS `#end`")
+    clocks = items.groupBy("trace_id").agg(F.max("time").alias("#clock"))
+    ended = last.join(F.broadcast(clocks), "trace_id").where(
+        f"`#end`.upsert AND `#interval` = `#end`.interval AND `#deletes` = `#end`.deletes "
+        f"AND (`#interval` + 1) * {span} > `#clock`")
+    # the rows left are one segment per key: its first upsert began the row, its last wrote it
+    return ended.selectExpr(
+        "trace_id", "seq", f"min(seq) OVER ({key}) AS `#first`", f"max(seq) OVER ({key}) AS `#last`") \
+        .where("seq = `#first` OR seq = `#last`").select("trace_id", "seq")
+
+
+HELD = {Keyed: held}
+
+
 def _at_arrival(rows: DataFrame, side: str, id_: str, error: str = "CAST(NULL AS STRING)", pos: str = "0") -> DataFrame:
     """Post rows of the contract (and `error`) at each row's own arrival."""
     return rows.selectExpr(
@@ -239,10 +333,17 @@ def _expiries(items: DataFrame, expiring: DataFrame, span: int, ctx: Context) ->
         "CAST(NULL AS STRING) AS error")
 
 
-def _timed_kernel(span: int):
+#: `held`'s rows of a kernel: an operation to keep, and (`KEEP t`) the due time of the row it wrote
+_HELD_SCHEMA = T.StructType([T.StructField("trace_id", T.StringType()), T.StructField("seq", T.LongType()),
+                             T.StructField(clock.DUE, T.LongType())])
+
+
+def _timed_kernel(span: int, *, state_only: bool = False):
     """The grouped-map function over one key's operations (module docstring):
     rows `(seq, time, side, pos, id)` posted at arrivals, and `(#due, pos, id)`
-    for each row that expires, `pos` its insert's seq."""
+    for each row that expires, `pos` its insert's seq. `state_only`: instead, the
+    row held at the end, as its insert's and its last write's seqs, each with
+    its due time (`_HELD_SCHEMA`)."""
 
     def kernel(table):
         import pyarrow as pa
@@ -256,21 +357,26 @@ def _timed_kernel(span: int):
                                 (clock.DUE, due)):
                 out[name].append(value)
 
-        row = None  # the key's row held now: [its insert's seq, its due time, its latest version's id]
+        row = None  # the key's row held now: [its insert's seq, its due time, its latest version's id, its seq]
         for r in sorted(range(table.num_rows), key=seq.__getitem__):
             if row is not None and time[r] >= row[1]:  # it expired before this operation
                 emit(None, None, "remove", row[0], row[2], row[1])
                 row = None
             if op[r] in UPSERTS:
                 if row is None:
-                    row = [seq[r], time[r] + span, ids[r]]
+                    row = [seq[r], time[r] + span, ids[r], seq[r]]
                     emit(seq[r], time[r], "insert", 0, ids[r])
                 else:
-                    row[2] = ids[r]
+                    row[2], row[3] = ids[r], seq[r]
                     emit(seq[r], time[r], "update", 0, ids[r])
             elif row is not None:  # a delete or safedelete of the held row
                 emit(seq[r], time[r], "remove", 0, row[2])
                 row = None
+        if state_only:
+            kept = [] if row is None else [row[0], row[3]]
+            return pa.table({"trace_id": pa.array([trace_id] * len(kept), pa.string()),
+                             "seq": pa.array(kept, pa.int64()),
+                             clock.DUE: pa.array([row[1]] * len(kept) if kept else [], pa.int64())})
         if row is not None:
             emit(None, None, "remove", row[0], row[2], row[1])
         n = len(out["side"])
@@ -306,9 +412,12 @@ def lax_counted(items: DataFrame, spec: Keyed, ctx: Context) -> DataFrame:
     return _at_arrival(posted, "side", "id", pos="pos")
 
 
-def _counted_kernel(policy: Length | SlackLength | JumpingLength, n_keys: int, n_groups: int):
+def _counted_kernel(policy: Length | SlackLength | JumpingLength, n_keys: int, n_groups: int, *,
+                   state_only: bool = False):
     """The grouped-map function over one trace's operations (module docstring):
-    one row `(seq, time, side, pos, id)` per posted row, all at arrivals."""
+    one row `(seq, time, side, pos, id)` per posted row, all at arrivals.
+    `state_only`: instead, for each row of the store at the end, its
+    insert's seq and its last write's (the other columns null)."""
     size = policy.size
     slack = policy.slack if isinstance(policy, SlackLength) else 1
     jumping = isinstance(policy, JumpingLength)
@@ -321,7 +430,7 @@ def _counted_kernel(policy: Length | SlackLength | JumpingLength, n_keys: int, n
         group_columns = [table.column(f"#g{n}").to_pylist() for n in range(n_groups)]
         trace_id = table.column("trace_id")[0].as_py()
         out: dict[str, list] = {"seq": [], "time": [], "side": [], "pos": [], "id": []}
-        store: dict[tuple, list] = {}  # key -> [its insert's seq, its group, its latest version's id]
+        store: dict[tuple, list] = {}  # key -> [its insert's seq, its group, its latest version's id, its seq]
         groups: dict[tuple, OrderedDict] = {}  # group -> its rows' insert seqs -> keys, oldest first
 
         for r in sorted(range(table.num_rows), key=seq.__getitem__):
@@ -339,7 +448,7 @@ def _counted_kernel(policy: Length | SlackLength | JumpingLength, n_keys: int, n
                     emit("remove", 0, row[2])
                 continue
             if row is not None:
-                row[2] = ids[r]
+                row[2], row[3] = ids[r], seq[r]
                 emit("update", 0, ids[r])
                 continue
             group = tuple(c[r] for c in group_columns)
@@ -349,13 +458,16 @@ def _counted_kernel(policy: Length | SlackLength | JumpingLength, n_keys: int, n
                 pushed, held = list(held.values()), OrderedDict()
                 groups[group] = held
             held[seq[r]] = key
-            store[key] = [seq[r], group, ids[r]]
+            store[key] = [seq[r], group, ids[r], seq[r]]
             if not jumping and len(held) >= size + slack:
                 pushed = [held.popitem(last=False)[1] for _ in range(slack)]
             emit("insert", 0, ids[r])
             for n, gone in enumerate(pushed):
                 emit("remove", n, store.pop(gone)[2])
-        n = len(out["side"])
+        if state_only:
+            out = {"seq": sorted({s for row in store.values() for s in (row[0], row[3])})}
+            out.update({name: [None] * len(out["seq"]) for name in ("time", "side", "pos", "id")})
+        n = len(out["seq"])
         return pa.table({
             "trace_id": pa.array([trace_id] * n, pa.string()), "seq": pa.array(out["seq"], pa.int64()),
             "time": pa.array(out["time"], pa.int64()), "side": pa.array(out["side"], pa.string()),
