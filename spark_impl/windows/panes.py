@@ -77,12 +77,14 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from oracle.errors import UnsupportedWindow
-from oracle.model import CountPanes, Hopping, Session, Sliding, Statement, Tumbling
+from oracle.model import Call, CountPanes, Hopping, Session, Sliding, Statement, Tumbling, expression_nodes
 from spark_impl.errors import InvalidFrame
 from spark_impl.frames import JSON_TEXT, NO_VALUES
 from spark_impl.windows import Context
 from spark_impl.windows.base import quoted
-from spark_impl.windows.pane_kernel import KernelRows, aligned_end, event_row, field_column, kernel, pane_output
+from spark_impl.windows.replay import replay
+from spark_impl.windows.pane_kernel import (
+    KernelRows, aligned_end, event_row, field_column, kernel, machine_for, pane_output)
 from spark_impl.windows.pane_query import (
     Failure, compile_select, field_kinds, grouping_key, row_passes, sql_condition, sql_literal)
 
@@ -815,13 +817,226 @@ def last_count_panes(items: DataFrame, window: CountPanes, query, ctx: Context) 
     return found.join(kept, ["trace_id", "seq"], "left_semi")
 
 
+def recent_slides(items: DataFrame, window: Sliding) -> DataFrame | None:
+    """A processing-time SLIDINGWINDOW's state: the events of time at least
+    C - size - delay, C the trace's clock. A later trigger at t >= C reads the
+    rows of `[t - size, t]`; a delayed one pending at the cut (t + delay > C:
+    one due at or before C fired at or before the cut) the rows of `[t -
+    size, t + delay)`; a kept trigger that fired before the cut fires again
+    before it. No tick reads the creation, nor a jump what follows it. An
+    OVER (WHEN ...) reading `last_hit_time()` or `last_hit_count()` reads
+    every hit so far (a count): None, every item kept."""
+    if window.trigger is not None and any(isinstance(node, Call) and node.function in ("last_hit_time", "last_hit_count")
+                                          for node in expression_nodes(window.trigger)):
+        return None
+    clock = items.where("kind <> 'start'").groupBy("trace_id").agg(F.max("time").alias("#clock"))
+    return items.where("kind = 'event'").join(F.broadcast(clock), "trace_id") \
+        .where(f"time >= `#clock` - {window.size + window.delay}").drop("#clock")
+
+
+def watermark_panes(items: DataFrame, window, ctx: Context) -> DataFrame | None:
+    """An event-time tumbling or hopping window's state: with W the
+    watermark after `items` (from the largest event time, which a kept row
+    holds), the rows not late of event time above W - size (every pane not
+    closed, ending after W, holds only such rows; the waiting ones are above
+    W), every row not late while a tumbling window's first pane is open (it
+    holds every row before its end, aligned(r0), which Go's alignment in a
+    repeated hour puts more than a size after r0), and the first row to enter, the least event time of the rows not late
+    that the FILTER admits: it fixes the ends and the first start, and in the
+    resumed run, entering first again, fixes the same. A kept row is not late
+    there either (its watermark there is at most the first run's), and one of
+    a pane closed at or before W closes it again before the cut. A FILTER
+    that does not compile to SQL, or calls a function (`event_time()` reads
+    the row's event time): None, every item kept."""
+    condition = window.filter
+    admit = "true"
+    if condition is not None:
+        if any(isinstance(node, Call) for node in expression_nodes(condition)):
+            return None
+        admit = _row_condition(condition, _types(items, ctx.properties))
+        if admit is None:
+            return None
+    ts, tol = quoted(window.timestamp), window.late_tolerance
+    kept, _ = late_rows(items, window)
+    rows = kept.where(f"kind = 'event' AND {ts} IS NOT NULL").selectExpr(
+        "*", f"coalesce({admit}, false) AS `#admitted`")
+    marks = rows.groupBy("trace_id").agg(
+        F.expr(f"greatest(max({ts}), {tol}) - {tol}").alias("#w"),
+        F.expr(f"min(CASE WHEN `#admitted` THEN {ts} END)").alias("#first"))
+    recent = f"{ts} > `#w` - {window.size} OR ({ts} = `#first` AND `#admitted`)"
+    if isinstance(window, Tumbling):
+        # the first pane holds every row before the first end, aligned(r0), which may lie more than a size
+        # after r0 (Go's alignment in a repeated hour): while it is open every row is kept
+        from zoneinfo import ZoneInfo
+
+        count, unit, zone = window.size // window.unit, window.unit, window.time_zone
+        first_end = F.udf(lambda t: None if t is None else aligned_end(t, count, unit, ZoneInfo(zone)), "long")
+        marks = marks.withColumn("#e0", first_end(F.col("`#first`")))
+        recent = f"`#e0` IS NULL OR `#e0` > `#w` OR {recent}"
+    return rows.join(F.broadcast(marks), "trace_id").where(recent).drop("#w", "#first", "#admitted", "#e0")
+
+
+class _SessionProbe:
+    """A processing-time session machine (`pane_kernel.TimedSessions`)
+    replayed to find its last epoch: the seq of the last admitted row that
+    found no timeout timer armed (none before the first admitted row, none
+    after a timeout closed a pane of held rows)."""
+
+    def __init__(self, machine):
+        self.machine, self.epoch = machine, None
+
+    def due(self):
+        return self.machine.due()
+
+    def fire(self, now: int) -> None:
+        self.machine.fire(now)
+
+    def arrive(self, payload, now: int) -> None:
+        seq, row = payload
+        fresh, held = self.machine.timeout_at is None, len(self.machine.held)
+        self.machine.arrive(row, now)
+        if fresh and len(self.machine.held) > held:
+            self.epoch = seq
+
+    def on_unit(self, seq: int, phase: int, time: int) -> None:
+        self.machine.posts.clear()
+
+    def kept(self) -> list[tuple[str, int]]:
+        return [] if self.epoch is None else [("from", self.epoch)]
+
+
+class _WatermarkSessionProbe(_SessionProbe):
+    """An event-time session machine (`pane_kernel.Watermark` over
+    `WatermarkSessions`) replayed to find what its state reads: the open
+    session's entered rows, the waiting rows, the rows of the last pane
+    posted, and the row of the largest event time not late (the watermark)."""
+
+    def __init__(self, machine, timestamp: str):
+        super().__init__(machine)
+        self.timestamp, self.top, self.top_seq, self.last_pane = timestamp, None, None, []
+
+    def due(self):
+        return None
+
+    def arrive(self, payload, now: int) -> None:
+        seq, row = payload
+        ts = row.get(self.timestamp)
+        if isinstance(ts, float) and ts.is_integer():
+            ts = int(ts)
+        if isinstance(ts, int) and not isinstance(ts, bool) and ts >= self.machine.mark and (
+                self.top is None or ts > self.top):
+            self.top, self.top_seq = ts, seq
+        self.machine.arrive(row, now)
+
+    def on_unit(self, seq: int, phase: int, time: int) -> None:
+        for post in self.machine.posts:
+            if post[0] != "error" and post[0]:
+                self.last_pane = post[0]
+        self.machine.posts.clear()
+
+    def kept(self) -> list[tuple[str, int]]:
+        rows = [r for _, r in self.machine.window.rows] + [r for _, _, r in self.machine.waiting] + \
+            [r for _, r in self.last_pane]
+        seqs = {r[_SEQ] for r in rows} | ({self.top_seq} if self.top_seq is not None else set())
+        return [("one", n) for n in sorted(seqs)]
+
+
+#: the key of an event's seq in a probed row (a name no condition can read)
+_SEQ = "#seq"
+_PROBE_SCHEMA = T.StructType([T.StructField("trace_id", T.StringType()), T.StructField("mode", T.StringType()),
+                              T.StructField("seq", T.LongType())])
+
+
+def _session_probe(window, query, names: tuple[str, ...], json_names: frozenset[str]):
+    """The grouped-map function over one trace's items: what a session
+    window's state keeps (`session_state`), as rows (trace_id, mode, seq):
+    mode `all` (a processing-time trace with a jump), `from` (the events from
+    seq on), `one` (the event of seq)."""
+    conditions = tuple(c for c in (window.filter, query.where if pushed_where(window, query) else None)
+                       if c is not None)
+
+    def run(table):
+        import pyarrow as pa
+
+        cols = {c: table.column(c).to_pylist() for c in ("seq", "kind", "time", "id", *names)}
+        order = sorted(range(table.num_rows), key=cols["seq"].__getitem__)
+        trace = table.column("trace_id")[0].as_py() if table.num_rows else None
+        created = next((cols["time"][i] for i in order if cols["kind"][i] == "start"), 0)
+        if not window.event_time and any(cols["kind"][i] == "jump" for i in order):
+            found = [("all", None)]
+        else:
+            machine = machine_for(window, conditions, created)
+            probe = (_WatermarkSessionProbe(machine, window.timestamp) if window.event_time
+                     else _SessionProbe(machine))
+
+            def payload(i):
+                row = event_row(cols["id"][i], ((n, cols[n][i]) for n in names), json_names)
+                row[_SEQ] = cols["seq"][i]
+                return cols["seq"][i], row
+
+            items = ((cols["seq"][i], cols["kind"][i], cols["time"][i],
+                      payload(i) if cols["kind"][i] == "event" else None) for i in order)
+            replay(items, probe, probe.on_unit, created)
+            found = probe.kept()
+        return pa.table({"trace_id": pa.array([trace] * len(found), pa.string()),
+                         "mode": pa.array([m for m, _ in found], pa.string()),
+                         "seq": pa.array([n for _, n in found], pa.int64())})
+
+    return run
+
+
+def session_state(items: DataFrame, window: Session, query, ctx: Context) -> DataFrame:
+    """A SESSIONWINDOW's state, found by replaying its machine
+    (`pane_kernel`) over each trace once more (`_session_probe`):
+
+    * processing time: the events from the last epoch on, the last admitted
+      row that found no timeout timer armed (the first one, or the first
+      after a timeout closed a pane). That row finds the same there in the
+      resumed run: no row held, no timer, so it sets the timer and the
+      session's start; the checks' ticks are arithmetic on the clock from
+      the creation (`start` row kept), so every later check, cut and timeout
+      is the first run's. A trace with a jump keeps every item (a jump moves
+      the ticks off their alignment).
+    * event time: the open session's rows, the rows waiting for the
+      watermark, the largest event time's row (the watermark), and the rows
+      of the last pane posted: replayed first, they end where they did (a
+      session's end is read off its rows: a gap, a check passed, or the
+      watermark past its last row + timeout), so the open session starts at
+      that pane's end again where a check cut it (else at its first row),
+      and its checks start from its first row. Kept rows are not late in the
+      resumed run (its watermark there is at most the first run's)."""
+    names = tuple(ctx.properties)
+    json_names = frozenset(f.name for f in items.schema.fields if f.name in names and f.metadata.get(JSON_TEXT))
+    rows = items.selectExpr("trace_id", "seq", "kind", "time", "id", *(quoted(n) for n in names))
+    found = rows.groupBy("trace_id").applyInArrow(_session_probe(window, query, names, json_names), _PROBE_SCHEMA)
+    marks = found.groupBy("trace_id").agg(
+        F.expr("max(mode = 'all')").alias("#all"), F.expr("min(CASE WHEN mode = 'from' THEN seq END)").alias("#from"),
+        F.expr("collect_set(CASE WHEN mode = 'one' THEN seq END)").alias("#ones"))
+    return items.where("kind NOT IN ('start', 'set')").join(marks, "trace_id").where(
+        "`#all` OR (kind = 'event' AND (seq >= `#from` OR array_contains(`#ones`, seq)))").drop(
+        "#all", "#from", "#ones")
+
+
 def held(items: DataFrame, spec, ctx: Context) -> DataFrame | None:
-    """The state of a pane window (or a query over one) after `items`
-    (`spark_impl.incremental`): `open_panes`, `last_count_panes`; None (every
-    item kept) for the others (their docstrings)."""
+    """The state of a pane window (or a query over one: a pane's rows read
+    nothing but the pane's events) after `items` (`spark_impl.incremental`):
+    `open_panes` (processing-time tumbling and hopping), `last_count_panes`,
+    `recent_slides` (processing-time sliding), `watermark_panes` (event-time
+    tumbling and hopping), `session_state`. None, every item kept, for an
+    event-time sliding window: which triggers a rise handles hangs on the
+    newest row the last handling reached (a trigger tying it waits for a
+    newer row), and kept rows replayed enter in other rises, so ties would
+    be handled before the cut that the first run handles after it (not
+    derived here)."""
     window, query = _split(spec)
     if isinstance(window, CountPanes):
         return last_count_panes(items, window, query, ctx)
+    if isinstance(window, Sliding) and not window.event_time:
+        return recent_slides(items, window)
+    if isinstance(window, (Tumbling, Hopping)) and window.event_time:
+        return watermark_panes(items, window, ctx)
+    if isinstance(window, Session):
+        return session_state(items, window, query, ctx)
     return open_panes(items, spec, ctx)
 
 
