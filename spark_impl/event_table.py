@@ -539,59 +539,84 @@ def _describe(problem, order_col: str, time_col: str, trace_col: str | None, unt
 # --------------------------------------------------------------------------- a trace frame
 
 
-def check_trace_frame(trace_df: DataFrame) -> bool:
+def check_trace_frame(trace_df: DataFrame, per_trace: list | None = None) -> bool:
     """Raise `InvalidFrame` for the first problem of a trace frame (the input of
     `apply_window`), naming the column, the trace and the value: what the
     oracle refuses in a trace, in three Spark jobs. Returns whether the frame
     holds a `jump` item (found by the first job: a plan for input without
     jumps is cheaper).
 
-    * per trace (one aggregate): a kind that is null or not one of `KINDS`, an
-      event without an id, a clock further than 2^62 ms from 0, more than one
-      `start` row, a start time after the first item's time;
+    * per trace (one aggregate, `trace_checks`): a kind that is null or not one
+      of `KINDS`, an event without an id, a clock further than 2^62 ms from 0,
+      more than one `start` row, a start time after the first item's time;
     * an id twice in a trace: `ids_may_repeat` (hashes sorted in numpy); where
       it finds a suspect, or the aggregate a problem, the aggregate runs again
       counting each trace's distinct ids, and names the first problem;
     * then the order: a null trace, seq or time, a negative seq, a seq twice, a
       time going back along seq (`check_events` on the items: one scan of a
-      frame written in order, a sort otherwise)."""
-    found = _first_trace_problem(trace_df, distinct_ids=False)
-    if found.first is not None or ids_may_repeat(trace_df.where("kind = 'event'").select("trace_id", "id")):
+      frame written in order, a sort otherwise).
+
+    `per_trace`: the aggregate's rows, one per trace, computed by the caller
+    in a job it runs anyway (the stream's survey: `trace_checks`' columns
+    beside its own), so the checks run two jobs."""
+    if per_trace is None:
+        found = _first_trace_problem(trace_df, distinct_ids=False)
+        first, jumps = found.first, found.jumps
+    else:
+        problems = [row for row in per_trace if row[TRACE_PROBLEM]]
+        first = min(problems, key=lambda row: row["trace_id"]) if problems else None
+        jumps = any(row["jumps"] for row in per_trace)
+    if first is not None or ids_may_repeat(trace_df.where("kind = 'event'").select("trace_id", "id")):
         # a problem, or ids that may repeat: the exact aggregate names the first problem
-        found = _first_trace_problem(trace_df, distinct_ids=True)
-    if found.first is None:
+        first = _first_trace_problem(trace_df, distinct_ids=True).first
+    if first is None:
         items = trace_df.where("kind <> 'start'").select("trace_id", "seq", "time")
         check_events(items, order_col="seq", time_col="time", trace_col="trace_id", until=None)
-        return found.jumps
-    _raise_trace_problem(trace_df, found.first)
+        return jumps
+    _raise_trace_problem(trace_df, first)
+
+
+#: `trace_checks`' column telling a trace has a problem
+TRACE_PROBLEM = "#problem"
+
+
+def trace_checks(distinct_ids: bool = False) -> list:
+    """The per-trace aggregate of `check_trace_frame` (its first bullet), as
+    columns of a `groupBy("trace_id").agg(...)`, the last `TRACE_PROBLEM`:
+    whether the trace has one. `distinct_ids`: count each trace's distinct
+    ids too (an id twice is then a problem: a shuffle of every (trace, id));
+    without it, the caller finds a repeat with `ids_may_repeat`."""
+    kinds = ", ".join(f"'{k}'" for k in frames.KINDS)
+    distinct = "count(DISTINCT id)" if distinct_ids else "count(id)"
+    aggregates = {
+        "bad_kind_seq": f"min_by(seq, seq) FILTER (WHERE kind IS NULL OR kind NOT IN ({kinds}))",
+        "bad_kind": f"min_by(kind, seq) FILTER (WHERE kind IS NULL OR kind NOT IN ({kinds}))",
+        "no_id_seq": "min(seq) FILTER (WHERE kind = 'event' AND id IS NULL)",
+        "ids": "count(id) FILTER (WHERE kind = 'event')",
+        "distinct_ids": f"{distinct} FILTER (WHERE kind = 'event')",
+        "far_seq": f"min_by(seq, seq) FILTER (WHERE abs(time) > {MAX_CLOCK})",
+        "far_time": f"min_by(time, seq) FILTER (WHERE abs(time) > {MAX_CLOCK})",
+        "starts": "count(1) FILTER (WHERE kind = 'start')",
+        "start_time": "max(time) FILTER (WHERE kind = 'start')",
+        "first_time": "min_by(time, seq) FILTER (WHERE kind <> 'start')",
+        "first_seq": "min(seq) FILTER (WHERE kind <> 'start')",
+        "jumps": "count(1) FILTER (WHERE kind = 'jump')",
+    }
+    # an aggregate's own expression again: FILTERed counts are never null, the rest may be
+    a = {name: f"({sql})" for name, sql in aggregates.items()}
+    problem = (f"{a['bad_kind_seq']} IS NOT NULL OR {a['no_id_seq']} IS NOT NULL OR {a['ids']} <> {a['distinct_ids']} "
+               f"OR {a['far_seq']} IS NOT NULL OR {a['starts']} > 1 OR coalesce({a['start_time']} > {a['first_time']}, "
+               "false)")
+    return [F.expr(sql).alias(name) for name, sql in aggregates.items()] + [F.expr(problem).alias(TRACE_PROBLEM)]
 
 
 def _first_trace_problem(trace_df: DataFrame, distinct_ids: bool):
     """One job: the first trace (by id) with a problem of the per-trace
     aggregate (`first`: its figures, None if none) and whether any trace jumps
-    (`jumps`). `distinct_ids`: count each trace's distinct ids too (an id
-    twice is then a problem: a shuffle of every (trace, id)); without it, the
-    caller has found with `ids_may_repeat` that no id repeats."""
-    kinds = ", ".join(f"'{k}'" for k in frames.KINDS)
-    distinct = "count(DISTINCT id)" if distinct_ids else "count(id)"
-    per_trace = trace_df.groupBy("trace_id").agg(
-        F.expr(f"min_by(seq, seq) FILTER (WHERE kind IS NULL OR kind NOT IN ({kinds}))").alias("bad_kind_seq"),
-        F.expr(f"min_by(kind, seq) FILTER (WHERE kind IS NULL OR kind NOT IN ({kinds}))").alias("bad_kind"),
-        F.expr("min(seq) FILTER (WHERE kind = 'event' AND id IS NULL)").alias("no_id_seq"),
-        F.expr("count(id) FILTER (WHERE kind = 'event')").alias("ids"),
-        F.expr(f"{distinct} FILTER (WHERE kind = 'event')").alias("distinct_ids"),
-        F.expr(f"min_by(seq, seq) FILTER (WHERE abs(time) > {MAX_CLOCK})").alias("far_seq"),
-        F.expr(f"min_by(time, seq) FILTER (WHERE abs(time) > {MAX_CLOCK})").alias("far_time"),
-        F.expr("count(1) FILTER (WHERE kind = 'start')").alias("starts"),
-        F.expr("max(time) FILTER (WHERE kind = 'start')").alias("start_time"),
-        F.expr("min_by(time, seq) FILTER (WHERE kind <> 'start')").alias("first_time"),
-        F.expr("min(seq) FILTER (WHERE kind <> 'start')").alias("first_seq"),
-        F.expr("count(1) FILTER (WHERE kind = 'jump')").alias("jumps"),
-    )
-    problem = ("bad_kind_seq IS NOT NULL OR no_id_seq IS NOT NULL OR ids <> distinct_ids OR far_seq IS NOT NULL "
-               "OR starts > 1 OR start_time > first_time")
+    (`jumps`)."""
+    per_trace = trace_df.groupBy("trace_id").agg(*trace_checks(distinct_ids))
     return per_trace.agg(
-        F.expr(f"min_by(struct(*), trace_id) FILTER (WHERE {problem})").alias("first"),
+        F.expr(f"min_by(struct(*), trace_id) FILTER (WHERE `{TRACE_PROBLEM}`)").alias("first"),
         F.expr("coalesce(sum(jumps), 0) > 0").alias("jumps")).first()
 
 

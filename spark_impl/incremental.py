@@ -192,10 +192,14 @@ def held(items: DataFrame, spec: WindowSpec, *, jumps: bool = True) -> tuple[Dat
     kept = kept.selectExpr(*columns).where("kind NOT IN ('start', 'set')").unionByName(
         validated.where("kind IN ('start', 'set')"))
     last = validated.where("kind <> 'start'").groupBy("trace_id").agg(
-        F.max("seq").alias("#last"), F.max("time").alias("#clock"))
-    marker = last.join(kept.select("trace_id", F.col("seq").alias("#last")), ["trace_id", "#last"], "left_anti") \
-        .selectExpr("trace_id", "`#last` AS seq", "'advance' AS kind", "`#clock` AS time")
-    return kept.unionByName(marker, allowMissingColumns=True).selectExpr(*columns), False
+        F.max("seq").alias("seq"), F.max("time").alias("time"))
+    marker = last.selectExpr("trace_id", "seq", "'advance' AS kind", "time")
+    # the marker gives way to a kept item of its seq: one aggregate of the kept rows by (trace, seq), so
+    # the family's plan of `kept` runs once (an anti-join of the marker against `kept` would run it twice)
+    rows = kept.selectExpr(*columns, "false AS `#marker`").unionByName(
+        marker.selectExpr("*", "true AS `#marker`"), allowMissingColumns=True)
+    only = rows.groupBy("trace_id", "seq").agg(F.expr("min_by(struct(*), `#marker`)").alias("#row"))
+    return only.select("#row.*").selectExpr(*columns), False
 
 
 def in_two_calls(trace_df: DataFrame, window: str | WindowSpec, dialect: str = "esper", *, validate: bool = True,

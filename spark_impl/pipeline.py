@@ -28,7 +28,7 @@ from oracle.model import (
     OPCODES, GroupWin, Statement, WindowSpec, accepted_opcodes, spec_expression_names, unknown_property)
 from spark_impl.errors import InvalidFrame
 from spark_impl.frames import (
-    BASE_COLUMNS, JSON_TEXT, KINDS, NO_VALUES, NOT_FIELDS, OUTPUT_COLUMNS, RESERVED, ROW_OUTPUT_COLUMNS, posts_rows,
+    BASE_COLUMNS, KINDS, NOT_FIELDS, OUTPUT_COLUMNS, RESERVED, ROW_OUTPUT_COLUMNS, posts_rows,
     row_fields, spec_properties)
 from spark_impl.windows import Context, Family, family
 from spark_impl.windows.base import events, quoted

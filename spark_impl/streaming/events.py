@@ -117,7 +117,7 @@ from spark_impl.errors import InvalidFrame, check_frame
 from spark_impl.event_table import MAX_CLOCK, check_clock, check_statement_columns, event_rows
 from spark_impl.frames import START_SEQ, posts_rows
 from spark_impl.incremental import apply_window_incrementally, fingerprint
-from spark_impl.streaming.micro_batch import Location, conform, updates_stream
+from spark_impl.streaming.micro_batch import Location, conform, run_to_end, updates_stream
 from spark_impl.streaming.traces import FILES_PER_TRIGGER, STREAM_OF_EVENTS, check_specs
 from spark_impl.windows.base import quoted
 
@@ -318,7 +318,7 @@ class EventStream:
         if self.ids:
             state["ids"] = ids.unionByName(fed.where("`#accepted`").select("trace_id", "id"))
         state = {name: frame for name, frame in state.items() if frame is not None}
-        self.location.write(state, batch_id)
+        self.location.write(state, batch_id)  # its parts by one job
         errors = conform(rejected.drop("#count"), self.schema)
         self.sink(updates.unionByName(errors), batch_id)
         if prior is not None:
@@ -548,23 +548,7 @@ def run_event_files(spark, folder, schema, window: str | WindowSpec | Mapping[st
         specs, keyed = (parse(window, dialect) if isinstance(window, str) else window), False
     _, start_query = _prepare(stream, specs, window=keyed, trigger={"availableNow": True},
                               **{"start": None, "validate": True, "trace_col": None, **options})
-    posted: dict[int, list] = {}
-
-    def sink(frame, batch_id):
-        rows = frame.collect()
-        if fail_after is not None and batch_id >= fail_after:
-            raise RuntimeError(f"the sink stops at batch {batch_id} (a crash, on purpose)")
-        posted[batch_id] = rows
-
-    query = start_query(Location(spark, str(checkpoint)), sink)
-    try:
-        query.awaitTermination()
-    except Exception:  # noqa: BLE001 - a crash the caller asked for; any other error is raised
-        if fail_after is None:
-            raise
-    finally:
-        query.stop()
-    return posted
+    return run_to_end(lambda sink: start_query(Location(spark, str(checkpoint)), sink), fail_after)
 
 
 __all__ = ["apply_window_to_events", "apply_windows_to_events", "run_event_files", "EventStream", "REJECTED"]

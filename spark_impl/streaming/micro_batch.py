@@ -35,11 +35,15 @@ items. Time is each trace's logical clock, as in batch: no Spark timer and
 no watermark.
 
 **Cost.** A micro-batch is a handful of jobs: the survey (its items read
-and kept in memory, per trace their seqs), the batch's checks of the items
-(`validate`), the window's plan (the updates) and its `HELD` plan (the
-state), each over the state and the items: each costs about what the batch
-pays for the same rows, plus each job's fixed cost (spark_impl/streaming/
-bench.py has the figures).
+and kept in memory; per trace their seqs and, with `validate`, the batch's
+per-trace checks, `event_table.trace_checks`), the batch's id and order
+checks of the items (two jobs), the state (the window's `HELD` plan, its
+parts written by one job) and the updates (the window's plan, computed by
+the sink), each over the state and the items: each costs about what the
+batch pays for the same rows, plus each job's fixed cost
+(spark_impl/streaming/bench.py has the figures). The checks cover every
+item the micro-batch holds, those held back ahead of a gap too: a bad one
+fails the micro-batch it arrives in, not the one its turn comes in.
 
 **State and restart.** Under `location`: `state/<batch id>/`, the window's
 state after that micro-batch plus the held-back items (Parquet), and
@@ -63,12 +67,14 @@ from oracle.dialects import spec_text
 from oracle.model import Spec, WindowSpec
 from spark_impl.errors import InvalidFrame
 from spark_impl.frames import BASE_COLUMNS, START_SEQ
-from spark_impl.event_table import check_trace_frame
+from spark_impl.event_table import check_trace_frame, trace_checks
 from spark_impl.incremental import STATE_OF, apply_window_incrementally, fingerprint
 from spark_impl.windows.base import quoted
 
 #: the state's rows of items held back ahead of a gap (not yet run): they belong to no window yet
 HELD_BACK = f"{STATE_OF} IS NULL"
+#: the columns of a state written as a dict (`Location.write`): the frame a row is of (its folder), its row
+PART, STATE_COLUMN = "wo_part", "wo_state_{}"
 
 
 class Location:
@@ -97,18 +103,7 @@ class Location:
         names = [status.getPath().getName() for status in self._fs.listStatus(where)]
         return sorted(int(n) for n in names if n.isdigit())
 
-    def write(self, frame, batch_id: int) -> None:
-        """`frame` (or a dict of named frames, each a folder of its own) as
-        the state of `batch_id`: written to a staging folder, then renamed
-        into place (replacing a state of the same id left by an earlier run
-        of the micro-batch)."""
-        staging = self.folder("_staging", f"state-{batch_id}")
-        if isinstance(frame, Mapping):
-            self._fs.delete(self._Path(staging), True)
-            for name, part in frame.items():
-                part.write.mode("overwrite").parquet(f"{staging}/{name}")
-        else:
-            frame.write.mode("overwrite").parquet(staging)
+    def _place(self, staging: str, batch_id: int) -> None:
         target = self._Path(self.folder("state", str(batch_id)))
         self._fs.mkdirs(target.getParent())
         if self._fs.exists(target):
@@ -116,9 +111,39 @@ class Location:
         if not self._fs.rename(self._Path(staging), target):
             raise OSError(f"could not move the window's state into {target}")
 
+    def write(self, frame, batch_id: int) -> None:
+        """`frame` (or a dict of named frames) as the state of `batch_id`:
+        written to a staging folder, then renamed into place (replacing a
+        state of the same id left by an earlier run of the micro-batch). A
+        dict is written by one job: each frame's rows as one struct column
+        (`STATE_COLUMN`), the rows split by `PART` into a folder per frame."""
+        from pyspark.sql import functions as F
+
+        staging = self.folder("_staging", f"state-{batch_id}")
+        if isinstance(frame, Mapping):
+            rows = None
+            for name, part in frame.items():
+                packed = part.select(F.struct(*(F.col(quoted(c)) for c in part.columns))
+                                     .alias(STATE_COLUMN.format(name)), F.lit(name).alias(PART))
+                rows = packed if rows is None else rows.unionByName(packed, allowMissingColumns=True)
+            rows.write.mode("overwrite").partitionBy(PART).parquet(staging)
+            if not any(self._fs.exists(self._Path(f"{staging}/{PART}={name}")) for name in frame):
+                # no row at all: an empty file keeps the columns, so each part reads as an empty frame
+                rows.sparkSession.createDataFrame([], rows.schema).write.mode("overwrite").parquet(staging)
+        else:
+            frame.write.mode("overwrite").parquet(staging)
+        self._place(staging, batch_id)
+
     def read(self, batch_id: int, part: str | None = None):
-        """The state of `batch_id` (its frame `part`, of a dict written)."""
-        return self.spark.read.parquet(self.folder("state", str(batch_id), *((part,) if part else ())))
+        """The state of `batch_id` (its frame `part`, of a dict written; None
+        if the dict held no such frame)."""
+        found = self.spark.read.parquet(self.folder("state", str(batch_id)))
+        if part is None:
+            return found
+        column = STATE_COLUMN.format(part)
+        if column not in found.columns:  # a dict written without such a frame
+            return None
+        return found.where(f"{PART} = '{part}'").select(f"`{column}`.*")
 
     def newest_before(self, batch_id: int) -> int | None:
         """The newest state version before `batch_id` (None: none); refuses a
@@ -184,7 +209,7 @@ class WindowStream:
         survey = self._survey(items, state)
         turns = self._turns(survey)
         running, held_back = self._split(items, turns)
-        updates, kept = self._run(running, state, turns, survey)
+        updates, kept = self._run(running, items, state, turns, survey)
         from pyspark.sql import functions as F
 
         waiting = held_back.withColumn(STATE_OF, F.lit(None).cast("string"))
@@ -197,23 +222,23 @@ class WindowStream:
 
     def _survey(self, items, state) -> dict:
         """One job: per trace, of the state its cut (last seq run), whether it holds a jump and the windows
-        that wrote it; of the items their count, lowest and highest seq (the start row apart) and start rows.
-        Refuses a state another window wrote."""
+        that wrote it; of the items their count, lowest and highest seq (the start row apart), start rows
+        and, with `validate`, the batch's per-trace checks (`event_table.trace_checks`). Refuses a state
+        another window wrote."""
         per_item = items.groupBy("trace_id").agg(
             _expr("'items'").alias("part"),
             _expr(f"count(CASE WHEN seq <> {START_SEQ} THEN 1 END)").alias("n"),
             _expr(f"min(CASE WHEN seq <> {START_SEQ} THEN seq END)").alias("lo"),
             _expr(f"max(CASE WHEN seq <> {START_SEQ} THEN seq END)").alias("hi"),
-            _expr(f"count(CASE WHEN seq = {START_SEQ} THEN 1 END)").alias("starts"),
-            _expr("false").alias("jumps"), _expr("array()").cast("array<string>").alias("marks"))
+            _expr(f"count(CASE WHEN seq = {START_SEQ} THEN 1 END)").alias("start_rows"),
+            *(trace_checks() if self.validate else ()))
         parts = per_item
         if state is not None:
             per_state = state.groupBy("trace_id").agg(
-                _expr("'state'").alias("part"), _expr("0L").alias("n"), _expr("CAST(NULL AS BIGINT)").alias("lo"),
-                _expr("max(CASE WHEN kind <> 'start' THEN seq END)").alias("hi"), _expr("0L").alias("starts"),
-                _expr("coalesce(max(kind = 'jump'), false)").alias("jumps"),
+                _expr("'state'").alias("part"), _expr("max(CASE WHEN kind <> 'start' THEN seq END)").alias("hi"),
+                _expr("coalesce(max(kind = 'jump'), false)").alias("state_jumps"),
                 _expr(f"collect_set({STATE_OF})").alias("marks"))
-            parts = per_item.unionByName(per_state)
+            parts = per_item.unionByName(per_state, allowMissingColumns=True)
         found: dict = {"items": {}, "state": {}}
         for row in parts.collect():
             found[row["part"]][row["trace_id"]] = row
@@ -228,7 +253,8 @@ class WindowStream:
         """Per trace with items, which run now (`Turns`); refuses an item that ran already or comes twice."""
         cuts = {t: row["hi"] for t, row in survey["state"].items()}
         every, gap, none, base = [], {}, [], {}
-        for trace_id, (_, _, n, lo, hi, starts, _, _) in survey["items"].items():
+        for trace_id, row in survey["items"].items():
+            n, lo, hi, starts = row["n"], row["lo"], row["hi"], row["start_rows"]
             cut = cuts.get(trace_id)
             if trace_id is None:
                 raise InvalidFrame("an item with a null trace_id")
@@ -280,7 +306,7 @@ class WindowStream:
 
     # ------------------------------------------------------------------ the window
 
-    def _run(self, running, state, turns: Turns, survey: dict):
+    def _run(self, running, items, state, turns: Turns, survey: dict):
         """(the updates, the window's state after the items that run): per window, its traces' items
         resumed from their state; a trace without items to run keeps its state as it was."""
         from pyspark.sql import functions as F
@@ -303,19 +329,22 @@ class WindowStream:
                       for spec, ids in by_spec.items()]
         jumps = True
         if self.validate and moved:
-            # the batch's checks of the items, once for every window (`apply_window_incrementally` would
-            # run them per window); a plan for input without jumps where neither they nor the state hold one
-            jumps = check_trace_frame(running.selectExpr("trace_id", "CAST(seq AS BIGINT) AS seq", "kind",
-                                                         "CAST(time AS BIGINT) AS time", "id"))
-            jumps = jumps or any(survey["state"][t]["jumps"] for t in moved if t in survey["state"])
+            # the batch's checks, once for every window (`apply_window_incrementally` would run them per
+            # window), of every item the micro-batch holds (those held back too: a bad one fails now, not
+            # when its turn comes), their per-trace aggregate read off the survey; a plan for input without
+            # jumps where neither they nor the state hold one
+            jumps = check_trace_frame(items.selectExpr("trace_id", "CAST(seq AS BIGINT) AS seq", "kind",
+                                                       "CAST(time AS BIGINT) AS time", "id"),
+                                      list(survey["items"].values()))
+            jumps = jumps or any(survey["state"][t]["state_jumps"] for t in moved if t in survey["state"])
         from spark_impl import PLANS_PER_JOB
 
         updates, kept = None, still
         chunks = [groups[i:i + PLANS_PER_JOB] for i in range(0, len(groups), PLANS_PER_JOB)]
         for chunk in chunks:
             part_updates, part_kept = None, None
-            for spec, items, held in chunk:
-                done = apply_window_incrementally(items, spec, state=held, validate=False, jumps=jumps)
+            for spec, mine, held in chunk:
+                done = apply_window_incrementally(mine, spec, state=held, validate=False, jumps=jumps)
                 part = conform(done.updates, self.schema)
                 part_updates = part if part_updates is None else part_updates.unionByName(part)
                 part_kept = done.state if part_kept is None else part_kept.unionByName(done.state,
@@ -329,6 +358,31 @@ class WindowStream:
         if updates is None:
             updates = spark.createDataFrame([], self.schema)
         return updates, kept
+
+
+def run_to_end(start: Callable, fail_after: int | None = None) -> dict[int, list]:
+    """Run the query `start(sink)` starts (an `availableNow` trigger) to its
+    end into a sink keeping each micro-batch's rows by batch id (a batch run
+    again replaces its rows): those rows. `fail_after`: the sink fails from
+    that batch id on (a crash, for restart tests; the micro-batch's state is
+    written by then); the batches before it are returned."""
+    posted: dict[int, list] = {}
+
+    def sink(frame, batch_id):
+        rows = frame.collect()
+        if fail_after is not None and batch_id >= fail_after:
+            raise RuntimeError(f"the sink stops at batch {batch_id} (a crash, on purpose)")
+        posted[batch_id] = rows
+
+    query = start(sink)
+    try:
+        query.awaitTermination()
+    except Exception:  # noqa: BLE001 - a crash the caller asked for; any other error is raised
+        if fail_after is None:
+            raise
+    finally:
+        query.stop()
+    return posted
 
 
 def conform(frame, schema):

@@ -195,27 +195,12 @@ def run_files(spark, folder, schema, specs: Mapping[str, WindowSpec], checkpoint
     batch run again replaces its rows). `fail_after`: the sink fails from that
     batch id on (a crash, for restart tests; the micro-batch's state is
     written by then); the batches before it are returned."""
-    from spark_impl.streaming.micro_batch import start_window
+    from spark_impl.streaming.micro_batch import run_to_end, start_window
 
     stream = (spark.readStream.schema(schema).option("maxFilesPerTrigger", FILES_PER_TRIGGER)
               .parquet(str(folder)))
-    posted: dict[int, list] = {}
-
-    def sink(frame, batch_id):
-        rows = frame.collect()
-        if fail_after is not None and batch_id >= fail_after:
-            raise RuntimeError(f"the sink stops at batch {batch_id} (a crash, on purpose)")
-        posted[batch_id] = rows
-
-    query = start_window(stream, dict(specs), location=str(checkpoint), sink=sink, trigger={"availableNow": True})
-    try:
-        query.awaitTermination()
-    except Exception:  # noqa: BLE001 - a crash the caller asked for; any other error is raised
-        if fail_after is None:
-            raise
-    finally:
-        query.stop()
-    return posted
+    return run_to_end(lambda sink: start_window(stream, dict(specs), location=str(checkpoint), sink=sink,
+                                                trigger={"availableNow": True}), fail_after)
 
 
 def run_cases(pairs, spark=None, *, batches: int = 3, seed: int = 0, early: float = 0.1, folder=None,
