@@ -219,6 +219,67 @@ class TimeBatches:
         )
 
 
+def pending_batches(items: DataFrame, spec: TimeBatch, ctx: Context) -> DataFrame:
+    """`#time_batch`'s state (`spark_impl.incremental`) at the trace's clock
+    `C` (its items' latest time). Each event's posts are a function of its
+    own clock, its sub-window's reference (and with FORCE_UPDATE its arming
+    clock and slot) and the hits of `g1` and `g2` (module docstring), so the
+    state is:
+
+    * the events whose `g2` lies after `C`: the open batch (`g1` not reached)
+      and the last released one, which the next firing posts as removed;
+    * each sub-window's first event: its reference and arming clock, and
+      under groupwin its slot;
+    * where the input may hold jumps, the item releasing each of these (the
+      hit of its `g1`, if at or before `C`): `g2` is the first grid point
+      after that item's clock (a jump's target), and that item is then the
+      first held one reaching `g1`, as it is the first of all items. Such an
+      item that is an event not held itself is held as an `advance` to its
+      clock (the same walk, no event). So a held event posts exactly what
+      it does in one run: after the cut the same hits, before it posts the
+      next call drops (a long-gone first event is inserted and removed again
+      by items at or before the cut). Without jumps every release is a walk
+      stop at `g1`, and `g2 = g1 + t`.
+    An event not held has left (`g2` at or before `C`) and posts nothing more;
+    with FORCE_UPDATE a firing after `C` is found among the new items and its
+    empty post dropped where the same event posts are."""
+    plan = TimeBatches(spec, ctx)
+    arrived = plan.referenced(items)
+    at = items.where(f"kind <> '{clock.START}'").groupBy("trace_id").agg(F.expr("max(time)").alias("#clock"))
+    if ctx.group_keys:
+        first = "seq = slot"  # a group's slot is the seq of its first event
+    else:
+        firsts = events(items).groupBy("trace_id").agg(F.expr("min(seq)").alias("#first_seq"))
+        arrived = arrived.join(F.broadcast(firsts), "trace_id")
+        first = "seq = `#first_seq`"
+    if ctx.jumps:
+        points = arrived.selectExpr("*", f"`#g1` AS {quoted(clock.DUE)}")
+        released = plan.fired(items, points, "#s1", "#t1", keep=True)
+        g2, release = next_grid("`#t1`", "`#ref`", plan.span), "`#s1`"
+    else:
+        released, g2, release = arrived, f"`#g1` + {plan.span}", "CAST(NULL AS BIGINT)"
+    decided = released.join(F.broadcast(at), "trace_id").selectExpr(
+        "trace_id", "seq", f"{release} AS `#s1`", f"`#g1` > `#clock` OR {g2} > `#clock` OR {first} AS `#keep`"
+    ).where("`#keep`")
+    wanted = decided.selectExpr("trace_id", "seq", "true AS `#event`").unionByName(
+        decided.where("`#s1` IS NOT NULL").selectExpr("trace_id", "`#s1` AS seq", "false AS `#event`")
+    ).groupBy("trace_id", "seq").agg(F.expr("max(`#event`)").alias("#event"))
+    return as_held(items.join(wanted, ["trace_id", "seq"], "inner"), ctx)
+
+
+def as_held(rows: DataFrame, ctx: Context) -> DataFrame:
+    """`rows` (item rows with `#event`) as a state's rows: an event whose
+    `#event` is false held as an `advance` to its clock (its walk only: no
+    id, no properties)."""
+    walk = "kind = 'event' AND NOT `#event`"
+    blank = set(ctx.properties) | {"id", "op"}
+    return rows.selectExpr(*(
+        f"CASE WHEN {walk} THEN 'advance' ELSE kind END AS kind" if c == "kind"
+        else f"CASE WHEN {walk} THEN NULL ELSE {quoted(c)} END AS {quoted(c)}" if c in blank
+        else quoted(c)
+        for c in rows.columns if c != "#event"))
+
+
 def external_batches(items: DataFrame, ctx: Context, spec: ExtTimedBatch) -> DataFrame:
     ts = f"CAST({quoted(spec.timestamp)} AS BIGINT)"
     if spec.reference is not None:
@@ -241,6 +302,30 @@ def external_batches(items: DataFrame, ctx: Context, spec: ExtTimedBatch) -> Dat
     )
 
 
+def open_external_batches(items: DataFrame, spec: ExtTimedBatch, ctx: Context) -> DataFrame:
+    """`#ext_timed_batch`'s state (`spark_impl.incremental`): per sub-window
+    its stamped events from the start of its last closed batch on (that
+    batch, posted as removed when the next batch closes, and the open one)
+    and, without `ref`, its first stamped event, the reference. The running
+    maximum cell after that start is read off these alone (a start's cell
+    exceeds every earlier one), so the held events start the same batches
+    and post what they post in one run; the first event, where it is held
+    apart, makes one batch of its own, posted and removed by held starts
+    at or before the cut. Nothing else is read: the window has no timer."""
+    ts = f"CAST({quoted(spec.timestamp)} AS BIGINT)"
+    reference = f"CAST({spec.reference} AS BIGINT)" if spec.reference is not None else \
+        f"first({ts}) {over(ctx, frame=SO_FAR)}"
+    cell = clock.floor_div(f"{ts} - {reference}", spec.span)
+    celled = stamped_events(items, spec.timestamp).selectExpr("*", f"{cell} AS `#cell`")
+    marked = celled.selectExpr(
+        "*", f"max(`#cell`) {over(ctx, frame=BEFORE)} AS `#before`"
+    ).selectExpr("*", "coalesce(`#cell` > `#before`, true) AS `#start`")
+    later = f"OVER ({partition(ctx)} ORDER BY seq DESC {SO_FAR})"
+    counted = marked.selectExpr("*", f"count(CASE WHEN `#start` THEN 1 END) {later} AS `#starts`")
+    first = "`#before` IS NULL" if spec.reference is None else "false"
+    return counted.where(f"`#starts` <= 1 OR (`#starts` = 2 AND `#start`) OR {first}").selectExpr(*(quoted(c) for c in items.columns))
+
+
 def time_length_batches(items: DataFrame, ctx: Context, spec: TimeLengthBatch) -> DataFrame:
     """`#time_length_batch(t, n[, flags])`: a batch leaves at its n-th event or
     when the timer fires, and every release re-arms the timer at its own clock
@@ -258,6 +343,60 @@ def time_length_batches(items: DataFrame, ctx: Context, spec: TimeLengthBatch) -
     released or leaving event, the unit that releases it: an arrival (its seq
     and clock) or a timer due at `d`; the item whose walk or jump reaches `d`
     is then found by `clock.hits`, the same lookup every timed family uses."""
+    rows = _kernel_rows(items, ctx, spec)
+    keys = [f for f in rows.schema.fields if f.name in ctx.partition]
+    schema = T.StructType([
+        *keys, T.StructField("slot", T.LongType()), T.StructField("id", T.StringType()),
+        T.StructField("side", T.StringType()), T.StructField("pos", T.LongType()),
+        T.StructField("#useq", T.LongType()), T.StructField("#utime", T.LongType()),
+        T.StructField(clock.DUE, T.LongType()),
+    ])
+    posted = rows.groupBy(*ctx.partition).applyInArrow(_time_length_kernel(spec, ctx.partition), schema)
+    at_arrival = posted.where("`#useq` IS NOT NULL").selectExpr(
+        "trace_id", "`#useq` AS seq", "1 AS phase", "`#utime` AS time", "`#utime` AS slot_due", "slot", "side",
+        "pos", "id")
+    by_timer = clock.hits(items, posted.where("`#useq` IS NULL").drop("#useq", "#utime"), reach=spec.span)
+    hit, due = quoted(clock.HIT), quoted(clock.DUE)
+    at_timer = by_timer.where(f"{hit} IS NOT NULL").selectExpr(
+        "trace_id", f"{hit}.seq AS seq", f"{TIMER} AS phase", f"{clock.fire_time(hit, due)} AS time",
+        f"{due} AS slot_due", "slot", "side", "pos", "id")
+    return at_arrival.unionByName(at_timer)
+
+
+def fresh_length_batches(items: DataFrame, spec: TimeLengthBatch, ctx: Context) -> DataFrame | None:
+    """`#time_length_batch`'s state (`spark_impl.incremental`): the events
+    since the window last lapsed (a timer firing on two empty batches, which
+    leaves it unarmed: its first state), found by the kernel's own replay,
+    none if it lapsed after its last event; each jump after the first of them
+    and the item before each such jump (an event not held as an `advance` to
+    its clock): the kernel reads of the clock the jumps, the clock before each,
+    and the last clock. From that first state the replay of the held events
+    and jumps is the replay of one run. Its timer is re-armed at each
+    release's own clock, off any grid, so no batch nearer the cut restarts
+    it: a window that never lapses holds every event since its first. None
+    (every item kept) with FORCE_UPDATE (it never lapses) and under groupwin
+    (a group's slot and creation are its first event, which a replay would
+    batch again)."""
+    if ctx.group_keys or spec.force_update:
+        return None
+    rows = _kernel_rows(items, ctx, spec)
+    schema = T.StructType([*(f for f in rows.schema.fields if f.name in ctx.partition),
+                           T.StructField("#fresh", T.LongType()), T.StructField("#lapsed", T.BooleanType())])
+    fresh = rows.groupBy(*ctx.partition).applyInArrow(_fresh_kernel(ctx.partition, spec), schema) \
+        .where("NOT `#lapsed`").drop("#lapsed")
+    placed = items.selectExpr("*", "lead(kind) OVER (PARTITION BY trace_id ORDER BY seq) AS `#then`",
+                              "lead(seq) OVER (PARTITION BY trace_id ORDER BY seq) AS `#then_seq`") \
+        .join(F.broadcast(fresh), "trace_id")
+    event = "kind = 'event' AND seq >= `#fresh`"
+    kept = placed.where(f"{event} OR (kind = 'jump' AND seq > `#fresh`) "
+                        f"OR (`#then` = 'jump' AND `#then_seq` > `#fresh`)")
+    return as_held(kept.selectExpr(*(quoted(c) for c in items.columns), f"{event} OR kind <> 'event' AS `#event`"), ctx)
+
+
+def _kernel_rows(items: DataFrame, ctx: Context, spec: TimeLengthBatch) -> DataFrame:
+    """The rows `_time_length_kernel` takes: the sub-window's events, each with
+    its slot, its trace's jumps, last clock and creation clock (and with
+    START_EAGER outside groupwin one row per trace with no event)."""
     per_trace = items.groupBy("trace_id").agg(
         F.expr("max(time)").alias("#last"),
         F.expr(f"CAST(coalesce(min(CASE WHEN kind = '{clock.START}' THEN time END), 0) AS BIGINT)").alias("#created"),
@@ -289,23 +428,7 @@ def time_length_batches(items: DataFrame, ctx: Context, spec: TimeLengthBatch) -
             "trace_id", "CAST(0 AS BIGINT) AS slot", "CAST(NULL AS BIGINT) AS seq", "CAST(NULL AS BIGINT) AS time",
             "CAST(NULL AS STRING) AS id", "`#last`", "`#created`",
             "CAST(`#jumps` AS ARRAY<STRUCT<seq: BIGINT, before: BIGINT, target: BIGINT>>) AS `#jumps`"))
-    keys = [f for f in rows.schema.fields if f.name in ctx.partition]
-    schema = T.StructType([
-        *keys, T.StructField("slot", T.LongType()), T.StructField("id", T.StringType()),
-        T.StructField("side", T.StringType()), T.StructField("pos", T.LongType()),
-        T.StructField("#useq", T.LongType()), T.StructField("#utime", T.LongType()),
-        T.StructField(clock.DUE, T.LongType()),
-    ])
-    posted = rows.groupBy(*ctx.partition).applyInArrow(_time_length_kernel(spec, ctx.partition), schema)
-    at_arrival = posted.where("`#useq` IS NOT NULL").selectExpr(
-        "trace_id", "`#useq` AS seq", "1 AS phase", "`#utime` AS time", "`#utime` AS slot_due", "slot", "side",
-        "pos", "id")
-    by_timer = clock.hits(items, posted.where("`#useq` IS NULL").drop("#useq", "#utime"), reach=spec.span)
-    hit, due = quoted(clock.HIT), quoted(clock.DUE)
-    at_timer = by_timer.where(f"{hit} IS NOT NULL").selectExpr(
-        "trace_id", f"{hit}.seq AS seq", f"{TIMER} AS phase", f"{clock.fire_time(hit, due)} AS time",
-        f"{due} AS slot_due", "slot", "side", "pos", "id")
-    return at_arrival.unionByName(at_timer)
+    return rows
 
 
 def _time_length_kernel(spec: TimeLengthBatch, partition: tuple[str, ...]):
@@ -318,26 +441,13 @@ def _time_length_kernel(spec: TimeLengthBatch, partition: tuple[str, ...]):
     events, each jump as a walk to the clock before it and the jump itself, and
     a last walk to the trace's last clock (module docstring of
     `time_length_batches`: all a timer's firing depends on)."""
-    from spark_impl.windows.replay import replay
 
     def kernel(table):
         import pyarrow as pa
 
-        seq, time = table.column("seq").to_pylist(), table.column("time").to_pylist()
+        seq = table.column("seq").to_pylist()
         ids = table.column("id").to_pylist()
-        last = table.column("#last")[0].as_py()
-        jumps = table.column("#jumps")[0].as_py() or []
-        created = table.column("#created")[0].as_py()
-        batches = _TimeLengthBatches(spec, seq, created)
-        items = [(seq[row], "event", time[row], row) for row in range(table.num_rows) if seq[row] is not None]
-        for jump in jumps:  # the walk to the clock before the jump, then the jump
-            if jump["before"] is not None:
-                items.append((jump["seq"], "advance", jump["before"], None))
-            items.append((jump["seq"], "jump", jump["target"], None))
-        items.sort(key=lambda item: (item[0], item[1] == "jump"))
-        items.append((None, "advance", last, None))
-        replay(items, batches, lambda *unit: None, clock=created)
-        out = batches.out
+        out = _replayed(spec, table).out
         n = len(out["side"])
         first = table.slice(0, 1)
         columns = {name: pa.array([first.column(name)[0].as_py()] * n, first.schema.field(name).type)
@@ -349,6 +459,43 @@ def _time_length_kernel(spec: TimeLengthBatch, partition: tuple[str, ...]):
             "#useq": pa.array(out["#useq"], pa.int64()), "#utime": pa.array(out["#utime"], pa.int64()),
             clock.DUE: pa.array(out[clock.DUE], pa.int64()),
         })
+
+    return kernel
+
+
+def _replayed(spec: TimeLengthBatch, table) -> _TimeLengthBatches:
+    """One sub-window's rows (`_kernel_rows`) replayed (`_time_length_kernel`)."""
+    from spark_impl.windows.replay import replay
+
+    seq, time = table.column("seq").to_pylist(), table.column("time").to_pylist()
+    last = table.column("#last")[0].as_py()
+    jumps = table.column("#jumps")[0].as_py() or []
+    created = table.column("#created")[0].as_py()
+    batches = _TimeLengthBatches(spec, seq, created)
+    items = [(seq[row], "event", time[row], row) for row in range(table.num_rows) if seq[row] is not None]
+    for jump in jumps:  # the walk to the clock before the jump, then the jump
+        if jump["before"] is not None:
+            items.append((jump["seq"], "advance", jump["before"], None))
+        items.append((jump["seq"], "jump", jump["target"], None))
+    items.sort(key=lambda item: (item[0], item[1] == "jump"))
+    items.append((None, "advance", last, None))
+    replay(items, batches, lambda *unit: None, clock=created)
+    return batches
+
+
+def _fresh_kernel(partition: tuple[str, ...], spec: TimeLengthBatch):
+    """The grouped-map function of `fresh_length_batches`: per sub-window one
+    row, `#fresh` the seq of its last arrival into a lapsed window (or its
+    first), `#lapsed` whether it lapsed again after that."""
+
+    def kernel(table):
+        import pyarrow as pa
+
+        batches = _replayed(spec, table)
+        first = table.slice(0, 1)
+        columns = {name: first.column(name) for name in partition}
+        return pa.table({**columns, "#fresh": pa.array([batches.fresh], pa.int64()),
+                         "#lapsed": pa.array([batches.lapsed], pa.bool_())})
 
     return kernel
 
@@ -367,6 +514,10 @@ class _TimeLengthBatches:
         self.batch: list[int] = []
         self.previous: list[int] = []
         self.timer = created + spec.span if spec.start_eager else None
+        # the state `fresh_length_batches` reads: the seq of the last arrival into a window in its first state
+        # (no timer, both batches empty: not yet armed, or lapsed), and whether it lapsed after that
+        self.fresh: int | None = None
+        self.lapsed = self.timer is None
         self.out: dict[str, list] = {name: [] for name in ("side", "row", "#useq", "#utime", clock.DUE)}
 
     def due(self) -> int | None:
@@ -376,6 +527,8 @@ class _TimeLengthBatches:
         self.timer = self._release(now, (None, None, self.timer))
 
     def arrive(self, row: int, now: int) -> None:
+        if self.lapsed:
+            self.fresh, self.lapsed = self.seq[row], False
         self.batch.append(row)
         if len(self.batch) >= self.size:
             self.timer = self._release(now, (self.seq[row], now, None))
@@ -387,6 +540,7 @@ class _TimeLengthBatches:
         released, leaving = self.batch, self.previous
         self.previous, self.batch = released, []
         if not (released or leaving or self.force):
+            self.lapsed = True
             return None
         for side, rows in (("insert", released), ("remove", leaving)):
             for row in rows:
@@ -398,3 +552,9 @@ class _TimeLengthBatches:
     def _post(self, side, row, unit) -> None:
         for name, value in zip(("side", "row", "#useq", "#utime", clock.DUE), (side, row, *unit)):
             self.out[name].append(value)
+
+
+#: the state each window's future reads (`spark_impl.incremental`): `pending_batches`,
+#: `open_external_batches`, `fresh_length_batches`
+HELD = {TimeBatch: pending_batches, ExtTimedBatch: open_external_batches,
+        TimeLengthBatch: fresh_length_batches}
