@@ -70,7 +70,7 @@ from oracle.model import (
 from spark_impl import clock
 from spark_impl.windows import Context
 from spark_impl.windows.base import ARRIVAL, events, quoted
-from spark_impl.windows.length import sliding
+from spark_impl.windows.length import held_by_arrival, sliding
 from spark_impl.windows.time import group_table, with_group
 
 
@@ -125,6 +125,76 @@ def _reads_variables(spec: Expr | ExprBatch) -> bool:
 
 
 POSTS = {Expr: expression_window, ExprBatch: expression_window}
+
+
+#: a long above every seq: an event not removed by the cut, a sub-window's last event having no next
+_NEVER = "9223372036854775807"
+
+
+def _reads(spec: Expr | ExprBatch, builtin: str) -> bool:
+    return any(isinstance(node, Builtin) and node.name == builtin for node in expression_nodes(spec.expiry))
+
+
+def held_expression(items: DataFrame, spec: Expr | ExprBatch, ctx: Context) -> DataFrame | None:
+    """The state an expression window's future reads (`spark_impl.incremental`),
+    read off its own posts over `items` (which event was inserted or removed
+    where; an event's id is unique in its trace): the kernel evaluates the
+    expiry over the events it holds at that moment, each aggregate summed
+    afresh over them in arrival order (as the rule says: over the events held),
+    so the held events, the variables (`set` items, always kept) and what fixes
+    the built-ins are the whole state; no running double sum is carried. Held
+    events are replayed from a point where the kernel's state is its first one:
+
+    * `#expr`: the events after the sub-window's last emptying, the last unit
+      before the next arrival after which it held nothing. Every evaluation
+      after that point reads only events after it (expiry is from the front),
+      with the same counts, so the replay posts what one run does. A suffix of
+      the held events alone would not do: an evaluation of the oldest held
+      event over fewer events (or a smaller expired_count) than one run saw may
+      expire it. Exact, but as large as the events since the window last
+      emptied. (`current_count <= n` is `#length(n)`: its last n events.)
+    * `#expr_batch`: the open buffer and the last batch released with events
+      (the next release posts it as removed). Its first event came into an
+      empty buffer (with `include_trigger`), or was the trigger heading it,
+      which the replay puts alone into the buffer whether or not it releases:
+      the replay evaluates the same buffers from there on, and restores the
+      oldest and newest events and newest_timestamp.
+    None (every item kept) under groupwin where the expiry reads a variable (a
+    `set` posts for every group created by then, in slot order: the group's
+    first event would have to be replayed), and for `#expr_batch` without the
+    trigger where it reads oldest_timestamp (kept from the buffer's last
+    emptying, which a trigger heading every batch puts off for ever).
+    Decided: an expiry's aggregates are a function of the held events (the
+    kernel's and the rule's reading); a kernel carrying Esper's running sums
+    (applyEnter/applyLeave, path-dependent over doubles) would need None here."""
+    if isinstance(spec, Expr) and (length := _as_length(spec)) is not None:
+        return held_by_arrival(items, ctx, last=length.size)
+    if ctx.group_keys and _reads_variables(spec):
+        return None
+    if isinstance(spec, ExprBatch) and not spec.include_trigger and _reads(spec, "oldest_timestamp"):
+        return None
+    posted = expression_window(items, spec, ctx).where("side IS NOT NULL").groupBy("trace_id", "id").agg(
+        F.expr("min(CASE WHEN side = 'insert' THEN seq END)").alias("#in"),
+        F.expr("min(CASE WHEN side = 'remove' THEN seq END)").alias("#out"))
+    rows = events(items).join(posted, ["trace_id", "id"], "left")
+    order = f"PARTITION BY {', '.join(quoted(c) for c in ctx.partition)}"
+    if isinstance(spec, ExprBatch):
+        last = rows.selectExpr("*", f"max(`#in`) OVER ({order}) AS `#last_in`")
+        kept = last.where("`#in` IS NULL OR `#in` = `#last_in`")
+    else:
+        so_far = f"OVER ({order} ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+        emptied = rows.selectExpr(
+            "*", f"max(coalesce(`#out`, {_NEVER})) {so_far} AS `#gone`",
+            f"coalesce(lead(seq) OVER ({order} ORDER BY seq), {_NEVER}) AS `#next`")
+        # the seq of the last event after which the sub-window emptied, joined back by the sub-window
+        resets = emptied.where("`#gone` < `#next`").groupBy(*ctx.partition).agg(F.expr("max(seq)").alias("#reset"))
+        on = " AND ".join(f"`__rows`.{quoted(c)} <=> `__resets`.{quoted(c)}" for c in ctx.partition)
+        kept = emptied.alias("__rows").join(resets.alias("__resets"), F.expr(on), "left").where(
+            "`__resets`.`#reset` IS NULL OR `__rows`.seq > `__resets`.`#reset`").select("__rows.*")
+    return kept.selectExpr(*(quoted(c) for c in items.columns))
+
+
+HELD = {Expr: held_expression, ExprBatch: held_expression}
 
 
 # --------------------------------------------------------------------------- the evaluator
