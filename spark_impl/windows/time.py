@@ -105,12 +105,12 @@ def first_time_held(items: DataFrame, spec: FirstTime, ctx: Context) -> DataFram
 
 def ext_timed_held(items: DataFrame, spec: ExtTimed, ctx: Context) -> DataFrame:
     """`#ext_timed(ts, t)`'s state: what it holds, the stamped events no
-    arrival has removed, those with `P_i + t` above the sub-window's
-    greatest timestamp `M` (every arrival before i has `ts <= P_i`). Enough:
-    the event setting `P_i` has `P = P_i` too, so it is held with i, and a
-    replay of the held events gives each its `P_i` again and the next
-    arrival `M` before its own timestamp; each removal then falls where it
-    did."""
+    arrival has removed: those whose `P_i + t` is above `M`, the sub-window's
+    greatest timestamp (no arrival up to i reaches `P_i + t`, so the first
+    that does comes later). Enough: the event that set a held event's `P_i`
+    has `P = P_i` itself, so it is held too; the held events replayed give
+    each its `P_i` again and leave `P` at `M` for the next arrival, so every
+    later removal falls where it did."""
     ts = f"CAST({quoted(spec.timestamp)} AS BIGINT)"
     return stamped_events(items, spec.timestamp).selectExpr(
         "*", f"max({ts}) {over(ctx, frame=SO_FAR)} AS `#p`", f"max({ts}) OVER ({partition(ctx)}) AS `#m`") \
