@@ -82,11 +82,11 @@ from spark_impl.errors import InvalidFrame
 from spark_impl.frames import JSON_TEXT, NO_VALUES
 from spark_impl.windows import Context
 from spark_impl.windows.base import quoted
-from spark_impl.windows.replay import replay
 from spark_impl.windows.pane_kernel import (
     KernelRows, aligned_end, event_row, field_column, kernel, machine_for, pane_output)
 from spark_impl.windows.pane_query import (
     Failure, compile_select, field_kinds, grouping_key, row_passes, sql_condition, sql_literal)
+from spark_impl.windows.replay import replay
 
 #: a field kind's Spark type (`pane_query.field_kinds`): JSON text (marked `JSON_TEXT`) and a field of no value
 #: (`null`) are strings
@@ -1007,7 +1007,9 @@ def session_state(items: DataFrame, window: Session, query, ctx: Context) -> Dat
       resumed run (its watermark there is at most the first run's)."""
     names = tuple(ctx.properties)
     json_names = frozenset(f.name for f in items.schema.fields if f.name in names and f.metadata.get(JSON_TEXT))
-    rows = items.selectExpr("trace_id", "seq", "kind", "time", "id", *(quoted(n) for n in names))
+    # in event time the kernel meets no late row nor one without an event time (`late_rows`)
+    source = late_rows(items, window)[0] if window.event_time else items
+    rows = source.selectExpr("trace_id", "seq", "kind", "time", "id", *(quoted(n) for n in names))
     found = rows.groupBy("trace_id").applyInArrow(_session_probe(window, query, names, json_names), _PROBE_SCHEMA)
     marks = found.groupBy("trace_id").agg(
         F.expr("max(mode = 'all')").alias("#all"), F.expr("min(CASE WHEN mode = 'from' THEN seq END)").alias("#from"),
