@@ -83,7 +83,7 @@ STATES = {"#groupwin(k)#length(3)": (6, False), "#time(5 sec)": (6, False), "#le
           "#unique(k)": (2, False), "#firstlength(3)": (3, False),
           "select k, count(*) as n, max(price) as top from E#length(4) group by k": (4, False),
           "select sum(price) as total from E#length(4)": (23, True), "#groupwin(k)#time(5 sec)": (8, False),
-          "#time_batch(5 sec)": (23, True)}
+          "#time_batch(5 sec)": (9, False), "#length(4)#uni(price)": (23, True)}
 
 
 @pytest.mark.parametrize("window", list(STATES))
