@@ -117,7 +117,7 @@ from spark_impl.errors import InvalidFrame, check_frame
 from spark_impl.event_table import MAX_CLOCK, check_clock, check_statement_columns, event_rows
 from spark_impl.frames import START_SEQ, posts_rows
 from spark_impl.incremental import apply_window_incrementally, fingerprint
-from spark_impl.streaming.micro_batch import Location, conform, run_to_end, updates_stream
+from spark_impl.streaming.micro_batch import Location, by_window, conform, run_to_end, updates_stream
 from spark_impl.streaming.traces import FILES_PER_TRIGGER, STREAM_OF_EVENTS, check_specs
 from spark_impl.windows.base import quoted
 
@@ -485,16 +485,8 @@ class EventStream:
         if window_state is not None:
             still = window_state.join(moving, "trace_id", "left_anti")
             state = window_state.join(moving, "trace_id", "left_semi")
-        if self.one is not None:
-            groups = [(self.one, items, state)]
-        else:
-            traced = [r[0] for r in moving.collect()]
-            by_spec: dict[WindowSpec, list[str]] = {}
-            for t in traced:
-                by_spec.setdefault(self.table[t], []).append(t)
-            groups = [(spec, items.where(F.col("trace_id").isin(ids)),
-                       None if state is None else state.where(F.col("trace_id").isin(ids)))
-                      for spec, ids in by_spec.items()]
+        traced = [r[0] for r in moving.collect()] if self.one is None else []
+        groups = by_window(self.one, self.table, traced, items, state)
         updates, kept = None, still
         for spec, mine, held in groups:
             done = apply_window_incrementally(mine, spec, state=held, validate=False, jumps=False)

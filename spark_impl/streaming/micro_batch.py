@@ -318,15 +318,7 @@ class WindowStream:
             touched = spark.createDataFrame([(t,) for t in moved], "trace_id string")
             still = state.join(F.broadcast(touched), "trace_id", "left_anti")
             state = state.join(F.broadcast(touched), "trace_id", "left_semi")
-        if self.one is not None:
-            groups = [(self.one, running, state)] if moved else []
-        else:
-            by_spec: dict[WindowSpec, list[str]] = {}
-            for t in moved:
-                by_spec.setdefault(self.table[t], []).append(t)
-            groups = [(spec, running.where(F.col("trace_id").isin(ids)),
-                       None if state is None else state.where(F.col("trace_id").isin(ids)))
-                      for spec, ids in by_spec.items()]
+        groups = by_window(self.one if moved else None, self.table, moved, running, state)
         jumps = True
         if self.validate and moved:
             # the batch's checks, once for every window (`apply_window_incrementally` would run them per
@@ -358,6 +350,21 @@ class WindowStream:
         if updates is None:
             updates = spark.createDataFrame([], self.schema)
         return updates, kept
+
+
+def by_window(one: WindowSpec | None, table: Mapping[str, WindowSpec] | None, traces: list[str], items, state):
+    """Per window, (its spec, its traces' items, their state or None): `one`
+    the stream's single window (all of `items` and `state`), else `table`'s
+    window of each trace of `traces` (the traces that run)."""
+    from pyspark.sql import functions as F
+
+    if one is not None:
+        return [(one, items, state)]
+    by_spec: dict[WindowSpec, list[str]] = {}
+    for t in traces if table is not None else ():
+        by_spec.setdefault(table[t], []).append(t)
+    return [(spec, items.where(F.col("trace_id").isin(ids)),
+             None if state is None else state.where(F.col("trace_id").isin(ids))) for spec, ids in by_spec.items()]
 
 
 def run_to_end(start: Callable, fail_after: int | None = None) -> dict[int, list]:
