@@ -18,7 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 #: cases cut after every one of their items (one per family that keeps less than every item)
 EVERY_ITEM = ("esper/observed/groupwin_length-1.json", "esper/observed/time-jump-1.json",
               "esper/observed/query2_grp_minmax_time-1001.json", "esper/observed/query2_grp_distinct_length-1001.json",
-              "esper/observed/groupwin_time-jump-1.json")
+              "esper/observed/groupwin_time-jump-1.json", "esper/observed/groupwin_time_batch-jump-1.json",
+              "esper/observed/expr_batch_no_trigger-jump-1.json", "ccl/slack-per-group.json",
+              "ccl/keyed-rows-per-seed-example.json", "kuiper/session-processing-timer-survives-a-cut.json",
+              "apama/within-every-jump-is-one-lot.json", "esper/observed/nulls_groupwin_rank-1001.json",
+              "esper/groupwin-time_order-jump-due-then-slot.json")
 
 
 def _cases():
