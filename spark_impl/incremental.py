@@ -7,13 +7,15 @@ The state is rows of the input frame (`spark_impl.frames`'s columns), which
 a Spark plan reads and writes and Parquet holds:
 
 * the items the window's future reads, as its family declares them
-  (`spark_impl.windows`, `HELD`): `#length(n)` its sub-windows' last n
-  events, `#time(t)` the events its clock has not yet expired (and under
-  `#groupwin` each group's first event), an eKuiper processing-time
-  tumbling or hopping window the events of its open panes, a statement
-  over them the same where its rows read nothing else. A window whose
-  family declares nothing keeps every item so far: exact, but the next call
-  replays the whole history (`Incremental.replays` says so);
+  (`spark_impl.windows`, `HELD`; each rule in its function's docstring):
+  `#length(n)` its sub-windows' last n events, `#time(t)` the events its
+  clock has not yet expired (and under `#groupwin` each group's first
+  event), a batch window its open and last batches, an eKuiper pane window
+  the rows of its open panes, a statement over them the same where its rows
+  read nothing else. A window whose family declares nothing (intersections,
+  unions, derived values: their future reads running doubles), or a spec
+  its family cannot bound exactly, keeps every item so far: exact, but the
+  next call replays the whole history (`Incremental.replays` says so);
 * each trace's last item, or in its place an `advance` to the trace's clock
   (the clock at the cut), its `start` row (the window's creation) and its
   `set` items (the variables' values);
