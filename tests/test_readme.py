@@ -61,10 +61,10 @@ def test_shell_examples(block, tmp_path):
 def test_the_two_commands_are_cis():
     codes = [b.code.strip() for b in blocks() if b.info and b.info[0] == "sh"]
     assert "pip install -e . && difftest run" in codes
-    assert "pip install -e '.[test]' && pytest -n 2" in codes
+    assert "pip install -e '.[test]' && pytest -n 2 --dist worksteal" in codes
     ci = (ROOT / ".ci" / "run").read_text()
     assert re.search(r"^python -m pip install --quiet -e '\.\[test\]'$", ci, re.M)
-    assert re.search(r"^pytest -n 2$", ci, re.M)
+    assert re.search(r"^pytest -n 2 --dist worksteal$", ci, re.M)
 
 
 def test_links_and_pictures_exist():

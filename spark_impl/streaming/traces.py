@@ -419,30 +419,15 @@ def apply_window_as_stream(trace_df, window: str | WindowSpec, dialect: str = "e
 
 def _drain(out, checkpoint, fail_after: int | None = None) -> dict[int, list]:
     """Run the streaming frame `out` over what its source has now
-    (`availableNow`), from `checkpoint`, into a sink that keeps each
-    micro-batch's rows by batch id (a batch run again replaces its rows).
-    `fail_after`: the sink fails from that batch id on (a crash, for restart
-    tests), and the batches before it are returned."""
-    posted: dict[int, list] = {}
-
-    def sink(frame, batch_id):
-        if fail_after is not None and batch_id >= fail_after:
-            raise RuntimeError(f"the sink stops at batch {batch_id} (a crash, on purpose)")
-        posted[batch_id] = frame.collect()
+    (`availableNow`), from `checkpoint`, to its end (`micro_batch.run_to_end`):
+    each micro-batch's rows by batch id, the batches before `fail_after`."""
+    from spark_impl.streaming.micro_batch import run_to_end
 
     window_query = getattr(out, "window_query", None)
     if window_query is not None:  # the updates the frame reads are written by the window's own query first
         window_query.awaitTermination()
-    query = (out.writeStream.outputMode("append").option("checkpointLocation", str(checkpoint))
-             .foreachBatch(sink).trigger(availableNow=True).start())
-    try:
-        query.awaitTermination()
-    except Exception:  # noqa: BLE001 - a crash the caller asked for; any other error is raised
-        if fail_after is None:
-            raise
-    finally:
-        query.stop()
-    return posted
+    return run_to_end(lambda sink: out.writeStream.outputMode("append").option("checkpointLocation", str(checkpoint))
+                      .foreachBatch(sink).trigger(availableNow=True).start(), fail_after)
 
 
 __all__ = ["apply_window", "apply_window_as_stream", "apply_windows", "micro_batches", "run_cases", "run_files", "write_files", "has_panes"]

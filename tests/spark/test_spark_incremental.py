@@ -33,8 +33,9 @@ def _cases():
     return [(c, spec) for c, spec in cases if unsupported(spec) is None]
 
 
-#: corpus cases per window kind the drawn-item test cuts (all with INCREMENTAL_ALL_CASES=1)
-PER_KIND = 3
+#: corpus cases per window kind the drawn-item test cuts (all with INCREMENTAL_ALL_CASES=1): a case's two
+#: calls cost about 4 s of the driver planning them, so CI's budget holds one per kind
+PER_KIND = 1
 
 
 def _kind(spec) -> str:
@@ -65,8 +66,7 @@ def test_corpus_cases_of_windows_with_a_state_resume_after_a_drawn_item(spark):
     cases = [(c, spec) for c, spec in _cases() if _declares_state(spec)]
     assert len(cases) >= 500
     if not os.environ.get("INCREMENTAL_ALL_CASES"):
-        # CI's budget: the first PER_KIND cases of each window kind (each call collects its state: a job a
-        # window); INCREMENTAL_ALL_CASES=1 runs all
+        # CI's budget: the first PER_KIND cases of each window kind; INCREMENTAL_ALL_CASES=1 runs all
         by_kind: dict[str, list] = {}
         for case, spec in cases:
             by_kind.setdefault(_kind(spec), []).append((case, spec))
@@ -124,7 +124,7 @@ def test_an_event_table_in_two_calls_gives_one_calls_rows(spark, tmp_path, windo
                                         state=spark.read.parquet(str(tmp_path / "state")))
     order = ["trace_id", "after", "phase", "time", "ordinal", "side", "pos"]
     got = first.updates.unionByName(second.updates).orderBy(*order).collect()
-    assert got == whole.orderBy(*order).collect()
+    assert list(map(repr, got)) == list(map(repr, whole.orderBy(*order).collect()))  # repr: NaN equals NaN
     assert second.updates.where("after < 23").count() == 0
     # what the state holds: a family's declared events, or every item where it declares none
     assert (first.state.where("kind = 'event'").count(), first.replays) == STATES[window]
