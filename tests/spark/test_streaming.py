@@ -40,7 +40,7 @@ CASES = {
 }
 
 
-def _case_paths(dialect: str, names: list[str], count: int = 3) -> list[Path]:
+def _case_paths(dialect: str, names: list[str], count: int = 2) -> list[Path]:
     folder = ROOT / "corpus" / dialect
     chosen = [folder / f"{n}.json" for n in names if (folder / f"{n}.json").exists()]
     others = sorted(p for p in folder.glob("*.json") if p not in chosen)
