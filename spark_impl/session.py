@@ -188,14 +188,19 @@ def _connect(remote: str, active):
 
 # Code generation compiles Java for every operator of a job, about half a second per
 # window plan on two cores: far more than running a batch of small traces
-# interpreted. `factoryMode` covers the expression projections as well.
-INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+# interpreted. `factoryMode` covers the expression projections as well. Adaptive
+# execution re-optimizes the rest of the plan (and writes it out for the listeners)
+# after every stage: a fifth of the corpus replay's time, for nothing to gain on
+# inputs this small (the replay: 228-251 s with it, 192 s without, one machine).
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+               "spark.sql.adaptive.enabled": "false"}
 
 
 @contextmanager
 def interpreted(spark) -> Iterator[None]:
-    """Plan and run the jobs of the block without code generation, then restore the
-    session's settings (for small jobs only: large ones run faster compiled)."""
+    """Plan and run the jobs of the block without code generation nor adaptive
+    execution, then restore the session's settings (for small jobs only: large ones
+    run faster compiled and adapted)."""
     saved = {key: spark.conf.get(key, None) for key in INTERPRETED}
     for key, value in INTERPRETED.items():
         spark.conf.set(key, value)

@@ -109,14 +109,16 @@ idempotent by batch id. A state another window wrote is refused, naming both.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import nullcontext
 
 from oracle.dialects import parse, spec_text
 from oracle.model import Spec, WindowSpec
 from spark_impl import pipeline
 from spark_impl.errors import InvalidFrame, check_frame
 from spark_impl.event_table import MAX_CLOCK, check_clock, check_statement_columns, event_rows
-from spark_impl.frames import START_SEQ, posts_rows
+from spark_impl.frames import ONE_PARTITION_ROWS, START_SEQ, posts_rows
 from spark_impl.incremental import apply_window_incrementally, fingerprint
+from spark_impl.session import interpreted
 from spark_impl.streaming.micro_batch import Location, by_window, conform, run_to_end, updates_stream
 from spark_impl.streaming.traces import FILES_PER_TRIGGER, STREAM_OF_EVENTS, check_specs
 from spark_impl.windows.base import quoted
@@ -297,13 +299,22 @@ class EventStream:
         if latest is not None:
             watermark = max(watermark, latest - self.delay)
         seen = new.agg(F.expr(f"max(CASE WHEN abs(time) <= {WATERMARK_RANGE} THEN time END)").alias("m"),
-                       F.expr("collect_set(trace_id)" if self.table is not None else "array()").alias("traces")).first()
+                       F.expr("collect_set(trace_id)" if self.table is not None else "array()").alias("traces"),
+                       F.count("*").alias("rows")).first()
         if self.table is not None:
             strange = next((t for t in seen["traces"] if t not in self.table), None)
             if strange is not None:
                 raise InvalidFrame(f"trace {strange!r} has no window (apply_windows_to_events names a spec per trace)")
         latest = seen["m"] if latest is None else (latest if seen["m"] is None else max(latest, seen["m"]))
+        # a small micro-batch's jobs run uncompiled (`session.interpreted`): compiling them costs more
+        with interpreted(spark) if seen["rows"] <= ONE_PARTITION_ROWS else nullcontext():
+            self._window(new, held, traces, ids, window_state, latest, watermark, batch_id)
+        if prior is not None:
+            self.location.prune(prior)
 
+    def _window(self, new, held, traces, ids, window_state, latest, watermark: int, batch_id: int) -> None:
+        """The rest of `_step`: feed, check, run the window, write the state, post."""
+        spark = new.sparkSession
         fed, still_held, fed_rejected = self._feed(held, traces, ids, watermark)
         arrived, arrival_rejected = self._arrive(new, still_held, watermark)
         rejected = self._rejected(fed_rejected, arrival_rejected, traces, watermark)
@@ -321,8 +332,6 @@ class EventStream:
         self.location.write(state, batch_id)  # its parts by one job
         errors = conform(rejected.drop("#count"), self.schema)
         self.sink(updates.unionByName(errors), batch_id)
-        if prior is not None:
-            self.location.prune(prior)
 
     def _check_marks(self, marks: list[str]) -> None:
         """Refuse a state written by other windows (their fingerprints, `marks`, kept in the `stream` part)."""

@@ -60,15 +60,17 @@ another window is refused, naming both.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 
 from attrs import frozen
 
 from oracle.dialects import spec_text
 from oracle.model import Spec, WindowSpec
 from spark_impl.errors import InvalidFrame
-from spark_impl.frames import BASE_COLUMNS, START_SEQ
+from spark_impl.frames import BASE_COLUMNS, ONE_PARTITION_ROWS, START_SEQ
 from spark_impl.event_table import check_trace_frame, trace_checks
 from spark_impl.incremental import STATE_OF, apply_window_incrementally, fingerprint
+from spark_impl.session import interpreted
 from spark_impl.windows.base import quoted
 
 #: the state's rows of items held back ahead of a gap (not yet run): they belong to no window yet
@@ -207,6 +209,13 @@ class WindowStream:
 
     def _step(self, items, state, batch_id: int, before: list[int]) -> None:
         survey = self._survey(items, state)
+        # a small micro-batch's jobs run uncompiled (`session.interpreted`): compiling them costs more
+        rows = sum(row["n"] + row["start_rows"] for row in survey["items"].values())
+        with interpreted(items.sparkSession) if rows <= ONE_PARTITION_ROWS else nullcontext():
+            self._window(items, state, survey, batch_id, before)
+
+    def _window(self, items, state, survey: dict, batch_id: int, before: list[int]) -> None:
+        """The rest of `_step`: the turns, the window, the state, the sink."""
         turns = self._turns(survey)
         running, held_back = self._split(items, turns)
         updates, kept = self._run(running, items, state, turns, survey)
