@@ -89,6 +89,9 @@ class Location:
         jvm = spark.sparkContext._jvm
         self._Path = jvm.org.apache.hadoop.fs.Path
         self._fs = self._Path(self.path).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        #: the schema of the state last read (batch id, schema): Spark infers a Parquet folder's schema by a
+        #: job of its own, and a micro-batch reads its state's parts one by one
+        self._schema: tuple | None = None
 
     def folder(self, *parts: str) -> str:
         return "/".join((self.path, *parts))
@@ -122,6 +125,8 @@ class Location:
         from pyspark.sql import functions as F
 
         staging = self.folder("_staging", f"state-{batch_id}")
+        if self._schema and self._schema[0] == batch_id:
+            self._schema = None  # a micro-batch run again replaces its state
         if isinstance(frame, Mapping):
             rows = None
             for name, part in frame.items():
@@ -139,7 +144,10 @@ class Location:
     def read(self, batch_id: int, part: str | None = None):
         """The state of `batch_id` (its frame `part`, of a dict written; None
         if the dict held no such frame)."""
-        found = self.spark.read.parquet(self.folder("state", str(batch_id)))
+        known = self._schema[1] if self._schema and self._schema[0] == batch_id else None
+        found = (self.spark.read if known is None else self.spark.read.schema(known)).parquet(
+            self.folder("state", str(batch_id)))
+        self._schema = (batch_id, found.schema)
         if part is None:
             return found
         column = STATE_COLUMN.format(part)
@@ -324,9 +332,9 @@ class WindowStream:
         spark = running.sparkSession
         still = None
         if state is not None:
-            touched = spark.createDataFrame([(t,) for t in moved], "trace_id string")
-            still = state.join(F.broadcast(touched), "trace_id", "left_anti")
-            state = state.join(F.broadcast(touched), "trace_id", "left_semi")
+            # a set of literals, not a join: no broadcast job of its own
+            touched = F.coalesce(F.col("trace_id").isin(moved), F.lit(False))
+            still, state = state.where(~touched), state.where(touched)
         groups = by_window(self.one if moved else None, self.table, moved, running, state)
         jumps = True
         if self.validate and moved:
