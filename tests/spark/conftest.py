@@ -22,6 +22,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if HERE in Path(item.fspath).parents:
             item.add_marker(pytest.mark.spark)
+    # the longest tests first (the streams, then the rest of the Spark lane), each module's tests together
+    # (their module fixtures run once): under xdist neither worker is left running them alone at the end
+    items.sort(key=lambda item: 0 if item.get_closest_marker("streaming") else 1 if item.get_closest_marker("spark")
+               else 2)
 
 
 #: the test sessions' heap (two test processes on CI's 24 GB machine)
