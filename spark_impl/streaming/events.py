@@ -23,6 +23,9 @@ trace's clock is walked to the watermark by the same call. No per-key Python
 runs: a keyed window spreads over cores and workers as the batch plan does.
 The frame returned reads the updates the window's query writes under
 `location` (as `streaming.apply_window`'s; its `window_query` attribute).
+A micro-batch of at most `frames.ONE_PARTITION_ROWS` rows runs its jobs
+after the first interpreted, without code generation or adaptive execution
+(`session.interpreted`), as the trace stream's do.
 
 **The watermark.** Spark's, one for the whole stream: in micro-batch k, W =
 max(W of k-1, the largest event time of the micro-batches before k -

@@ -43,7 +43,11 @@ the sink), each over the state and the items: each costs about what the
 batch pays for the same rows, plus each job's fixed cost
 (spark_impl/streaming/bench.py has the figures). The checks cover every
 item the micro-batch holds, those held back ahead of a gap too: a bad one
-fails the micro-batch it arrives in, not the one its turn comes in.
+fails the micro-batch it arrives in, not the one its turn comes in. The
+jobs after the survey of a micro-batch of at most `frames.ONE_PARTITION_ROWS`
+items run interpreted, without code generation or adaptive execution
+(`session.interpreted`): at that size compiling and re-planning each job
+cost more than its rows.
 
 **State and restart.** Under `location`: `state/<batch id>/`, the window's
 state after that micro-batch plus the held-back items (Parquet), and
