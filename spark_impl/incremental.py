@@ -116,20 +116,35 @@ def apply_window_incrementally(events_df: DataFrame, window: str | WindowSpec, *
                          start=None)
             if "id" in events_df.columns:
                 _check_ids(items, trace_col)
-    mark = fingerprint(spec)
-    cuts = None
     if state is not None:
-        items, cuts = _resumed(items, state, mark)
+        _check_state(state)
         if validate and not jumps:  # the items' check found no jump: one the state holds is input too
             jumps = holds_jump(state)
-    if not traced and start is not None:
+    one_trace = ONE_TRACE if not traced and trace_col is None else None
+    return resume(items, spec, state=state, start=None if traced else start, jumps=jumps, pane_rows=pane_rows,
+                  one_trace=one_trace)
+
+
+def resume(items: DataFrame, spec: WindowSpec, *, state: DataFrame | None, cuts: DataFrame | None = None,
+           start: int | None = None, jumps: bool = True, pane_rows: bool = True,
+           one_trace: str | None = None) -> Incremental:
+    """`apply_window_incrementally` after its checks: the window over checked
+    trace items resumed from `state`. `cuts`: the state's per trace last seq
+    and latest clock (`trace_id`, `#cut`, `#clock`) where the caller knows
+    them (a stream's survey): a frame of literal rows, so no job computes
+    and broadcasts them in each plan that reads the state."""
+    mark = fingerprint(spec)
+    if state is not None:
+        items, cuts = _resumed(items, state, mark, cuts)
+    else:
+        cuts = None
+    if start is not None:
         starts = items.select("trace_id").distinct()
         if cuts is not None:
             starts = starts.join(cuts, "trace_id", "left_anti")
         items = items.unionByName(starts.select("trace_id", F.lit(frames.START_SEQ).cast("long").alias("seq"),
                                                 F.lit("start").alias("kind"), F.lit(start).cast("long").alias("time")),
                                   allowMissingColumns=True)
-    one_trace = ONE_TRACE if not traced and trace_col is None else None
     out = pipeline.apply(items, spec, jumps=jumps, pane_rows=pane_rows, one_trace=one_trace)
     if cuts is not None:
         out = out.join(F.broadcast(cuts.select("trace_id", "#cut")), "trace_id", "left") \
@@ -154,18 +169,19 @@ def _trace_items(trace_df: DataFrame, spec: WindowSpec, validate: bool,
     return trace_df, (found if jumps is None else jumps) is not False
 
 
-def _resumed(items: DataFrame, state: DataFrame, mark: str) -> tuple[DataFrame, DataFrame]:
+def _resumed(items: DataFrame, state: DataFrame, mark: str,
+             cuts: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
     """The state's rows and the new items as one input, each new item checked
     to come after its trace's cut; and the cuts (`trace_id`, `#cut` the last
-    seq, `#clock` the latest clock), one row per trace the state holds."""
-    if STATE_OF not in state.columns:
-        raise InvalidFrame(f"state has no column {STATE_OF!r}: pass the `state` of an earlier "
-                           "apply_window_incrementally call")
+    seq, `#clock` the latest clock), one row per trace the state holds (given,
+    or an aggregate of the state)."""
+    _check_state(state)
     checked = state.selectExpr(
         f"CASE WHEN {STATE_OF} = '{mark}' THEN trace_id ELSE raise_error(concat('the state of trace ', trace_id, "
         f"' was written by another window; resume a state with the window that wrote it')) END AS trace_id",
         *(quoted(c) for c in state.columns if c not in ("trace_id", STATE_OF)))
-    cuts = checked.groupBy("trace_id").agg(F.max("seq").alias("#cut"), F.max("time").alias("#clock"))
+    if cuts is None:
+        cuts = checked.groupBy("trace_id").agg(F.max("seq").alias("#cut"), F.max("time").alias("#clock"))
     after = items.join(F.broadcast(cuts), "trace_id", "left").selectExpr(
         *(quoted(c) for c in items.columns if c != "seq"),
         "CASE WHEN `#cut` IS NOT NULL AND seq <= `#cut` THEN raise_error(concat('trace ', trace_id, ' seq ', seq, "
@@ -174,6 +190,12 @@ def _resumed(items: DataFrame, state: DataFrame, mark: str) -> tuple[DataFrame, 
         "' seq ', seq, ': its clock ', time, ' ms is before the state''s clock ', `#clock`, ' ms')) "
         "ELSE seq END AS seq")
     return checked.unionByName(after, allowMissingColumns=True), cuts
+
+
+def _check_state(state: DataFrame) -> None:
+    if STATE_OF not in state.columns:
+        raise InvalidFrame(f"state has no column {STATE_OF!r}: pass the `state` of an earlier "
+                           "apply_window_incrementally call")
 
 
 def held(items: DataFrame, spec: WindowSpec, *, jumps: bool = True) -> tuple[DataFrame, bool]:

@@ -73,7 +73,7 @@ from oracle.model import Spec, WindowSpec
 from spark_impl.errors import InvalidFrame
 from spark_impl.frames import BASE_COLUMNS, ONE_PARTITION_ROWS, START_SEQ
 from spark_impl.event_table import check_trace_frame, trace_checks
-from spark_impl.incremental import STATE_OF, apply_window_incrementally, fingerprint
+from spark_impl.incremental import STATE_OF, fingerprint, resume
 from spark_impl.session import interpreted
 from spark_impl.windows.base import quoted
 
@@ -258,6 +258,7 @@ class WindowStream:
             per_state = state.groupBy("trace_id").agg(
                 _expr("'state'").alias("part"), _expr("max(CASE WHEN kind <> 'start' THEN seq END)").alias("hi"),
                 _expr("coalesce(max(kind = 'jump'), false)").alias("state_jumps"),
+                _expr("max(seq)").alias("cut"), _expr("max(time)").alias("clock"),
                 _expr(f"collect_set({STATE_OF})").alias("marks"))
             parts = per_item.unionByName(per_state, allowMissingColumns=True)
         found: dict = {"items": {}, "state": {}}
@@ -352,12 +353,17 @@ class WindowStream:
             jumps = jumps or any(survey["state"][t]["state_jumps"] for t in moved if t in survey["state"])
         from spark_impl import PLANS_PER_JOB
 
+        # each touched trace's cut and clock, read off the survey: literal rows, so no plan reading the state
+        # computes and broadcasts them in jobs of their own
+        cuts = None if state is None else spark.createDataFrame(
+            [(t, survey["state"][t]["cut"], survey["state"][t]["clock"]) for t in moved if t in survey["state"]],
+            "trace_id string, `#cut` long, `#clock` long")
         updates, kept = None, still
         chunks = [groups[i:i + PLANS_PER_JOB] for i in range(0, len(groups), PLANS_PER_JOB)]
         for chunk in chunks:
             part_updates, part_kept = None, None
             for spec, mine, held in chunk:
-                done = apply_window_incrementally(mine, spec, state=held, validate=False, jumps=jumps)
+                done = resume(mine, spec, state=held, cuts=cuts, jumps=jumps)
                 part = conform(done.updates, self.schema)
                 part_updates = part if part_updates is None else part_updates.unionByName(part)
                 part_kept = done.state if part_kept is None else part_kept.unionByName(done.state,
