@@ -36,6 +36,7 @@ events the state no longer holds.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 
 from attrs import frozen
 from pyspark.sql import DataFrame
@@ -125,14 +126,16 @@ def apply_window_incrementally(events_df: DataFrame, window: str | WindowSpec, *
                   one_trace=one_trace)
 
 
-def resume(items: DataFrame, spec: WindowSpec, *, state: DataFrame | None, cuts: DataFrame | None = None,
+def resume(items: DataFrame, spec: WindowSpec, *, state: DataFrame | None,
+           cuts: Mapping[str, tuple[int, int]] | None = None,
            start: int | None = None, jumps: bool = True, pane_rows: bool = True,
            one_trace: str | None = None) -> Incremental:
     """`apply_window_incrementally` after its checks: the window over checked
-    trace items resumed from `state`. `cuts`: the state's per trace last seq
-    and latest clock (`trace_id`, `#cut`, `#clock`) where the caller knows
-    them (a stream's survey): a frame of literal rows, so no job computes
-    and broadcasts them in each plan that reads the state."""
+    trace items resumed from `state`. `cuts`: trace id -> (its last seq, its
+    latest clock) in the state, where the caller knows them (a stream's
+    survey): looked up as literals, so no job computes them, nor broadcasts
+    them in each plan that reads the state (a broadcast is a job however
+    small its rows)."""
     mark = fingerprint(spec)
     if state is not None:
         items, cuts = _resumed(items, state, mark, cuts)
@@ -140,13 +143,19 @@ def resume(items: DataFrame, spec: WindowSpec, *, state: DataFrame | None, cuts:
         cuts = None
     if start is not None:
         starts = items.select("trace_id").distinct()
-        if cuts is not None:
+        if isinstance(cuts, Mapping):
+            if cuts:
+                starts = starts.where(f"NOT coalesce(array_contains({_literal_array(list(cuts))}, trace_id), false)")
+        elif cuts is not None:
             starts = starts.join(cuts, "trace_id", "left_anti")
         items = items.unionByName(starts.select("trace_id", F.lit(frames.START_SEQ).cast("long").alias("seq"),
                                                 F.lit("start").alias("kind"), F.lit(start).cast("long").alias("time")),
                                   allowMissingColumns=True)
     out = pipeline.apply(items, spec, jumps=jumps, pane_rows=pane_rows, one_trace=one_trace)
-    if cuts is not None:
+    if isinstance(cuts, Mapping):
+        cut = lookup({t: c for t, (c, _) in cuts.items()})
+        out = out.where(f"{cut} IS NULL OR after > {cut}")
+    elif cuts is not None:
         out = out.join(F.broadcast(cuts.select("trace_id", "#cut")), "trace_id", "left") \
                  .where("`#cut` IS NULL OR after > `#cut`").drop("#cut")
     kept, replays = held(items, spec, jumps=jumps)
@@ -170,11 +179,11 @@ def _trace_items(trace_df: DataFrame, spec: WindowSpec, validate: bool,
 
 
 def _resumed(items: DataFrame, state: DataFrame, mark: str,
-             cuts: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
+             cuts: Mapping[str, tuple[int, int]] | None = None) -> tuple[DataFrame, DataFrame | Mapping]:
     """The state's rows and the new items as one input, each new item checked
-    to come after its trace's cut; and the cuts (`trace_id`, `#cut` the last
-    seq, `#clock` the latest clock), one row per trace the state holds (given,
-    or an aggregate of the state)."""
+    to come after its trace's cut; and the cuts: given (trace id -> last seq,
+    latest clock), else a frame aggregated from the state (`trace_id`, `#cut`,
+    `#clock`), one row per trace the state holds."""
     _check_state(state)
     checked = state.selectExpr(
         f"CASE WHEN {STATE_OF} = '{mark}' THEN trace_id ELSE raise_error(concat('the state of trace ', trace_id, "
@@ -182,7 +191,11 @@ def _resumed(items: DataFrame, state: DataFrame, mark: str,
         *(quoted(c) for c in state.columns if c not in ("trace_id", STATE_OF)))
     if cuts is None:
         cuts = checked.groupBy("trace_id").agg(F.max("seq").alias("#cut"), F.max("time").alias("#clock"))
-    after = items.join(F.broadcast(cuts), "trace_id", "left").selectExpr(
+        placed = items.join(F.broadcast(cuts), "trace_id", "left")
+    else:
+        placed = items.selectExpr("*", f"{lookup({t: c for t, (c, _) in cuts.items()})} AS `#cut`",
+                                  f"{lookup({t: k for t, (_, k) in cuts.items()})} AS `#clock`")
+    after = placed.selectExpr(
         *(quoted(c) for c in items.columns if c != "seq"),
         "CASE WHEN `#cut` IS NOT NULL AND seq <= `#cut` THEN raise_error(concat('trace ', trace_id, ' seq ', seq, "
         "': the state already holds this trace up to seq ', `#cut`, '; resume with the items after it')) "
@@ -190,6 +203,28 @@ def _resumed(items: DataFrame, state: DataFrame, mark: str,
         "' seq ', seq, ': its clock ', time, ' ms is before the state''s clock ', `#clock`, ' ms')) "
         "ELSE seq END AS seq")
     return checked.unionByName(after, allowMissingColumns=True), cuts
+
+
+def _literal_array(values: list) -> str:
+    """SQL of an array of literal strings or integers (strings as UTF-8 bytes in hex: no quoting to get
+    right, nothing for the SQL's variable substitution, `${...}`, to touch)."""
+    def literal(value) -> str:
+        if value is None:
+            return "NULL"
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"CAST(X'{str(value).encode().hex()}' AS STRING)"
+        return f"CAST({value} AS BIGINT)"
+
+    return f"array({', '.join(literal(v) for v in values)})"
+
+
+def lookup(values: Mapping[str, int | str | None], key: str = "trace_id", sql_type: str = "BIGINT") -> str:
+    """SQL of `values[key]` (null for a key not in it; `sql_type` the values'): a map of literals, where a
+    join with a frame of them would broadcast it in a job of its own."""
+    if not values:
+        return f"CAST(NULL AS {sql_type})"
+    return (f"element_at(map_from_arrays({_literal_array(list(values))}, {_literal_array(list(values.values()))}), "
+            f"{key})")
 
 
 def _check_state(state: DataFrame) -> None:

@@ -73,7 +73,7 @@ from oracle.model import Spec, WindowSpec
 from spark_impl.errors import InvalidFrame
 from spark_impl.frames import BASE_COLUMNS, ONE_PARTITION_ROWS, START_SEQ
 from spark_impl.event_table import check_trace_frame, trace_checks
-from spark_impl.incremental import STATE_OF, fingerprint, resume
+from spark_impl.incremental import STATE_OF, fingerprint, lookup, resume
 from spark_impl.session import interpreted
 from spark_impl.windows.base import quoted
 
@@ -308,12 +308,12 @@ class WindowStream:
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        spark = items.sparkSession
-        plan = spark.createDataFrame([(t, "all", turns.base[t]) for t in turns.all]
-                                     + [(t, "gap", b) for t, b in turns.gap.items()]
-                                     + [(t, "none", turns.base[t]) for t in turns.none],
-                                     "trace_id string, `#turn` string, `#base` long")
-        marked = items.join(F.broadcast(plan), "trace_id")
+        # each trace's turn and base as literals looked up by trace id: a join with a frame of them would
+        # broadcast it, a job of its own in each plan reading the items
+        turn = {**{t: "all" for t in turns.all}, **{t: "gap" for t in turns.gap},
+                **{t: "none" for t in turns.none}}
+        marked = items.selectExpr("*", f"{lookup(turn, sql_type='STRING')} AS `#turn`",
+                                  f"{lookup(turns.base)} AS `#base`")
         columns = [quoted(c) for c in self.columns]
         running = marked.where(f"`#turn` = 'all' OR (`#turn` = 'gap' AND seq = {START_SEQ})")
         held = marked.where("`#turn` = 'none'")
@@ -353,11 +353,10 @@ class WindowStream:
             jumps = jumps or any(survey["state"][t]["state_jumps"] for t in moved if t in survey["state"])
         from spark_impl import PLANS_PER_JOB
 
-        # each touched trace's cut and clock, read off the survey: literal rows, so no plan reading the state
+        # each touched trace's cut and clock, read off the survey: literals, so no plan reading the state
         # computes and broadcasts them in jobs of their own
-        cuts = None if state is None else spark.createDataFrame(
-            [(t, survey["state"][t]["cut"], survey["state"][t]["clock"]) for t in moved if t in survey["state"]],
-            "trace_id string, `#cut` long, `#clock` long")
+        cuts = None if state is None else {t: (survey["state"][t]["cut"], survey["state"][t]["clock"])
+                                           for t in moved if t in survey["state"]}
         updates, kept = None, still
         chunks = [groups[i:i + PLANS_PER_JOB] for i in range(0, len(groups), PLANS_PER_JOB)]
         for chunk in chunks:
