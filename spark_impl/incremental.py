@@ -144,9 +144,8 @@ def resume(items: DataFrame, spec: WindowSpec, *, state: DataFrame | None,
     if start is not None:
         starts = items.select("trace_id").distinct()
         if isinstance(cuts, Mapping):
-            if cuts:
-                starts = starts.where(f"NOT coalesce(array_contains({_literal_array(list(cuts))}, trace_id), false)")
-        elif cuts is not None:
+            raise ValueError("resume: `start` is taken with the state's own cuts, not with `cuts` given")
+        if cuts is not None:
             starts = starts.join(cuts, "trace_id", "left_anti")
         items = items.unionByName(starts.select("trace_id", F.lit(frames.START_SEQ).cast("long").alias("seq"),
                                                 F.lit("start").alias("kind"), F.lit(start).cast("long").alias("time")),
@@ -206,16 +205,12 @@ def _resumed(items: DataFrame, state: DataFrame, mark: str,
 
 
 def _literal_array(values: list) -> str:
-    """SQL of an array of literal strings or integers (strings as UTF-8 bytes in hex: no quoting to get
-    right, nothing for the SQL's variable substitution, `${...}`, to touch)."""
-    def literal(value) -> str:
-        if value is None:
-            return "NULL"
-        if isinstance(value, bool) or not isinstance(value, int):
-            return f"CAST(X'{str(value).encode().hex()}' AS STRING)"
-        return f"CAST({value} AS BIGINT)"
+    """SQL of an array of literals (`pane_query.sql_literal`), a string as its UTF-8 bytes in hex: a trace
+    id is user data, so nothing in it for the SQL's variable substitution (`${...}`) to touch."""
+    from spark_impl.windows.pane_query import sql_literal
 
-    return f"array({', '.join(literal(v) for v in values)})"
+    return "array(" + ", ".join(f"CAST(X'{v.encode().hex()}' AS STRING)" if isinstance(v, str) else sql_literal(v)[0]
+                                for v in values) + ")"
 
 
 def lookup(values: Mapping[str, int | str | None], key: str = "trace_id", sql_type: str = "BIGINT") -> str:
