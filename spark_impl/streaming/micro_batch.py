@@ -145,11 +145,17 @@ class Location:
             frame.write.mode("overwrite").parquet(staging)
         self._place(staging, batch_id)
 
-    def read(self, batch_id: int, part: str | None = None):
+    def read(self, batch_id: int, part: str | None = None, spark=None):
         """The state of `batch_id` (its frame `part`, of a dict written; None
-        if the dict held no such frame)."""
+        if the dict held no such frame), a frame of `spark` (default the
+        location's session). A micro-batch passes its own: a frame runs
+        under the session of the frame it is built on (a union's or a join's
+        left side), and the window's plans are built on the state, so the
+        settings the micro-batch runs under (`session.interpreted`'s) must
+        be the state's session's."""
         known = self._schema[1] if self._schema and self._schema[0] == batch_id else None
-        found = (self.spark.read if known is None else self.spark.read.schema(known)).parquet(
+        reader = (spark or self.spark).read
+        found = (reader if known is None else reader.schema(known)).parquet(
             self.folder("state", str(batch_id)))
         self._schema = (batch_id, found.schema)
         if part is None:
@@ -205,7 +211,7 @@ class WindowStream:
     def __call__(self, batch, batch_id: int) -> None:
         prior = self.location.newest_before(batch_id)
         before = [] if prior is None else [prior]
-        carried = self.location.read(prior) if before else None
+        carried = self.location.read(prior, spark=batch.sparkSession) if before else None
         items = batch.selectExpr(*(quoted(c) for c in self.columns))
         state = None
         if carried is not None:

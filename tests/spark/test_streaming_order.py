@@ -115,3 +115,31 @@ def test_apply_window_returns_a_stream_of_the_windows_updates_each_read_once(spa
     assert [(f.name, f.dataType.simpleString()) for f in out.schema.fields] == [
         (f.name, f.dataType.simpleString()) for f in expected.schema.fields]
     assert sorted(map(repr, seen)) == sorted(map(repr, expected.collect()))
+
+
+def test_a_small_micro_batch_runs_its_plans_over_the_state_interpreted(spark, tmp_path):
+    """A micro-batch's frame belongs to the query's own session, the state is
+    read into it, so the plans built on the state run under the settings the
+    micro-batch sets (`session.interpreted`: no adaptive execution for a small
+    one), not the settings of the session that started the query."""
+    from spark_impl.streaming import start_window, write_files
+
+    rows, schema = _rows(TRACE)
+    write_files(tmp_path / "in", [rows[:3], rows[3:]], schema)
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in"))
+    plans = {}
+
+    def sink(frame, batch_id):
+        plans[batch_id] = frame._jdf.queryExecution().executedPlan().toString()
+        frame.collect()
+
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
+    query = start_window(stream, "#groupwin(k)#length(2)", location=str(tmp_path / "window"), sink=sink,
+                         trigger={"availableNow": True})
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+    assert sorted(plans) == [0, 1]
+    assert "state_of" in plans[1]  # the second micro-batch's plan reads the state
+    assert not [b for b, plan in plans.items() if "AdaptiveSparkPlan" in plan], plans
