@@ -68,9 +68,12 @@ rows of its open panes). The JVM's peak: 2.3 to 3.2 GiB; the largest Python
 worker's: 250 MiB.
 
 **Jobs per micro-batch** (`#groupwin(k)#length(10)`, a 1,000-row micro-batch
-after 100,000 events, the fourth, counted by the query's job group, each step
-timed apart): 14 jobs in 6.6 to 6.8 s, the survey 4 (0.65 s), the checks 3
-(1.3 s), the state 4 (3.1 s), the updates 2 (0.9 s). Before the state's cuts
+after 100,000 events, the fourth to sixth, counted by the query's job group,
+each step timed apart): 10 jobs in 5.5 to 6.3 s, the survey 4 (0.5 to 0.7
+s), the checks 3 (0.9 to 1.1 s), the state 1 (2.7 s), the updates 1 (0.8 s),
+since the state is read into the micro-batch's own session (before, the
+plans built on it ran adaptive and compiled however small the micro-batch:
+14 jobs in 6.6 to 6.8 s, the state 4 jobs, the updates 2). Before the state's cuts
 and the items' turns were looked up as literals it was 23 jobs in 7.1 to 7.9
 s: every plan reading the state computed and broadcast the cuts, and every
 plan reading the items broadcast the turns, a job per broadcast (a broadcast
@@ -88,6 +91,11 @@ micro-batch after 100,000 events: survey 0.3 s, checks 1.4 s, state 2.4 s,
 updates 0.9 s. So each part costs about what the batch pays for the same
 rows, and the parts add up: a micro-batch of 1 M rows costs about four
 batch runs of 1 M rows, one of 1,000 rows about 4 s of jobs' fixed costs.
+Measured again on 2026-12-02 (3 M events, the third micro-batch of 1 M):
+survey 2.9 s, checks 2.5 s, state 7.9 s, updates 4.5 s. Writing the state
+and the updates by one job (the sink reading the updates back) was slower:
+14.3 s and a 1.0 s read against 7.9 + 4.5 s; the two plans share little but
+their input, and the updates are written once more.
 The other design's floor is no nearer the targets: `applyInPandasWithState`
 posting each event as one row and counting per key, with no window at all,
 takes 15.10 s for 5 M keyed by the trace (one core: the stream is one
