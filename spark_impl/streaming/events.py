@@ -493,15 +493,15 @@ class EventStream:
         from pyspark.sql import functions as F
 
         spark = items.sparkSession
-        moving = walks.where("`#walk` OR `#fresh`").select("trace_id")
+        moving = [r[0] for r in walks.where("`#walk` OR `#fresh`").select("trace_id").collect()]
         keys = items.select("trace_id", F.col("seq").alias("after"), "#after")
         items = items.drop("#after")
         still, state = None, window_state
         if window_state is not None:
-            still = window_state.join(moving, "trace_id", "left_anti")
-            state = window_state.join(moving, "trace_id", "left_semi")
-        traced = [r[0] for r in moving.collect()] if self.one is None else []
-        groups = by_window(self.one, self.table, traced, items, state)
+            # a set of literals, not a join: no broadcast job of its own in each plan reading the state
+            touched = F.coalesce(F.col("trace_id").isin(moving), F.lit(False))
+            still, state = window_state.where(~touched), window_state.where(touched)
+        groups = by_window(self.one, self.table, moving, items, state)
         updates, kept = None, still
         for spec, mine, held in groups:
             done = apply_window_incrementally(mine, spec, state=held, validate=False, jumps=False)
