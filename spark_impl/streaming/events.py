@@ -122,7 +122,7 @@ from spark_impl.event_table import MAX_CLOCK, check_clock, check_statement_colum
 from spark_impl.frames import ONE_PARTITION_ROWS, START_SEQ, posts_rows
 from spark_impl.incremental import apply_window_incrementally, fingerprint
 from spark_impl.session import interpreted
-from spark_impl.streaming.micro_batch import Location, by_window, conform, run_to_end, updates_stream
+from spark_impl.streaming.micro_batch import Location, by_window, conform, run_to_end, split_state, updates_stream
 from spark_impl.streaming.traces import FILES_PER_TRIGGER, STREAM_OF_EVENTS, check_specs
 from spark_impl.windows.base import quoted
 
@@ -498,9 +498,7 @@ class EventStream:
         items = items.drop("#after")
         still, state = None, window_state
         if window_state is not None:
-            # a set of literals, not a join: no broadcast job of its own in each plan reading the state
-            touched = F.coalesce(F.col("trace_id").isin(moving), F.lit(False))
-            still, state = window_state.where(~touched), window_state.where(touched)
+            still, state = split_state(window_state, moving)
         groups = by_window(self.one, self.table, moving, items, state)
         updates, kept = None, still
         for spec, mine, held in groups:

@@ -343,9 +343,7 @@ class WindowStream:
         spark = running.sparkSession
         still = None
         if state is not None:
-            # a set of literals, not a join: no broadcast job of its own
-            touched = F.coalesce(F.col("trace_id").isin(moved), F.lit(False))
-            still, state = state.where(~touched), state.where(touched)
+            still, state = split_state(state, moved)
         groups = by_window(self.one if moved else None, self.table, moved, running, state)
         jumps = True
         if self.validate and moved:
@@ -382,6 +380,16 @@ class WindowStream:
         if updates is None:
             updates = spark.createDataFrame([], self.schema)
         return updates, kept
+
+
+def split_state(state, traces: list[str]):
+    """(the rows of `state` of no trace in `traces`, those of one): a set of
+    literals, not a join, so no broadcast job of its own in each plan reading
+    the state."""
+    from pyspark.sql import functions as F
+
+    touched = F.coalesce(F.col("trace_id").isin(traces), F.lit(False))
+    return state.where(~touched), state.where(touched)
 
 
 def by_window(one: WindowSpec | None, table: Mapping[str, WindowSpec] | None, traces: list[str], items, state):
