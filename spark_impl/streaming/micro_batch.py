@@ -337,7 +337,6 @@ class WindowStream:
     def _run(self, running, items, state, turns: Turns, survey: dict):
         """(the updates, the window's state after the items that run): per window, its traces' items
         resumed from their state; a trace without items to run keeps its state as it was."""
-        from pyspark.sql import functions as F
 
         moved = list(turns.all) + list(turns.gap)
         spark = running.sparkSession
