@@ -129,15 +129,21 @@ def apply_window_incrementally(events_df: DataFrame, window: str | WindowSpec, *
 def resume(items: DataFrame, spec: WindowSpec, *, state: DataFrame | None,
            cuts: Mapping[str, tuple[int, int]] | None = None,
            start: int | None = None, jumps: bool = True, pane_rows: bool = True,
-           one_trace: str | None = None) -> Incremental:
+           one_trace: str | None = None, placed: bool = False) -> Incremental:
     """`apply_window_incrementally` after its checks: the window over checked
     trace items resumed from `state`. `cuts`: trace id -> (its last seq, its
     latest clock) in the state, where the caller knows them (a stream's
     survey): looked up as literals, so no job computes them, nor broadcasts
     them in each plan that reads the state (a broadcast is a job however
-    small its rows)."""
+    small its rows). `placed`: the caller has checked, with `cuts`, that
+    the state is this window's and that each item comes after its trace's
+    cut (a stream's survey does), so no row is checked again here."""
     mark = fingerprint(spec)
-    if state is not None:
+    if state is not None and placed:
+        if not isinstance(cuts, Mapping):
+            raise ValueError("resume: `placed` is taken with the `cuts` its checks read")
+        items = state.drop(STATE_OF).unionByName(items, allowMissingColumns=True)
+    elif state is not None:
         items, cuts = _resumed(items, state, mark, cuts)
     else:
         cuts = None
@@ -248,12 +254,15 @@ def held(items: DataFrame, spec: WindowSpec, *, jumps: bool = True) -> tuple[Dat
     last = validated.where("kind <> 'start'").groupBy("trace_id").agg(
         F.max("seq").alias("seq"), F.max("time").alias("time"))
     marker = last.selectExpr("trace_id", "seq", "'advance' AS kind", "time")
-    # the marker gives way to a kept item of its seq: one aggregate of the kept rows by (trace, seq), so
-    # the family's plan of `kept` runs once (an anti-join of the marker against `kept` would run it twice)
+    # the marker gives way to a kept item of its seq: a flag over the rows of each (trace, seq), so the
+    # family's plan of `kept` runs once (an anti-join of the marker against `kept` would run it twice) and
+    # its rows are sorted once (an aggregate of whole rows by (trace, seq) sorts them before and after
+    # its shuffle)
     rows = kept.selectExpr(*columns, "false AS `#marker`").unionByName(
         marker.selectExpr("*", "true AS `#marker`"), allowMissingColumns=True)
-    only = rows.groupBy("trace_id", "seq").agg(F.expr("min_by(struct(*), `#marker`)").alias("#row"))
-    return only.select("#row.*").selectExpr(*columns), False
+    only = rows.selectExpr("*", "min(`#marker`) OVER (PARTITION BY trace_id, seq) AS `#kept_at`") \
+        .where("`#marker` = `#kept_at`")
+    return only.selectExpr(*columns), False
 
 
 def in_two_calls(trace_df: DataFrame, window: str | WindowSpec, dialect: str = "esper", *, validate: bool = True,

@@ -120,7 +120,7 @@ from spark_impl import pipeline
 from spark_impl.errors import InvalidFrame, check_frame
 from spark_impl.event_table import MAX_CLOCK, check_clock, check_statement_columns, event_rows
 from spark_impl.frames import ONE_PARTITION_ROWS, START_SEQ, posts_rows
-from spark_impl.incremental import apply_window_incrementally, fingerprint
+from spark_impl.incremental import fingerprint, resume
 from spark_impl.session import interpreted
 from spark_impl.streaming.micro_batch import Location, by_window, conform, run_to_end, split_state, updates_stream
 from spark_impl.streaming.traces import FILES_PER_TRIGGER, STREAM_OF_EVENTS, check_specs
@@ -471,6 +471,7 @@ class EventStream:
             F.lit(self.start).cast("long").alias("clock"), F.lit(True).alias("#fresh")), allowMissingColumns=True)
         walks = every.join(counts, "trace_id", "left").select(
             "trace_id", F.coalesce("#fresh", F.lit(False)).alias("#fresh"), (F.col("clock") < watermark).alias("#walk"),
+            F.col("cut").alias("#cut"), F.col("clock").alias("#clock"),
             (F.coalesce("cut", F.lit(-1)) + F.coalesce("#fed", F.lit(0)) + 1).alias("#walk_seq"),
             (F.coalesce(F.col("#last.seq"), F.col("last_n"), F.lit(-1)) + 1).alias("#walk_after"))
         walks = self._keep(walks)
@@ -493,7 +494,11 @@ class EventStream:
         from pyspark.sql import functions as F
 
         spark = items.sparkSession
-        moving = [r[0] for r in walks.where("`#walk` OR `#fresh`").select("trace_id").collect()]
+        # each trace that runs, and the cut and clock the state holds it at (its last item run: the walk to
+        # the watermark, or its start row) where it has run before: looked up as literals (`resume`'s cuts)
+        found = walks.where("`#walk` OR `#fresh`").select("trace_id", "#cut", "#clock").collect()
+        moving = [r[0] for r in found]
+        cuts = {r[0]: (r[1], r[2]) for r in found if r[1] is not None}
         keys = items.select("trace_id", F.col("seq").alias("after"), "#after")
         items = items.drop("#after")
         still, state = None, window_state
@@ -502,7 +507,9 @@ class EventStream:
         groups = by_window(self.one, self.table, moving, items, state)
         updates, kept = None, still
         for spec, mine, held in groups:
-            done = apply_window_incrementally(mine, spec, state=held, validate=False, jumps=False)
+            # the feeding checked each row and numbered the items after their trace's cut, and the state's
+            # windows were checked against its marks (`_check_marks`): no row is checked again (`placed`)
+            done = resume(mine, spec, state=held, cuts=cuts, jumps=False, placed=held is not None)
             posted = done.updates.join(keys, ["trace_id", "after"], "left").withColumn(
                 "after", F.coalesce(F.col("#after"), F.col("after"))).drop("#after")
             part = conform(posted, self.schema)

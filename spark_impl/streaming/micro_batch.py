@@ -258,6 +258,7 @@ class WindowStream:
             _expr(f"min(CASE WHEN seq <> {START_SEQ} THEN seq END)").alias("lo"),
             _expr(f"max(CASE WHEN seq <> {START_SEQ} THEN seq END)").alias("hi"),
             _expr(f"count(CASE WHEN seq = {START_SEQ} THEN 1 END)").alias("start_rows"),
+            _expr(f"min_by(struct(time, seq), struct(time, seq)) FILTER (WHERE seq <> {START_SEQ})").alias("early"),
             *(trace_checks() if self.validate else ()))
         parts = per_item
         if state is not None:
@@ -278,8 +279,10 @@ class WindowStream:
         return found
 
     def _turns(self, survey: dict) -> Turns:
-        """Per trace with items, which run now (`Turns`); refuses an item that ran already or comes twice."""
+        """Per trace with items, which run now (`Turns`); refuses an item that ran already or comes twice,
+        and one whose clock is before the state's (so the window's plans check no row again)."""
         cuts = {t: row["hi"] for t, row in survey["state"].items()}
+        clocks = {t: row["clock"] for t, row in survey["state"].items()}
         every, gap, none, base = [], {}, [], {}
         for trace_id, row in survey["items"].items():
             n, lo, hi, starts = row["n"], row["lo"], row["hi"], row["start_rows"]
@@ -300,6 +303,10 @@ class WindowStream:
             base[trace_id] = first
             if n and lo < first:
                 raise InvalidFrame(f"{where} seq {lo}: the item arrived again after it ran (a replayed input?)")
+            early, clock = row["early"], clocks.get(trace_id)
+            if early is not None and clock is not None and early["time"] < clock:
+                raise InvalidFrame(f"{where} seq {early['seq']}: its clock {early['time']} ms is before the clock "
+                                   f"{clock} ms of the items run before it")
             if not n or lo > first:
                 none.append(trace_id)
             elif hi - first + 1 == n:
@@ -365,7 +372,9 @@ class WindowStream:
         for chunk in chunks:
             part_updates, part_kept = None, None
             for spec, mine, held in chunk:
-                done = resume(mine, spec, state=held, cuts=cuts, jumps=jumps)
+                # the survey refused a state of another window and an item at or before its trace's cut or
+                # its clock (`_turns`): the window's plans check no row again (`placed`)
+                done = resume(mine, spec, state=held, cuts=cuts, jumps=jumps, placed=held is not None)
                 part = conform(done.updates, self.schema)
                 part_updates = part if part_updates is None else part_updates.unionByName(part)
                 part_kept = done.state if part_kept is None else part_kept.unionByName(done.state,

@@ -53,11 +53,14 @@ def held_by_arrival(items: DataFrame, ctx: Context, *, last: int | None = None, 
                     extra: tuple[str, ...] = ()) -> DataFrame:
     """The state of a window holding events by arrival alone
     (`spark_impl.incremental`): each sub-window's (split by `extra`) `last`
-    or `first` events."""
+    events, those fewer than `last` events follow (`lead(seq, last)` null),
+    or its `first`, those fewer than `first` precede. An offset, not a
+    `row_number` under a limit: Spark plans a limit per partition with a
+    sort of its own before the shuffle, so a second sort of every row."""
     partition = ", ".join(quoted(c) for c in ctx.partition + extra)
-    order = "DESC" if last is not None else "ASC"
-    return events(items).selectExpr("*", f"row_number() OVER (PARTITION BY {partition} ORDER BY seq {order}) AS `#held`") \
-        .where(f"`#held` <= {last if last is not None else first}").drop("#held")
+    offset, n = ("lead", last) if last is not None else ("lag", first)
+    return events(items).selectExpr("*", f"{offset}(seq, {n}) OVER (PARTITION BY {partition} ORDER BY seq) AS `#by`") \
+        .where("`#by` IS NULL").drop("#by")
 
 
 def last_batches(items: DataFrame, spec: LengthBatch, ctx: Context) -> DataFrame:
