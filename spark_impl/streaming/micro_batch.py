@@ -44,10 +44,10 @@ batch pays for the same rows, plus each job's fixed cost
 (spark_impl/streaming/bench.py has the figures). The checks cover every
 item the micro-batch holds, those held back ahead of a gap too: a bad one
 fails the micro-batch it arrives in, not the one its turn comes in. The
-jobs after the survey of a micro-batch of at most `frames.ONE_PARTITION_ROWS`
-items run interpreted, without code generation or adaptive execution
-(`session.interpreted`): at that size compiling and re-planning each job
-cost more than its rows.
+jobs after the survey of a micro-batch whose items and state hold at most
+`frames.ONE_PARTITION_ROWS` rows run interpreted, without code generation
+or adaptive execution (`session.interpreted`): at that size compiling and
+re-planning each job cost more than its rows.
 
 **State and restart.** Under `location`: `state/<batch id>/`, the window's
 state after that micro-batch plus the held-back items (Parquet), and
@@ -227,8 +227,11 @@ class WindowStream:
 
     def _step(self, items, state, batch_id: int, before: list[int]) -> None:
         survey = self._survey(items, state)
-        # a small micro-batch's jobs run uncompiled (`session.interpreted`): compiling them costs more
-        rows = sum(row["n"] + row["start_rows"] for row in survey["items"].values())
+        # a small micro-batch over a small state runs its jobs uncompiled (`session.interpreted`): compiling
+        # them costs more than their rows (a 1,000-row micro-batch over 100,000 rows of state runs faster
+        # compiled and adapted: 3.6 to 4.6 s against 4.7 to 5.3 s)
+        rows = sum(row["n"] + row["start_rows"] for row in survey["items"].values()) + sum(
+            row["rows"] for row in survey["state"].values())
         with interpreted(items.sparkSession) if rows <= ONE_PARTITION_ROWS else nullcontext():
             self._window(items, state, survey, batch_id, before)
 
@@ -265,7 +268,7 @@ class WindowStream:
             per_state = state.groupBy("trace_id").agg(
                 _expr("'state'").alias("part"), _expr("max(CASE WHEN kind <> 'start' THEN seq END)").alias("hi"),
                 _expr("coalesce(max(kind = 'jump'), false)").alias("state_jumps"),
-                _expr("max(seq)").alias("cut"), _expr("max(time)").alias("clock"),
+                _expr("max(seq)").alias("cut"), _expr("max(time)").alias("clock"), _expr("count(1)").alias("rows"),
                 _expr(f"collect_set({STATE_OF})").alias("marks"))
             parts = per_item.unionByName(per_state, allowMissingColumns=True)
         found: dict = {"items": {}, "state": {}}
