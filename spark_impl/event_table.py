@@ -539,7 +539,7 @@ def _describe(problem, order_col: str, time_col: str, trace_col: str | None, unt
 # --------------------------------------------------------------------------- a trace frame
 
 
-def check_trace_frame(trace_df: DataFrame, per_trace: list | None = None) -> bool:
+def check_trace_frame(trace_df: DataFrame, per_trace: list | None = None, scanned: list | None = None) -> bool:
     """Raise `InvalidFrame` for the first problem of a trace frame (the input of
     `apply_window`), naming the column, the trace and the value: what the
     oracle refuses in a trace, in three Spark jobs. Returns whether the frame
@@ -558,7 +558,9 @@ def check_trace_frame(trace_df: DataFrame, per_trace: list | None = None) -> boo
 
     `per_trace`: the aggregate's rows, one per trace, computed by the caller
     in a job it runs anyway (the stream's survey: `trace_checks`' columns
-    beside its own), so the checks run two jobs."""
+    beside its own), so the checks run two jobs; with `scanned` too (the
+    rows of `scan_and_hash` over the same frame, from the same job) none
+    where `scan_decides` finds nothing."""
     if per_trace is None:
         found = _first_trace_problem(trace_df, distinct_ids=False)
         first, jumps = found.first, found.jumps
@@ -566,6 +568,8 @@ def check_trace_frame(trace_df: DataFrame, per_trace: list | None = None) -> boo
         problems = [row for row in per_trace if row[TRACE_PROBLEM]]
         first = min(problems, key=lambda row: row["trace_id"]) if problems else None
         jumps = any(row["jumps"] for row in per_trace)
+        if first is None and scanned is not None and scan_decides(scanned):
+            return jumps
     if first is not None or ids_may_repeat(trace_df.where("kind = 'event'").select("trace_id", "id")):
         # a problem, or ids that may repeat: the exact aggregate names the first problem
         first = _first_trace_problem(trace_df, distinct_ids=True).first
@@ -574,6 +578,89 @@ def check_trace_frame(trace_df: DataFrame, per_trace: list | None = None) -> boo
         check_events(items, order_col="seq", time_col="time", trace_col="trace_id", until=None)
         return jumps
     _raise_trace_problem(trace_df, first)
+
+
+#: `scan_and_hash`'s rows: a partition's runs (`_RUN`, `hashes` null), or its events' hashes (`trace_id` null)
+_SCANNED = _RUN + ", hashes binary, missing_id boolean"
+
+
+def scan_and_hash(trace_df: DataFrame) -> DataFrame:
+    """The order scan and the id hashes of a trace frame in one pass over
+    each input partition (Arrow through numpy, no shuffle), for a caller that
+    collects them with rows of its own in one job (the stream's survey), then
+    asks `scan_decides`: per partition, the runs `check_events` scans of its
+    items (the start rows apart; `_scan_partition`), and one row of its
+    events' 64-bit (trace, id) hashes, sorted, 8 bytes an event (and whether
+    an event has no id): `ids_may_repeat`'s runs without its shuffle, merged
+    on the driver."""
+    sent = trace_df.select(
+        "trace_id", "seq", "time", F.coalesce(F.col("kind") == "start", F.lit(False)).alias("start"),
+        F.when(F.col("kind") == "event", F.xxhash64("trace_id", "id")).alias("h"),
+        F.coalesce((F.col("kind") == "event") & F.col("id").isNull(), F.lit(False)).alias("missing"))
+    return sent.mapInArrow(_scan_and_hash_partition, _SCANNED)
+
+
+def _scan_and_hash_partition(batches):
+    """mapInArrow: one input partition's (trace_id, seq, time, start, h, missing) -> `_SCANNED` rows."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    batches = [b for b in batches if b.num_rows]
+    if not batches:
+        return
+    table = pa.Table.from_batches(batches)
+    items = table.filter(pc.invert(table.column("start"))).select(["trace_id", "seq", "time"])
+    schema = _scanned_schema()
+    for run in _scan_partition(items.to_batches()):
+        nulls = [pa.nulls(run.num_rows, pa.binary()), pa.nulls(run.num_rows, pa.bool_())]
+        yield pa.RecordBatch.from_arrays(list(run.columns) + nulls, schema=schema)
+    hashes = table.column("h").drop_null().to_numpy()
+    row = {name: [None] for name in schema.names}
+    row.update(hashes=[np.sort(hashes.astype(np.int64)).tobytes()],
+               missing_id=[bool(pc.any(table.column("missing")).as_py())])
+    yield pa.RecordBatch.from_pydict(row, schema=schema)
+
+
+def _scanned_schema():
+    import pyarrow as pa
+
+    return pa.schema([("trace_id", pa.string())] + [(name, pa.int64()) for name in _RUN_LONGS]
+                     + [("hashes", pa.binary()), ("missing_id", pa.bool_())])
+
+
+def scan_decides(scanned: list) -> bool:
+    """Whether the rows of `scan_and_hash` show the frame passes the order and
+    id checks: no null trace, seq or time, no negative seq, no seq twice and
+    no time going back along seq (each partition's runs, lined up by seq as
+    `scanned_problems` lines them), no event without an id and no hash met
+    twice. False also where it cannot tell (runs that overlap, a hash met
+    twice: two ids may share one): the caller then runs the exact checks."""
+    import numpy as np
+
+    hashes, runs = [], {}
+    for row in scanned:
+        if row["hashes"] is not None:
+            if row["missing_id"]:
+                return False
+            hashes.append(np.frombuffer(row["hashes"], np.int64))
+        else:
+            runs.setdefault(row["trace_id"], []).append(row)
+    if hashes:
+        h = np.sort(np.concatenate(hashes))
+        if bool((h[1:] == h[:-1]).any()):
+            return False
+    for trace_id, parts in runs.items():
+        n = sum(p["n"] for p in parts)
+        lows = [p["lo"] for p in parts if p["lo"] is not None]
+        if trace_id is None or sum(p["n_seq"] for p in parts) != n or sum(p["n_time"] for p in parts) != n:
+            return False
+        if (lows and min(lows) < 0) or any(p["bad_seq"] is not None for p in parts):
+            return False
+        lined = sorted((p for p in parts if p["first_seq"] is not None), key=lambda p: p["first_seq"])
+        if any(a["last_seq"] >= b["first_seq"] or a["last_time"] > b["first_time"] for a, b in zip(lined, lined[1:])):
+            return False
+    return True
 
 
 #: `trace_checks`' column telling a trace has a problem

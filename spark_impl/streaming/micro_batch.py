@@ -36,11 +36,11 @@ no watermark.
 
 **Cost.** A micro-batch is a handful of jobs: the survey (its items read
 and kept in memory; per trace their seqs and, with `validate`, the batch's
-per-trace checks, `event_table.trace_checks`), the batch's id and order
-checks of the items (two jobs), the state (the window's `HELD` plan, its
-parts written by one job) and the updates (the window's plan, computed by
-the sink), each over the state and the items: each costs about what the
-batch pays for the same rows, plus each job's fixed cost
+per-trace checks, `event_table.trace_checks`, and the order and id scan,
+`event_table.scan_and_hash`, in the same job), the batch's exact id and
+order checks only where the scan cannot decide, the state (the window's
+`HELD` plan) and the updates (the window's plan, computed by the sink), each
+over the state and the items, plus each job's fixed cost
 (spark_impl/streaming/bench.py has the figures). The checks cover every
 item the micro-batch holds, those held back ahead of a gap too: a bad one
 fails the micro-batch it arrives in, not the one its turn comes in. The
@@ -72,7 +72,7 @@ from oracle.dialects import spec_text
 from oracle.model import Spec, WindowSpec
 from spark_impl.errors import InvalidFrame
 from spark_impl.frames import BASE_COLUMNS, ONE_PARTITION_ROWS, START_SEQ
-from spark_impl.event_table import check_trace_frame, trace_checks
+from spark_impl.event_table import check_trace_frame, scan_and_hash, trace_checks
 from spark_impl.incremental import STATE_OF, fingerprint, lookup, resume
 from spark_impl.session import interpreted
 from spark_impl.windows.base import quoted
@@ -271,9 +271,18 @@ class WindowStream:
                 _expr("max(seq)").alias("cut"), _expr("max(time)").alias("clock"), _expr("count(1)").alias("rows"),
                 _expr(f"collect_set({STATE_OF})").alias("marks"))
             parts = per_item.unionByName(per_state, allowMissingColumns=True)
-        found: dict = {"items": {}, "state": {}}
+        if self.validate:
+            # the order and id checks' scan of the items in the same job (`scan_and_hash`): where it decides
+            # they pass, the checks run no job of their own
+            scan = scan_and_hash(items)
+            parts = parts.unionByName(scan.select(_expr("'scan'").alias("part"), _expr("struct(*)").alias("scan")),
+                                      allowMissingColumns=True)
+        found: dict = {"items": {}, "state": {}, "scan": []}
         for row in parts.collect():
-            found[row["part"]][row["trace_id"]] = row
+            if row["part"] == "scan":
+                found["scan"].append(row["scan"])
+            else:
+                found[row["part"]][row["trace_id"]] = row
         strange = sorted({m for row in found["state"].values() for m in row["marks"]} - set(self.marks))
         if strange:
             names = ", ".join(spec_text(s) for s in self.marks.values())
@@ -362,7 +371,7 @@ class WindowStream:
             # jumps where neither they nor the state hold one
             jumps = check_trace_frame(items.selectExpr("trace_id", "CAST(seq AS BIGINT) AS seq", "kind",
                                                        "CAST(time AS BIGINT) AS time", "id"),
-                                      list(survey["items"].values()))
+                                      list(survey["items"].values()), survey["scan"])
             jumps = jumps or any(survey["state"][t]["state_jumps"] for t in moved if t in survey["state"])
         from spark_impl import PLANS_PER_JOB
 

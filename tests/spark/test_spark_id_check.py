@@ -1,7 +1,9 @@
 """The hashed id pre-check (`spark_impl.event_table.ids_may_repeat`): it says
 "no repeat" only where no event lacks an id and no trace holds an id twice,
 whichever partitions the rows lie in; the exact aggregate then names what it
-found (tests/spark/test_spark_frames.py: the messages)."""
+found (tests/spark/test_spark_frames.py: the messages). And the one-pass scan
+of the order and the ids (`scan_and_hash`, `scan_decides`), which decides a
+frame passes only where the exact checks would pass it."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import random
 
 import pytest
 
-from spark_impl.event_table import ID_BUCKETS, ids_may_repeat
+from spark_impl.event_table import ID_BUCKETS, ids_may_repeat, scan_and_hash, scan_decides
 
 
 def _rows(spark, pairs, partitions):
@@ -38,3 +40,30 @@ def test_an_empty_frame_and_partitions_with_no_rows_pass(spark):
     assert ids_may_repeat(_rows(spark, [], 0)) is False
     assert ids_may_repeat(_rows(spark, [("t", "a"), ("t", "b")], ID_BUCKETS + 5)) is False
     assert ids_may_repeat(_rows(spark, [("t", "a"), ("t", "a")], ID_BUCKETS + 5)) is True
+
+
+def _items(spark, rows, partitions):
+    frame = spark.createDataFrame(rows, "trace_id string, seq long, kind string, time long, id string")
+    # in order across partitions, as a frame written in order lies: the scan decides it (runs that overlap
+    # it leaves to the exact checks)
+    return frame.repartitionByRange(partitions, "trace_id", "seq") if partitions else frame.coalesce(1)
+
+
+def test_the_one_pass_scan_passes_a_clean_frame_and_no_frame_with_a_problem(spark):
+    clean = [("t0", -1, "start", 0, None)] + [(f"t{n % 3}", n // 3, "event", 10 * (n // 3), f"e{n // 3}")
+                                              for n in range(600)]
+    clean += [("t1", 200, "advance", 5_000, None), ("t2", 200, "event", 5_000, "e0x")]
+    problems = {
+        "an id twice in a trace": clean + [("t0", 300, "event", 9_000, "e5")],
+        "an event without an id": clean + [("t0", 300, "event", 9_000, None)],
+        "a seq twice": clean + [("t0", 150, "event", 9_000, "new")],
+        "a time going back": clean + [("t0", 300, "event", 1, "new")],
+        "a negative seq": clean + [("t0", -3, "event", 0, "new")],
+        "a null time": clean + [("t0", 300, "event", None, "new")],
+        "a null seq": clean + [("t0", None, "event", 9_000, "new")],
+        "a null trace": clean + [(None, 0, "event", 0, "new")],
+    }
+    cases = [("clean", clean, p, True) for p in (0, 4)]
+    cases += [(name, rows, p, False) for name, rows in problems.items() for p in (0, 4)]
+    got = [(name, scan_decides(scan_and_hash(_items(spark, rows, p)).collect())) for name, rows, p, _ in cases]
+    assert got == [(name, expected) for name, _, _, expected in cases]
