@@ -47,7 +47,7 @@ through the first workload untimed. Each workload runs `--repeat` times
 at least 0.3 M events/s and within 1.5x the batch; of 100,000 rows at least
 0.1 M events/s; a 1,000-row micro-batch under 1 s.
 
-**The last measured run** (2026-12-02, at a0035db: `difftest bench --engine
+**The last measured run** (2026-12-03, at 80567d0: `difftest bench --engine
 streaming --no-bare --budget 150`, defaults, one run, nothing else on the
 machine, local[2]; every stream posted exactly the batch's rows; the bare
 floors are of 2026-11-28):
@@ -56,16 +56,17 @@ floors are of 2026-11-28):
 |---|---:|---:|---:|---:|---:|---:|---:|
 | bare `applyInPandasWithState`, keyed by trace | 15.10 s | | | 5.54 s | | | |
 | bare `applyInPandasWithState`, keyed by `k` | 38.06 s | | | 52.24 s | | | |
-| `#groupwin(k)#time(10 sec)` | 120.53 s | 20.94 s | 5.76 | 73.22 s | 9.91 s | 7.39 | 6.86 s |
-| `#groupwin(k)#length(10)` | 72.99 s | 13.23 s | 5.52 | 55.98 s | 7.27 s | 7.70 | 5.04 s |
-| `ccl: KEEP 10 ROWS PER(k)` | 76.45 s | 17.22 s | 4.44 | 63.90 s | 8.03 s | 7.96 | 4.75 s |
-| eKuiper tumbling count by color | 104.27 s | 19.92 s | 5.23 | 83.01 s | 11.13 s | 7.46 | 6.64 s |
+| `#groupwin(k)#time(10 sec)` | 93.63 s | 21.76 s | 4.30 | 75.09 s | 14.98 s | 5.01 | 3.51 s |
+| `#groupwin(k)#length(10)` | 52.30 s | 18.75 s | 2.79 | 45.68 s | 12.14 s | 3.76 | 2.43 s |
+| `ccl: KEEP 10 ROWS PER(k)` | 54.73 s | 19.36 s | 2.83 | 44.43 s | 8.79 s | 5.05 | 2.42 s |
+| eKuiper tumbling count by color | 83.67 s | 22.27 s | 3.76 | 50.47 s | 10.39 s | 4.86 | 2.72 s |
 
 The state after the last micro-batch: 100,000 rows (1.44 MiB) for the
-length windows (each key's last ten), 20,000 (322 KiB) for `#time(10 sec)`
-(the events of the last 10 s), 20,001 (315 KiB) for the eKuiper query (the
-rows of its open panes). The JVM's peak: 2.3 to 3.2 GiB; the largest Python
-worker's: 250 MiB.
+length windows (each key's last ten), 20,000 for `#time(10 sec)` (the events
+of the last 10 s) and for the eKuiper query (the rows of its open panes).
+The JVM's peak: 2.1 to 3.2 GiB; the largest Python worker's: 214 to 278 MiB.
+The batch of the same files runs at 224 to 267 k events/s at 5 M and 67 to
+114 k at 1 M in ten files, under the stream targets themselves.
 
 **Jobs per micro-batch** (`#groupwin(k)#length(10)`, a 1,000-row micro-batch
 after 100,000 events, the fourth to sixth, counted by the query's job group,
