@@ -397,24 +397,61 @@ _STATEMENT_AGGREGATES = (
     Aggregate("count"), Aggregate("sum", Name("price")), Aggregate("avg", Name("price")),
     Aggregate("min", Name("price")), Aggregate("max", Name("price")), Aggregate("count", Name("symbol"), distinct=True),
     Aggregate("count", Name("symbol")), Aggregate("sum", Name("ts")), Aggregate("max", Name("symbol")),
+    Aggregate("sum", Name("price"), distinct=True), Aggregate("avg", Name("ts"), distinct=True),
+)
+#: select items that combine aggregates, or an aggregate and a literal
+_STATEMENT_COMBINED = (
+    Binary("/", Aggregate("sum", Name("price")), Aggregate("count")),
+    Binary("-", Aggregate("max", Name("price")), Aggregate("min", Name("price"))),
+    Binary("+", Aggregate("count"), Literal(1)),
+    Binary("*", Aggregate("avg", Name("price")), Aggregate("count", Name("symbol"))),
 )
 _STATEMENT_ROW_ITEMS = (
     SelectItem(), SelectItem(Name("symbol")), SelectItem(Name("price")), SelectItem(Name("ts"), "t"),
     SelectItem(Binary("*", Name("price"), Literal(2))), SelectItem(Binary("/", Name("ts"), Name("price")), "ratio"),
     SelectItem(Binary("%", Name("ts"), Literal(3))),
 )
+#: GROUP BY keys: the string properties, the float `price`, the integer `ts`, expressions over them
+_GROUP_KEYS = (Name("symbol"), Name("feed"), Name("price"), Name("ts"),
+               Binary(">", Name("price"), Literal(15.0)), Binary("%", Name("ts"), Literal(3)))
+#: what a statement over a derived-value window can key by: its rows hold no `feed` (`_row_names`)
+_ROW_GROUP_KEYS = tuple(k for k in _GROUP_KEYS if k != Name("feed"))
 _statement_atoms = st.one_of(
     st.builds(_binary(">"), st.just(Name("price")), _amounts),
     st.builds(_binary("!="), st.just(Name("symbol")), st.sampled_from([Literal(s) for s in SYMBOLS if s])),
-    st.builds(_binary(">"), st.just(Name("ts")), st.sampled_from([Literal(k * GRID) for k in (1, 2, 4)])))
+    st.builds(_binary(">"), st.just(Name("ts")), st.sampled_from([Literal(k * GRID) for k in (1, 2, 4)])),
+    st.builds(_binary("="), st.just(Name("feed")), st.sampled_from([Literal(s) for s in KEY_VALUES if s])))
 _statement_conditions = st.one_of(st.none(), st.none(), st.none(), _combined(_statement_atoms))
+#: WHERE over a derived-value window's rows: they hold no `feed`
+_derived_row_conditions = st.one_of(st.none(), st.none(), st.none(), _combined(_statement_atoms.filter(
+    lambda atom: atom.left != Name("feed"))))
+#: HAVING over any aggregate and over arithmetic of aggregates, with bounds some groups pass
+_having_atoms = st.one_of(
+    st.builds(_binary(">"), st.just(Aggregate("count")), _counts),
+    st.builds(_binary(">"), st.just(Aggregate("sum", Name("price"))), _amounts),
+    st.builds(_binary("<"), st.sampled_from([Aggregate("avg", Name("price")), Aggregate("min", Name("price"))]), _amounts),
+    st.builds(_binary(">="), st.just(Aggregate("max", Name("price"))), _amounts),
+    st.builds(_binary(">="), st.just(Aggregate("count", Name("symbol"), distinct=True)), st.integers(1, 3).map(Literal)),
+    st.builds(_binary(">"), st.just(Binary("/", Aggregate("sum", Name("price")), Aggregate("count"))), _amounts),
+    st.builds(_binary(">"), st.just(Binary("-", Aggregate("max", Name("price")), Aggregate("min", Name("price")))),
+              _spreads),
+    st.builds(_binary(">"), st.just(Aggregate("sum", Name("ts"))), st.sampled_from([Literal(k * GRID) for k in (2, 8)])),
+)
+_having = st.one_of(st.none(), st.none(), _having_atoms, _combined(_having_atoms))
+
+
+def _key_item(key, n: int) -> SelectItem:
+    """A GROUP BY key as a select item: a property by its name, an expression named `g<n>`."""
+    return SelectItem(key) if isinstance(key, Name) else SelectItem(key, f"g{n}")
 
 
 @st.composite
 def _statement(draw, shape: str) -> Statement:
     """A statement of one shape over a drawn Esper window (section comment)."""
     window = draw(_STATEMENT_WINDOWS)
-    aggregates = draw(st.lists(st.sampled_from(_STATEMENT_AGGREGATES), min_size=1, max_size=3, unique=True))
+    derived = isinstance(window.window if isinstance(window, GroupWin) else window, DERIVED_WINDOWS)
+    aggregates = draw(st.lists(st.sampled_from(_STATEMENT_AGGREGATES + _STATEMENT_COMBINED), min_size=1, max_size=3,
+                               unique=True))
     named = [SelectItem(node, draw(st.sampled_from((None, f"a{n}")))) for n, node in enumerate(aggregates)]
     keys: tuple = ()
     having = None
@@ -427,40 +464,48 @@ def _statement(draw, shape: str) -> Statement:
         items = named
     elif shape == "row_per_event":
         items = [draw(st.sampled_from((SelectItem(Name("symbol")), SelectItem(Name("price"), "p")))), *named]
-    else:  # GROUP BY symbol, or now and then the `#groupwin` keys (the seed's `group by symbol` under `#groupwin(symbol)`)
-        keys = (Name("symbol"),)
-        if isinstance(window, GroupWin) and not isinstance(window.window, DERIVED_WINDOWS) and draw(st.booleans()):
+    else:  # GROUP BY one to three keys of any kind, or now and then the `#groupwin` keys
+        keys = tuple(draw(st.lists(st.sampled_from(_ROW_GROUP_KEYS if derived else _GROUP_KEYS), min_size=1, max_size=3,
+                                   unique=True)))
+        if isinstance(window, GroupWin) and not derived and draw(st.booleans()):
             keys = tuple(Name(k) for k in window.keys)
-        extra = [SelectItem(Name("price"), "p")] if shape == "aggregate_grouped" else []
-        items = [*(SelectItem(k) for k in keys), *extra, *named]
+        # over a derived-value window `price` and `ts` may read one field: a key once
+        keys = tuple({_renamed(k, _row_names(window)): k for k in keys}.values())
+        extra = []
+        if shape == "aggregate_grouped":  # a property read outside the aggregates that is no key
+            outside = [p for p in (Name("price"), Name("ts"), Name("symbol")) if p not in keys]
+            if not outside:
+                keys, outside = keys[:-1], [keys[-1]]
+            extra = [SelectItem(draw(st.sampled_from(outside)), "p")]
+        items = [*(_key_item(k, n) for n, k in enumerate(keys)), *extra, *named]
     if shape != "simple":
-        having = draw(st.one_of(
-            st.none(), st.none(), st.builds(_binary(">"), st.just(Aggregate("count")), _counts),
-            st.builds(_binary(">"), st.just(Aggregate("sum", Name("price"))), _amounts)))
+        having = draw(_having)
     selector = draw(st.sampled_from(("irstream", "irstream", "istream", "rstream")))
     names = _row_names(window)
     items = [SelectItem(_renamed(i.expression, names), i.alias) for i in items]
+    where = draw(_derived_row_conditions if derived else _statement_conditions)
     return Statement(tuple(items), window, selector, "E", draw(_statement_conditions),
-                     _renamed(draw(_statement_conditions), names), tuple(_renamed(k, names) for k in keys),
-                     _renamed(having, names))
+                     _renamed(where, names), tuple(_renamed(k, names) for k in keys), _renamed(having, names))
 
 
 _CCL_POLICIES = st.one_of(*_POLICY_SPECS.values(),
                          *(st.builds(GroupWin, key_names, _POLICY_SPECS[cls]) for cls in KEYED_GROUP_POLICIES))
-_CCL_AGGREGATES = tuple(a for a in _STATEMENT_AGGREGATES if not (a.function in ("min", "max") and a.argument == Name("symbol")))
+#: CCL's aggregates: min and max of numbers, DISTINCT in count only (the dialect refuses the rest)
+_CCL_AGGREGATES = tuple(a for a in _STATEMENT_AGGREGATES if not (a.function in ("min", "max") and a.argument == Name("symbol"))
+                        and not (a.distinct and a.function != "count"))
 
 
 @st.composite
 def _aggregation(draw) -> Statement:
-    """A CCL aggregation window over a drawn retention policy: GROUP BY
-    `symbol` (or `symbol, feed`), named aggregates, HAVING now and then."""
-    keys = draw(st.sampled_from(((Name("symbol"),), (Name("symbol"),), (Name("symbol"), Name("feed")))))
-    aggregates = draw(st.lists(st.sampled_from(_CCL_AGGREGATES), min_size=1, max_size=3, unique=True))
-    items = [SelectItem(k) for k in keys] + [SelectItem(a, f"a{n}") for n, a in enumerate(aggregates)]
-    having = draw(st.one_of(
-        st.none(), st.none(), st.builds(_binary(">"), st.just(Aggregate("count")), _counts),
-        st.builds(_binary(">"), st.just(Aggregate("sum", Name("price"))), _amounts.map(lambda a: Literal(a.value * 2)))))
-    return Statement(tuple(items), draw(_CCL_POLICIES), keys=keys, having=having, rules=CCL)
+    """A CCL aggregation window over a drawn retention policy: GROUP BY one to
+    three keys of any kind (`_GROUP_KEYS`), each a select column as CCL
+    requires, named aggregates and their combinations, HAVING now and then."""
+    keys = tuple(draw(st.lists(st.sampled_from(_GROUP_KEYS), min_size=1, max_size=3, unique=True)))
+    aggregates = draw(st.lists(st.sampled_from(_CCL_AGGREGATES + _STATEMENT_COMBINED), min_size=1, max_size=3,
+                               unique=True))
+    items = [SelectItem(k) if isinstance(k, Name) else SelectItem(k, f"g{n}") for n, k in enumerate(keys)]
+    items += [SelectItem(a, f"a{n}") for n, a in enumerate(aggregates)]
+    return Statement(tuple(items), draw(_CCL_POLICIES), keys=keys, having=draw(_having), rules=CCL)
 
 
 STATEMENT_SPECS: dict[str, st.SearchStrategy] = {
@@ -605,17 +650,31 @@ _ROW_ITEMS = (
 _PANE_ITEMS = (SelectItem(Call("window_start")), SelectItem(Call("window_end"), "we"), SelectItem(Call("row_number"), "rn"))
 
 
+#: an eKuiper query's GROUP BY keys beside its window: properties of each kind, an expression
+_KUIPER_GROUP_KEYS = (Name("symbol"), Name("symbol"), Name("feed"), Name("price"), Binary(">", Name("price"), Literal(15.0)))
+_kuiper_having = st.one_of(
+    st.builds(_binary(">"), st.just(Aggregate("count")), _counts),
+    st.builds(_binary(">"), st.just(Aggregate("sum", Name("price"))), _amounts),
+    st.builds(_binary("<"), st.just(Aggregate("avg", Name("price"))), _amounts),
+    st.builds(_binary(">"), st.just(Binary("-", Aggregate("max", Name("price")), Aggregate("min", Name("price")))),
+              _spreads),
+)
+
+
 @st.composite
 def _query(draw) -> Statement:
-    """A statement over a drawn pane window: grouped by nothing or `symbol`, or
-    row by row; WHERE, HAVING and ORDER BY now and then."""
+    """A statement over a drawn pane window: grouped by nothing or one to three
+    keys (`_KUIPER_GROUP_KEYS`), or row by row; WHERE, HAVING (over any
+    aggregate and their arithmetic) and ORDER BY now and then."""
     window = draw(st.one_of(*PANE_SPECS.values()))
     aggregate = draw(st.booleans())
     if aggregate:
-        keys = draw(st.sampled_from(((), (Name("symbol"),))))
+        keys = draw(st.just(()) | st.lists(st.sampled_from(_KUIPER_GROUP_KEYS), min_size=1, max_size=3,
+                                           unique=True).map(tuple))
         items = draw(st.lists(st.sampled_from(_AGGREGATE_ITEMS), min_size=1, max_size=3, unique=True))
-        items = ([SelectItem(Name("symbol"))] if keys else []) + items
-        having = draw(st.none() | st.builds(_binary(">"), st.just(Aggregate("count")), _counts))
+        items = [_key_item(k, n) for n, k in enumerate(keys)] + items
+        having = draw(st.none() | _kuiper_having | st.builds(lambda op, a, b: Binary(op, a, b),  # eKuiper writes no NOT
+                                                             st.sampled_from(("and", "or")), _kuiper_having, _kuiper_having))
         order = draw(st.sampled_from(((), (OrderKey(Name("symbol")),), (OrderKey(Aggregate("count"), True),))))
     else:
         keys, having = (), None

@@ -225,3 +225,52 @@ def test_a_drawn_trace_never_loses_a_property_from_every_event(window):
     for trace in made:
         check_properties(spec, trace)
     assert any(e.get("price") is None or e.get("ts") is None for trace in made for e in trace.events())
+
+
+def _key_kinds(spec) -> set[str]:
+    """What a statement's GROUP BY holds: each key's kind, and how many keys."""
+    from oracle.model import Name
+
+    found = {f"{len(spec.keys)} keys"}
+    for key in spec.keys:
+        found.add(key.name if isinstance(key, Name) else "expression")
+    return found
+
+
+def _aggregate_arithmetic(node) -> bool:
+    """Whether `node` holds arithmetic whose operands include an aggregate (`sum(price) / count(*)`)."""
+    from oracle.model import Aggregate, Binary, expression_nodes
+
+    return any(isinstance(n, Binary) and n.op in "+-*/" and any(isinstance(side, Aggregate) for side in (n.left, n.right))
+               for n in expression_nodes(node))
+
+
+@pytest.mark.parametrize("kind, expected", [
+    ("statement/row_per_group", {"symbol", "feed", "price", "ts", "expression", "1 keys", "2 keys", "3 keys"}),
+    ("statement/aggregate_grouped", {"symbol", "feed", "price", "ts", "expression", "1 keys", "2 keys", "3 keys"}),
+    ("statement/store", {"symbol", "feed", "price", "ts", "expression", "1 keys", "2 keys", "3 keys"}),
+    ("query/tumbling", {"symbol", "feed", "price", "expression", "0 keys", "1 keys", "2 keys", "3 keys"}),
+])
+def test_drawn_statements_group_by_keys_of_every_kind_and_combine_aggregates(kind, expected):
+    from hypothesis import HealthCheck, settings
+
+    from difftest.strategies import SPECS
+
+    keys: set[str] = set()
+    parts: set[str] = set()
+
+    @settings(max_examples=400, database=None, derandomize=True, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(SPECS[kind])
+    def draw(spec):
+        keys.update(_key_kinds(spec))
+        if spec.having is not None:
+            parts.add("having")
+            parts.update({"having arithmetic"} if _aggregate_arithmetic(spec.having) else set())
+        if any(item.expression is not None and _aggregate_arithmetic(item.expression) for item in spec.select):
+            parts.add("select arithmetic")
+
+    draw()
+    assert expected <= keys, f"{kind} never drew GROUP BY {sorted(expected - keys)}"
+    wanted = {"having", "having arithmetic"} | ({"select arithmetic"} if not kind.startswith("query/") else set())
+    assert wanted <= parts, f"{kind} never drew {sorted(wanted - parts)}"

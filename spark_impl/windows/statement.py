@@ -462,8 +462,8 @@ class _Plan:
 
     def _properties(self) -> set[str]:
         names = {n.name for node in self._expressions() for n in expression_nodes(node) if isinstance(n, Name)}
-        if any(item.expression is None for item in self.spec.select) and self.derived is None:
-            names |= set(self.ctx.properties)
+        if any(item.expression is None for item in self.spec.select):  # `*`: the event's properties, or the row's fields
+            names |= set(self.ctx.properties) if self.derived is None else set(self.kinds)
         return {n for n in names if n in self.kinds}
 
     def _expressions(self) -> list:
