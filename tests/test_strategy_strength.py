@@ -18,7 +18,10 @@ from hypothesis import HealthCheck, assume, given, settings
 
 from difftest.strategies import GRID, TIMESTAMP, seeded_traces, trace_shape, windows
 from oracle import parse, run
+from oracle.errors import InvalidSpec
 from oracle.model import (
+    Aggregate,
+    Binary,
     Statement,
     CCL,
     WINDOW_SPECS,
@@ -264,6 +267,16 @@ FIELD_ROWS = [
      _esper("select irstream symbol, sum(price) as t from E#length(3) group by symbol")),
     ("statement: having", _esper("select irstream sum(price) as t from E#length(3)"),
      _esper("select irstream sum(price) as t from E#length(3) having sum(price) > 30")),
+    ("statement: a second key", _esper("select irstream symbol, feed, count(*) from E#length(3) group by symbol"),
+     _esper("select irstream symbol, feed, count(*) from E#length(3) group by symbol, feed")),
+    ("statement: an expression key", _esper("select irstream price > 15 as hi, count(*) from E#length(3) group by symbol"),
+     _esper("select irstream price > 15 as hi, count(*) from E#length(3) group by price > 15")),
+    ("statement: distinct", _esper("select irstream count(distinct symbol) as n from E#length(3)"),
+     _esper("select irstream count(symbol) as n from E#length(3)")),
+    ("statement: an operator over aggregates", _esper("select irstream max(price) - min(price) as r from E#length(3)"),
+     _esper("select irstream max(price) + min(price) as r from E#length(3)")),
+    ("statement: having over arithmetic", _esper("select irstream symbol, count(*) from E#length(3) group by symbol"),
+     _esper("select irstream symbol, count(*) from E#length(3) group by symbol having sum(price) / count(*) > 15")),
     # Esper's rows beside CCL's aggregation window over the same window and select list
     ("statement: rules", _esper("select symbol, sum(price) as t from E#length(3) group by symbol"),
      attrs.evolve(_esper("select symbol, sum(price) as t from E#length(3) group by symbol"), rules=CCL)),
@@ -398,3 +411,117 @@ def test_a_drawn_sliding_delay_changes_the_output(spec):
     outputs = [(run(spec, trace), run(undelayed, trace)) for trace in draws(spec)[:100]]
     assume(any(u.window is not None for a, b in outputs for u in a + b))
     assert any(a != b for a, b in outputs), f"no drawn trace tells {spec} from its delay 0"
+
+
+# --------------------------------------------------------------------------- statements' parts
+
+def _rewritten(node, change):
+    """`node` with `change` applied to it and to every expression and spec inside it, bottom up."""
+    if isinstance(node, tuple):
+        return tuple(_rewritten(n, change) for n in node)
+    if attrs.has(type(node)):
+        fields = {f.name: _rewritten(getattr(node, f.name), change) for f in attrs.fields(type(node)) if f.init}
+        node = attrs.evolve(node, **{k: v for k, v in fields.items() if v != getattr(node, k)})
+    return change(node)
+
+
+_SWAPPED = {"+": "-", "-": "+", "*": "/", "/": "*"}
+
+
+def _undistinct(node):
+    return attrs.evolve(node, distinct=False) if isinstance(node, Aggregate) and node.distinct else node
+
+
+def _swapped(node):
+    return attrs.evolve(node, op=_SWAPPED[node.op]) if isinstance(node, Binary) and node.op in _SWAPPED else node
+
+
+def _without_last_key(spec: Statement) -> Statement | None:
+    """The statement grouped by one key fewer; where the rules make every key
+    a select column (CCL), that column goes too; None where no key can go
+    (CCL's aggregation window needs one)."""
+    if not spec.keys:
+        return None
+    try:
+        return attrs.evolve(spec, keys=spec.keys[:-1])
+    except InvalidSpec:
+        try:
+            return attrs.evolve(spec, keys=spec.keys[:-1],
+                                select=tuple(i for i in spec.select if i.expression != spec.keys[-1]))
+        except InvalidSpec:
+            return None
+
+
+def _changed(spec: Statement, select=None, having=None) -> Statement | None:
+    select = spec.select if select is None else select
+    having = spec.having if having is None else having
+    return None if (select, having) == (spec.select, spec.having) else attrs.evolve(spec, select=select, having=having)
+
+
+#: what a mutant implementation might get wrong in a statement, as the statement it would run instead (None: no such part)
+STATEMENT_MUTANTS = {
+    "the last GROUP BY key dropped": _without_last_key,
+    "HAVING dropped": lambda spec: attrs.evolve(spec, having=None) if spec.having is not None else None,
+    "an aggregate's distinct dropped": lambda spec: _changed(
+        spec, _rewritten(spec.select, _undistinct), _rewritten(spec.having, _undistinct)),
+    "a select item's arithmetic operator swapped": lambda spec: _changed(spec, _rewritten(spec.select, _swapped)),
+}
+
+#: where fewer can show it: a COUNTWINDOW(1) pane holds one event, so one group, and a
+#: FILTER that fixes a key's value (`symbol = "GE"`) leaves one group too
+_SHARES = {("query/count", "the last GROUP BY key dropped"): 0.25}
+#: (the statement kind, the mutant, how many of the drawn statements that have the part and post must show it)
+STATEMENT_ROWS = [
+    (kind, mutant, share)
+    for kind, mutants in {
+        "statement/row_per_group": STATEMENT_MUTANTS,
+        "statement/aggregate_grouped": STATEMENT_MUTANTS,
+        "statement/row_for_all": {m: STATEMENT_MUTANTS[m] for m in list(STATEMENT_MUTANTS)[1:]},
+        "statement/store": STATEMENT_MUTANTS,
+        "query/tumbling": {m: STATEMENT_MUTANTS[m] for m in ("the last GROUP BY key dropped", "HAVING dropped")},
+        "query/count": {m: STATEMENT_MUTANTS[m] for m in ("the last GROUP BY key dropped", "HAVING dropped")},
+    }.items()
+    for mutant, share in ((m, _SHARES.get((kind, m), 0.5)) for m in mutants)
+]
+STATEMENT_DRAWS, STATEMENT_TRACES = 40, 100
+#: a query kind is one window class of five drawn (`query/<kind>` filters `_query`'s): more draws, as many held
+QUERY_DRAWS = 150
+
+
+def _posts(updates) -> bool:
+    return any(u.insert or u.remove or u.values is not None or u.window is not None for u in updates)
+
+
+@pytest.mark.parametrize(("kind", "mutant", "share"), STATEMENT_ROWS, ids=[f"{k}: {m}" for k, m, _ in STATEMENT_ROWS])
+def test_each_part_of_a_drawn_statement_matters(kind, mutant, share):
+    """The harness's own drawn statements, changed in one part: among those
+    that hold the part and post on the drawn traces, at least `share` must
+    post otherwise on one of them, or a run could miss an implementation
+    that ignores the part (issue 46: a mutant that dropped the last GROUP BY
+    key survived a 120-second statement run)."""
+    from difftest.strategies import SPECS
+
+    told, held = [], []
+
+    draws = QUERY_DRAWS if kind.startswith("query/") else STATEMENT_DRAWS
+
+    @settings(max_examples=draws, database=None, derandomize=True, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(SPECS[kind])
+    def draw(spec):
+        changed = STATEMENT_MUTANTS[mutant](spec)
+        if changed is None:
+            return
+        traces = seeded_traces(2026, STATEMENT_TRACES, **trace_shape(spec))
+        outputs = [(run(spec, trace), run(changed, trace)) for trace in traces]
+        if not any(_posts(a) for a, _ in outputs):
+            return
+        held.append(spec)
+        if any(a != b for a, b in outputs):
+            told.append(spec)
+
+    draw()
+    assert len(held) >= 5, f"{kind}: only {len(held)} of {draws} drawn statements hold {mutant!r} and post"
+    assert len(told) >= share * len(held), (
+        f"{kind}: {mutant} changes the output of {len(told)} of {len(held)} drawn statements, "
+        f"fewer than {share:.0%}")
