@@ -33,7 +33,8 @@ of them; a row has no id). For each post, in order:
     when its value was not counted, a leave when its value is counted once or
     not at all (`RefCountedSet.remove` answers true for both), so
     `count(distinct x)` counts the distinct values. Java's equals: 1 and 1.0
-    are two values.
+    are two values, every NaN is one, 0.0 and -0.0 are two
+    (`Double.equals`); GROUP BY values are told apart the same way.
   A leave of an event that never entered (an intersection posts an arrival it
   turns away as old data) so changes a count and a total: the rule, not the
   window's contents, decides the value.
@@ -97,6 +98,7 @@ GROUP BY keys and aggregates of properties, where Java's rules and CCL's agree.
 
 from __future__ import annotations
 
+import struct
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -304,17 +306,26 @@ def _hashable(value: Any) -> Any:
 
 
 class _Number(tuple):
-    """A number as a key: 1 and 1.0 are two (Java's equals)."""
+    """A number as a key, equal as Java's `equals` has it: 1 and 1.0 are two;
+    a double by its bits (`Double.doubleToLongBits`), so every NaN is one key
+    and 0.0 and -0.0 are two."""
 
     def __new__(cls, is_float: bool, value: Any):
+        if is_float:
+            value = _CANONICAL_NAN if value != value else struct.unpack(">q", struct.pack(">d", value))[0]
         return super().__new__(cls, (is_float, value))
 
     def __getnewargs__(self) -> tuple[bool, Any]:
-        return tuple(self)  # pickled as its two arguments (a tuple's own would be one)
+        return self[0], _unhashable(self)  # pickled as its two arguments (a tuple's own would be one)
+
+
+_CANONICAL_NAN = 0x7FF8000000000000  # doubleToLongBits of every NaN
 
 
 def _unhashable(key: Any) -> Any:
-    return key[1] if isinstance(key, _Number) else key
+    if not isinstance(key, _Number):
+        return key
+    return struct.unpack(">d", struct.pack(">q", key[1]))[0] if key[0] else key[1]
 
 
 def _rows(rows: list) -> list[dict[str, Any]]:
