@@ -154,8 +154,16 @@ KEY_VALUES = ("A", "B", None, "C")
 KEY_PROPERTIES = ("symbol", "feed")
 """The properties generated windows key by (unique, firstunique, groupwin)."""
 
+OTHER_KEY = "region"
+"""A key name beyond the fixed ones, drawn now and then: a window reads the
+names it is given, not five it knows (its values are `KEY_VALUES`)."""
+
 TIMESTAMP = "ts"
 """The timestamp property of generated ext_timed and ext_timed_batch windows."""
+
+OTHER_TIMESTAMP = "stamp"
+"""A timestamp name beyond `ts`, drawn now and then for ext_timed,
+ext_timed_batch and time_order (its values are timestamps, as `ts`'s)."""
 
 VARIABLES = {"MAXC": (2, 0, 1, 3, 5)}
 """The variables generated expressions read, and their values: a trace for such
@@ -169,7 +177,9 @@ references = st.one_of(
     st.integers(0, 10).map(lambda k: k * GRID),
     st.sampled_from([1, 250, 1250, 2999, -GRID, -1, 100 * GRID]),
 )
-key_names = st.lists(st.sampled_from(KEY_PROPERTIES), min_size=1, max_size=2, unique=True).map(tuple)
+key_names = st.lists(st.sampled_from((*KEY_PROPERTIES, *KEY_PROPERTIES, OTHER_KEY)), min_size=1, max_size=2,
+                     unique=True).map(tuple)
+timestamp_names = st.sampled_from((TIMESTAMP, TIMESTAMP, OTHER_TIMESTAMP))
 flow_control = st.sampled_from([(False, False), (True, False), (True, True)])
 #: sort criteria over the properties every generated event has (symbol sometimes null)
 criteria = st.lists(
@@ -222,12 +232,12 @@ DATA_WINDOW_SPECS: dict[type, st.SearchStrategy] = {
     Length: st.builds(Length, sizes),
     LengthBatch: st.builds(LengthBatch, sizes),
     Time: st.builds(Time, spans),
-    ExtTimed: st.builds(ExtTimed, st.just(TIMESTAMP), spans),
+    ExtTimed: st.builds(ExtTimed, timestamp_names, spans),
     TimeBatch: st.builds(lambda span, ref, flags: TimeBatch(span, ref, *flags), spans, st.none() | references, flow_control),
     TimeLengthBatch: st.builds(lambda span, size, flags: TimeLengthBatch(span, size, *flags), spans, sizes, flow_control),
-    ExtTimedBatch: st.builds(ExtTimedBatch, st.just(TIMESTAMP), spans, st.none() | references),
+    ExtTimedBatch: st.builds(ExtTimedBatch, timestamp_names, spans, st.none() | references),
     TimeAccum: st.builds(TimeAccum, spans),
-    TimeOrder: st.builds(TimeOrder, st.just(TIMESTAMP), st.just(0) | spans),
+    TimeOrder: st.builds(TimeOrder, timestamp_names, st.just(0) | spans),
     Sort: st.builds(Sort, sizes, criteria),
     Rank: st.builds(Rank, key_names, sizes, criteria),
     KeepAll: st.just(KeepAll()),

@@ -115,7 +115,11 @@ def test_cases_carry_the_text_of_their_window(case):
     keys = spec_keys(case.spec)
     stamps = [item.event.get("ts") for item in case.trace.items if isinstance(item, Arrive)]
     assert all(ts is None or isinstance(ts, int) for ts in stamps)  # now and then missing: `trace_nulls`
-    assert set(keys) <= {"symbol", "feed"}
+    assert set(keys) <= {"symbol", "feed", "region"}
+    stamp = getattr(case.spec, "timestamp", None)
+    if stamp is not None:  # the timestamp property, `ts` or another name, holds integers
+        assert all(isinstance(item.event.get(stamp), (int, type(None))) for item in case.trace.items
+                   if isinstance(item, Arrive))
 
 
 def test_spec_keys():

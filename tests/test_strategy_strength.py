@@ -483,7 +483,7 @@ STATEMENT_ROWS = [
     }.items()
     for mutant, share in ((m, _SHARES.get((kind, m), 0.5)) for m in mutants)
 ]
-STATEMENT_DRAWS, STATEMENT_TRACES = 40, 100
+STATEMENT_DRAWS, STATEMENT_TRACES = 60, 100
 #: a query kind is one window class of five drawn (`query/<kind>` filters `_query`'s): more draws, as many held
 QUERY_DRAWS = 150
 
