@@ -35,11 +35,16 @@ each in the source's posting order:
   posts that change the count. The rows of a unit's posts are one update, in
   posting order.
 
-Why set-oriented: the state is sums, whose running values window functions
-give directly; only the reset needs care, and a reset happens exactly where
-the running count returns to 0, a fact each row computes from the count
-alone. No row needs the previous row's output, so no grouped Python is
-needed, except for `#weighted_avg`: its sums restart where the running
+How: the state is sums, whose running values window functions give
+directly; only the reset needs care, and a reset happens exactly where the
+running count returns to 0, a fact each row computes from the count alone.
+But the sums run over a whole sub-window in update order (an ungrouped
+window's is the whole trace: one sequence by Esper's rules), and each window
+specification sorts and buffers that sequence in one task again, so `#size`,
+`#uni`, `#linest` and `#correl` take each sub-window's rows as one Arrow
+table through numpy instead (`_statistics_kernel`: one sort, cumulative sums
+that add in the same order, bit for bit the window functions' doubles).
+`#weighted_avg` needs grouped Python for its rule too: its sums restart where the running
 sum(x*w) itself is NaN (an infinity met its opposite), so where a segment
 starts depends on the sums of the segment before, which no window function
 can see. Its sums come from a grouped Arrow kernel per trace
@@ -316,6 +321,9 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
         "*", "CASE WHEN side = 'remove' THEN 1 ELSE 0 END AS `#side`",
         f"CASE WHEN {point} THEN {sign} ELSE 0 END AS `#d`",
         *(f"{v} AS `#v{i}`" for i, v in enumerate(values)))
+    if isinstance(spec, (Uni, Linest, Correl, Size)):  # one Arrow pass per sub-window (`_statistics_kernel`)
+        posted = _statistics_posts(staged, spec, ctx, len(values), props)
+        return _post_rows(posted, spec, items, props, keys)
     # the count never goes below 0 (a point removed from none): the running SUM
     # reflected at 0, S - min(0, lowest S so far)
     staged = staged.selectExpr("*", f"sum(`#d`) {_RUNNING} AS `#S`")
@@ -371,6 +379,11 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
            f"ELSE lag(`#st`) OVER ({_BY_POST}) END")
     posted = units.selectExpr(
         "trace_id", *(quoted(k) for k in keys), *_POST, "`#st` AS `#new`", f"coalesce({old}, {initial}) AS `#old`")
+    return _post_rows(posted, spec, items, props, keys)
+
+
+def _post_rows(posted: DataFrame, spec, items: DataFrame, props, keys) -> DataFrame:
+    """Each post's two rows (`insert`: its state `#new`, `remove`: `#old`), their fields computed from the states."""
     # a post's rows keep its place in the unit: (due, slot, member) order the posts
     exploded = posted.selectExpr(
         "trace_id", *(quoted(k) for k in keys), "seq", "phase", "time", "`#pd` AS slot_due", "`#ps` AS slot",
@@ -381,6 +394,132 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
     return exploded.selectExpr(
         *CONTRACT[:7], "CAST(`#pm` AS BIGINT) AS pos", "CAST(NULL AS STRING) AS id",
         *(f"{value} AS `#field{i}`" for i, (_, value) in enumerate(_row(spec, columns, keys))))
+
+
+#: the running state of the statistics' sums (`#uni`, `#linest`, `#correl`) and the size's count
+_SUMS = ("#sx", "#sxx", "#sy", "#syy", "#sxy")
+
+
+def _statistics_posts(staged: DataFrame, spec, ctx: Context, n_values: int, props) -> DataFrame:
+    """Each post of a sub-window with its state after it (`#new`) and the state
+    the view posted before (`#old`), from `_statistics_kernel`: the same rules
+    as the window functions of `derived` (module docstring), as one ordered
+    pass of numpy over the sub-window's rows. Why Python: the sums run in
+    update order over a whole trace (one sequence by Esper's rules), which
+    Spark's window functions sort and buffer in one task once per window
+    specification; numpy's cumulative sums add in the same order, so the
+    doubles are the same, bit for bit."""
+    keys = tuple(ctx.group_keys)
+    size = isinstance(spec, Size)
+    extras = [f"'n_{name}', {quoted(name) if name != 'id' else 'id'}" for name in spec.extra]
+    if spec.all_properties:
+        extras += [f"'w_{name}', {quoted(name) if name != 'id' else 'id'}" for name in ("id", *props)]
+    extra_struct = f"named_struct({', '.join(extras)})" if extras else "named_struct('n_', 0)"
+    order = [c.strip("`") for c in (*_POST, "`#side`", "slot_due", "slot", "pos")]
+    rows = staged.selectExpr(
+        *(quoted(c) for c in ctx.partition), *(quoted(c) for c in order if c not in ctx.partition),
+        "side", "`#d`", *(f"`#v{i}`" for i in range(n_values)),
+        f"CASE WHEN side = 'insert' THEN {extra_struct} END AS `#x`")
+    fields = {f.name: f for f in rows.schema.fields}
+    state = ["#n"] if size else ["#n", *_SUMS]
+    kinds = {name: (T.LongType() if name == "#n" else T.DoubleType()) for name in state}
+    schema = T.StructType([
+        *(fields[c] for c in ctx.partition), *(fields[c.strip("`")] for c in _POST if c.strip("`") not in ctx.partition),
+        *(T.StructField(f"{side}{name}", kinds[name]) for side in ("new", "old") for name in state),
+        T.StructField("new#x", fields["#x"].dataType), T.StructField("old#x", fields["#x"].dataType)])
+    posted = rows.groupBy(*ctx.partition).applyInArrow(_statistics_kernel(tuple(ctx.partition), order, n_values, size), schema)
+    new, old = ([f"'{name}', `{side}{name}`" for name in state] + [f"'#x', `{side}#x`"] for side in ("new", "old"))
+    return posted.selectExpr("trace_id", *(quoted(k) for k in keys), *_POST,
+                             f"named_struct({', '.join(new)}) AS `#new`", f"named_struct({', '.join(old)}) AS `#old`")
+
+
+def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: int, size: bool):
+    """Grouped-map kernel over one sub-window's staged rows (`_statistics_posts`):
+    rows in update order (`order`, nulls first as Spark sorts them), then
+
+    * `#size`: the count is the running sum of the signs of the rows that post
+      an event; a post is posted where it changes the count;
+    * the statistics: the count is the running sum of the points' signs
+      floored at 0 (S less the lowest min(0, S) so far); a removed point that
+      takes it to 0 or below resets every sum to 0 on its row, and the sums
+      of a segment (after each reset) are the cumulative sums, from 0.0, of
+      the points' signed terms (x, x², y, y², xy; y is 0.0 for `#uni`), each
+      row holding the sums after the segment's last point at or before it;
+    * per post (a run of equal `_POST` values): the state on its last row;
+      the carried properties `#x` of the last inserted row so far; the old
+      state the previous (posted) post's, the empty statistics (0, 0.0, no
+      properties) before the first."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    posts_by = order[:len(_POST)]
+
+    def run(table):
+        n = table.num_rows
+        keys = [pc.fill_null(pc.cast(table.column(c), pa.int64()), -2**63).to_numpy(zero_copy_only=False) for c in order]
+        ranked = np.lexsort(keys[::-1])
+        table = table.take(pa.array(ranked))
+        keys = [k[ranked] for k in keys]
+        side = table.column("side").to_numpy(zero_copy_only=False)
+        sign = np.where(side == "insert", 1, np.where(side == "remove", -1, 0)).astype(np.int64)
+        state: dict[str, np.ndarray] = {}
+        if size:
+            state["#n"] = np.cumsum(sign)
+        else:
+            d = table.column("#d").to_numpy(zero_copy_only=False).astype(np.int64)
+            running = np.cumsum(d)
+            count = running - np.minimum(0, np.minimum.accumulate(running))
+            state["#n"] = count
+            reset = (side == "remove") & (d != 0) & (count <= 0)
+            segment = np.concatenate([[0], np.cumsum(reset)[:-1]])
+            x = table.column("#v0").to_numpy(zero_copy_only=False).astype(float)
+            y = table.column("#v1").to_numpy(zero_copy_only=False).astype(float) if n_values == 2 else np.zeros(n)
+            with np.errstate(all="ignore"):  # infinities and NaN are values here, as in Java
+                terms = {"#sx": x, "#sxx": x * x, "#sy": y, "#syy": y * y, "#sxy": x * y}
+            points = np.flatnonzero(d != 0)
+            starts = np.flatnonzero(np.diff(segment[points])) + 1  # where a segment's points begin
+            last = np.searchsorted(points, np.arange(n), side="right") - 1  # each row's last point so far
+            held = last >= 0
+            held[held] = segment[points[last[held]]] == segment[held]  # ... within the row's segment
+            for name, term in terms.items():
+                with np.errstate(all="ignore"):
+                    signed = d[points] * term[points]
+                    # from 0.0, one addition per point in order (Java's `sum += v`), segment by segment
+                    sums = [np.cumsum(np.concatenate([[0.0], piece]))[1:] for piece in np.split(signed, starts)]
+                after = np.concatenate(sums) if len(points) else np.zeros(0)
+                total = np.zeros(n)
+                total[held] = after[last[held]]
+                total[reset] = 0.0
+                state[name] = total
+        # the posts: runs of equal post columns, each one's state on its last row
+        change = np.zeros(n, bool)
+        for k in keys[:len(posts_by)]:
+            change[1:] |= k[1:] != k[:-1]
+        ends = np.append(np.flatnonzero(change[1:]), n - 1)
+        carried = np.maximum.accumulate(np.where(side == "insert", np.arange(n), -1))[ends]
+        previous = np.arange(len(ends)) - 1  # the post whose state the old row is
+        kept = np.ones(len(ends), bool)
+        if size:  # posted where the count changes; the old row is the posted post's before, the first's the post's before
+            kept = state["#n"][ends] != np.append(0, state["#n"][ends][:-1])
+            shown = np.flatnonzero(kept)
+            previous[shown[1:]] = shown[:-1]
+        chosen = np.flatnonzero(kept)
+        prior = previous[chosen]
+        rows = pa.array(ends[chosen])
+        columns = {c: table.column(c).take(rows) for c in (*partition, *(c for c in posts_by if c not in partition))}
+        for label in ("new", "old"):  # the schema's order: every new state, then every old one
+            for name, values in state.items():
+                at, kind = values[ends], pa.int64() if name == "#n" else pa.float64()
+                chosen_at = at[chosen] if label == "new" else np.where(prior >= 0, at[np.maximum(prior, 0)], 0)
+                columns[f"{label}{name}"] = pa.array(chosen_at, kind)
+        extra = table.column("#x")
+        for label, which in (("new#x", carried[chosen]), ("old#x", np.where(prior >= 0, carried[np.maximum(prior, 0)], -1))):
+            taken = extra.take(pa.array(np.maximum(which, 0)))
+            columns[label] = pc.if_else(pa.array(which >= 0), taken, pa.nulls(len(which), extra.type))
+        return pa.table(columns)
+
+    return run
 
 
 def _weighted_sums(table):

@@ -395,8 +395,9 @@ class _Plan:
         if spec.rules.posted == "store" and _SIZE not in found:
             found.append(_SIZE)  # an aggregation window needs each group's size: is the group empty?
         self.aggregates = tuple(found)
-        # a GROUP BY property is its own column (the window's partitioning by it then holds); another key a new one
-        self.keys = tuple(quoted(k.name) if isinstance(k, Name) and self.kinds.get(k.name) not in (None, "other")
+        # a GROUP BY property is its own column (the window's partitioning by it then holds); another key a new
+        # one; a double key its text, where Java's equals holds (Spark's grouping takes -0.0 for 0.0; `_key_sql`)
+        self.keys = tuple(quoted(k.name) if isinstance(k, Name) and self.kinds.get(k.name) not in (None, "other", "double")
                           else f"`#k{n}`" for n, k in enumerate(spec.keys))
 
     # -- input
@@ -451,9 +452,15 @@ class _Plan:
             rows = rows.where(f"side IS NOT NULL AND {JavaSql(self.kinds).truth(self.spec.where)}")
         elif self.spec.shape != "row_for_all":  # an empty post is a post of the one group only
             rows = rows.where("side IS NOT NULL")
-        keys = JavaSql(self.kinds)
-        computed = [f"{keys.value(k)[0]} AS {c}" for k, c in zip(self.spec.keys, self.keys) if c.startswith("`#k")]
+        computed = [f"{self._key_sql(k)} AS {c}" for k, c in zip(self.spec.keys, self.keys) if c.startswith("`#k")]
         return rows.selectExpr("*", *computed) if computed else rows
+
+    def _key_sql(self, key) -> str:
+        """SQL of a GROUP BY value as a group's key: equal where Java's `equals` is
+        (`Double.equals`: -0.0 and 0.0 two, every NaN one), so a double by its
+        text (each double has its own, NaN one), since Spark groups -0.0 with 0.0."""
+        sql, kind = JavaSql(self.kinds).value(key)
+        return f"CAST({sql} AS STRING)" if kind == "double" else sql
 
     @property
     def post_order(self) -> str:
@@ -500,8 +507,9 @@ class _Plan:
         rows = rows.selectExpr("*", *staged)
         counted, summed, doubles = self._counted(arguments)
         for i in counted:
-            if self.aggregates[i].distinct:  # the value's count gates the aggregator
-                rows = _clamped(rows, f"`#in{i}`", f"{self._group()}, `#v{i}`", f"{self.post_order}, {_ROW_ORDER}",
+            if self.aggregates[i].distinct:  # the value's count gates the aggregator (a double's by its text: `_key_sql`)
+                value = f"CAST(`#v{i}` AS STRING)" if arguments[i][1] == "double" else f"`#v{i}`"
+                rows = _clamped(rows, f"`#in{i}`", f"{self._group()}, {value}", f"{self.post_order}, {_ROW_ORDER}",
                                 f"#r{i}")
                 rows = rows.selectExpr("*", f"`#in{i}` AND CASE WHEN `#sign` = 1 THEN `#r{i}_before` = 0 "
                                             f"ELSE `#r{i}_before` <= 1 END AS `#gate{i}`")
