@@ -40,10 +40,13 @@ directly; only the reset needs care, and a reset happens exactly where the
 running count returns to 0, a fact each row computes from the count alone.
 But the sums run over a whole sub-window in update order (an ungrouped
 window's is the whole trace: one sequence by Esper's rules), and each window
-specification sorts and buffers that sequence in one task again, so `#size`,
-`#uni`, `#linest` and `#correl` take each sub-window's rows as one Arrow
-table through numpy instead (`_statistics_kernel`: one sort, cumulative sums
-that add in the same order, bit for bit the window functions' doubles).
+specification sorts and buffers that sequence in one task again, so an
+ungrouped `#size`, `#uni`, `#linest` and `#correl` take each trace's rows as
+one Arrow table through numpy instead (`_statistics_kernel`: one sort,
+cumulative sums that add in the same order, bit for bit the window
+functions' doubles). Under `#groupwin` the window functions stay: there a
+sub-window is a key's, many small sequences over every core, where a
+kernel's cost per group (about a millisecond) would be the larger.
 `#weighted_avg` needs grouped Python for its rule too: its sums restart where the running
 sum(x*w) itself is NaN (an infinity met its opposite), so where a segment
 starts depends on the sums of the segment before, which no window function
@@ -321,7 +324,7 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
         "*", "CASE WHEN side = 'remove' THEN 1 ELSE 0 END AS `#side`",
         f"CASE WHEN {point} THEN {sign} ELSE 0 END AS `#d`",
         *(f"{v} AS `#v{i}`" for i, v in enumerate(values)))
-    if isinstance(spec, (Uni, Linest, Correl, Size)):  # one Arrow pass per sub-window (`_statistics_kernel`)
+    if isinstance(spec, (Uni, Linest, Correl, Size)) and not keys:  # the trace one sequence: `_statistics_kernel`
         posted = _statistics_posts(staged, spec, ctx, len(values), props)
         return _post_rows(posted, spec, items, props, keys)
     # the count never goes below 0 (a point removed from none): the running SUM
@@ -461,8 +464,9 @@ def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: i
         ranked = np.lexsort(keys[::-1])
         table = table.take(pa.array(ranked))
         keys = [k[ranked] for k in keys]
-        side = table.column("side").to_numpy(zero_copy_only=False)
-        sign = np.where(side == "insert", 1, np.where(side == "remove", -1, 0)).astype(np.int64)
+        inserted = pc.fill_null(pc.equal(table.column("side"), "insert"), False).to_numpy(zero_copy_only=False)
+        removed = pc.fill_null(pc.equal(table.column("side"), "remove"), False).to_numpy(zero_copy_only=False)
+        sign = inserted.astype(np.int64) - removed.astype(np.int64)
         state: dict[str, np.ndarray] = {}
         if size:
             state["#n"] = np.cumsum(sign)
@@ -471,7 +475,7 @@ def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: i
             running = np.cumsum(d)
             count = running - np.minimum(0, np.minimum.accumulate(running))
             state["#n"] = count
-            reset = (side == "remove") & (d != 0) & (count <= 0)
+            reset = removed & (d != 0) & (count <= 0)
             segment = np.concatenate([[0], np.cumsum(reset)[:-1]])
             x = table.column("#v0").to_numpy(zero_copy_only=False).astype(float)
             y = table.column("#v1").to_numpy(zero_copy_only=False).astype(float) if n_values == 2 else np.zeros(n)
@@ -484,10 +488,7 @@ def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: i
             held[held] = segment[points[last[held]]] == segment[held]  # ... within the row's segment
             for name, term in terms.items():
                 with np.errstate(all="ignore"):
-                    signed = d[points] * term[points]
-                    # from 0.0, one addition per point in order (Java's `sum += v`), segment by segment
-                    sums = [np.cumsum(np.concatenate([[0.0], piece]))[1:] for piece in np.split(signed, starts)]
-                after = np.concatenate(sums) if len(points) else np.zeros(0)
+                    after = _segmented_sums(d[points] * term[points], np.append(0, starts) if len(points) else starts)
                 total = np.zeros(n)
                 total[held] = after[last[held]]
                 total[reset] = 0.0
@@ -497,7 +498,7 @@ def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: i
         for k in keys[:len(posts_by)]:
             change[1:] |= k[1:] != k[:-1]
         ends = np.append(np.flatnonzero(change[1:]), n - 1)
-        carried = np.maximum.accumulate(np.where(side == "insert", np.arange(n), -1))[ends]
+        carried = np.maximum.accumulate(np.where(inserted, np.arange(n), -1))[ends]
         previous = np.arange(len(ends)) - 1  # the post whose state the old row is
         kept = np.ones(len(ends), bool)
         if size:  # posted where the count changes; the old row is the posted post's before, the first's the post's before
@@ -520,6 +521,36 @@ def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: i
         return pa.table(columns)
 
     return run
+
+
+#: a segment longer than this is summed by one `cumsum` of its own; shorter ones position by position together
+_LONG_SEGMENT = 64
+
+
+def _segmented_sums(values, starts):
+    """Each segment's running sums (segments begin at `starts`, the first at
+    0), from 0.0 and one addition per value left to right, as Java's
+    `sum += v` adds: bit for bit, never a difference of prefix sums. Long
+    segments by numpy's sequential `cumsum` each; the short ones all at once,
+    one position at a time (as many steps as the longest of them)."""
+    import numpy as np
+
+    out = np.empty(len(values))
+    bounds = np.append(starts, len(values)).astype(np.int64)
+    lengths = np.diff(bounds)
+    with np.errstate(all="ignore"):
+        for i in np.flatnonzero(lengths > _LONG_SEGMENT):
+            a, b = bounds[i], bounds[i + 1]
+            out[a:b] = np.cumsum(np.concatenate([[0.0], values[a:b]]))[1:]
+        short = np.flatnonzero(lengths <= _LONG_SEGMENT)
+        first, size = bounds[short], lengths[short]
+        running = np.zeros(len(short))
+        for j in range(int(size.max()) if len(short) else 0):
+            live = size > j
+            at = first[live] + j
+            running[live] = running[live] + values[at]
+            out[at] = running[live]
+    return out
 
 
 def _weighted_sums(table):
