@@ -518,11 +518,14 @@ def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: i
         for label, which in (("new#x", carried[chosen]), ("old#x", np.where(prior >= 0, carried[np.maximum(prior, 0)], -1))):
             taken = extra.take(pa.array(np.maximum(which, 0)))
             columns[label] = pc.if_else(pa.array(which >= 0), taken, pa.nulls(len(which), extra.type))
-        return pa.table(columns)
+        # in batches of Arrow's usual size: one batch of a whole trace's posts is more than the JVM's reader holds
+        return pa.Table.from_batches(pa.table(columns).to_batches(max_chunksize=_OUT_BATCH))
 
     return run
 
 
+#: rows per Arrow batch a kernel returns (`spark.sql.execution.arrow.maxRecordsPerBatch`'s default)
+_OUT_BATCH = 10_000
 #: a segment longer than this is summed by one `cumsum` of its own; shorter ones position by position together
 _LONG_SEGMENT = 64
 
