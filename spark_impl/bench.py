@@ -92,7 +92,7 @@ run; what follows was measured beside it, on the same two-core machine):
   through numpy (`derived._statistics_kernel`) where window functions sorted
   and buffered the 10 M rows once per specification: 208.99 s, 9.50 x bare
   at 10 M in one run (2026-12-03, a streaming replay running alongside:
-  bare 21.99 s), against 25.28 x in the twelve-window run below. What is
+  bare 21.99 s), against 25.28 x in the README's twelve-window run. What is
   left: the source `#length(10)` over the one trace (one task), the 20 M
   post rows' Arrow round trip, and the kernel's memory: the Python worker
   held 9.7 GB at 10 M events (a whole trace in one table).
