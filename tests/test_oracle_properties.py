@@ -41,6 +41,7 @@ from hypothesis import strategies as st
 from difftest.strategies import KINDS as ALL_KINDS
 from difftest.strategies import (
     KIND_EXAMPLES, QUERY_KINDS, GeneratedCase, implemented_kinds, seeded_traces, trace_names, trace_opcodes, trace_present,
+    trace_stamps,
     windows,
     writer,
 )
@@ -176,7 +177,7 @@ def test_the_update_stream_invariants_hold_over_many_seeded_traces(kind, data):
     spec = data.draw(windows(writer(_kind(kind)), kinds=kind), label="spec")
     seed = data.draw(st.integers(0, 2**64 - 1), label="seed")
     for n, trace in enumerate(seeded_traces(seed, SEEDED_PER_EXAMPLE, trace_names(spec), opcodes=trace_opcodes(spec),
-                                            present=trace_present(spec))):
+                                            stamps=trace_stamps(spec), present=trace_present(spec))):
         where = f"{spec!r}, seeded_traces({seed}, ...)[{n}]"
         driver = start(spec, trace)
         inserted, removed, held, rows = Counter(), Counter(), Counter(), {}
