@@ -351,11 +351,7 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
     else:
         staged = staged.selectExpr("*", f"sum(CASE WHEN side IS NULL THEN 0 ELSE {sign} END) {_RUNNING} AS `#size`")
         state = ["`#size` AS `#n`"]
-    # the additional properties of a row: named ones as `n_<name>`, the wildcard's as `w_<name>`
-    extras = [f"'n_{name}', {quoted(name) if name != 'id' else 'id'}" for name in spec.extra]
-    if spec.all_properties:
-        extras += [f"'w_{name}', {quoted(name) if name != 'id' else 'id'}" for name in ("id", *props)]
-    extra_struct = f"named_struct({', '.join(extras)})" if extras else "named_struct('n_', 0)"
+    extra_struct = _extra_struct(spec, props)
     ordered = staged.selectExpr(
         "trace_id", *(quoted(k) for k in keys), *_POST, *state,
         f"CASE WHEN side = 'insert' THEN {extra_struct} END AS `#x`",
@@ -399,6 +395,14 @@ def _post_rows(posted: DataFrame, spec, items: DataFrame, props, keys) -> DataFr
         *(f"{value} AS `#field{i}`" for i, (_, value) in enumerate(_row(spec, columns, keys))))
 
 
+def _extra_struct(spec, props) -> str:
+    """SQL: a row's additional properties, named ones as `n_<name>`, the wildcard's as `w_<name>`."""
+    extras = [f"'n_{name}', {quoted(name) if name != 'id' else 'id'}" for name in spec.extra]
+    if spec.all_properties:
+        extras += [f"'w_{name}', {quoted(name) if name != 'id' else 'id'}" for name in ("id", *props)]
+    return f"named_struct({', '.join(extras)})" if extras else "named_struct('n_', 0)"
+
+
 #: the running state of the statistics' sums (`#uni`, `#linest`, `#correl`) and the size's count
 _SUMS = ("#sx", "#sxx", "#sy", "#syy", "#sxy")
 
@@ -414,10 +418,7 @@ def _statistics_posts(staged: DataFrame, spec, ctx: Context, n_values: int, prop
     doubles are the same, bit for bit."""
     keys = tuple(ctx.group_keys)
     size = isinstance(spec, Size)
-    extras = [f"'n_{name}', {quoted(name) if name != 'id' else 'id'}" for name in spec.extra]
-    if spec.all_properties:
-        extras += [f"'w_{name}', {quoted(name) if name != 'id' else 'id'}" for name in ("id", *props)]
-    extra_struct = f"named_struct({', '.join(extras)})" if extras else "named_struct('n_', 0)"
+    extra_struct = _extra_struct(spec, props)
     order = [c.strip("`") for c in (*_POST, "`#side`", "slot_due", "slot", "pos")]
     rows = staged.selectExpr(
         *(quoted(c) for c in ctx.partition), *(quoted(c) for c in order if c not in ctx.partition),
