@@ -273,10 +273,10 @@ def add_run(subparsers) -> None:
                    help="check only this window kind, drawn as in a full run (repeatable; e.g. intersection, "
                         "groupwin/time_batch; default: every implemented kind)")
     p.add_argument("--examples", type=positive_int, default=2000, metavar="N",
-                   help="traces per window kind (default: 2000), spread over 4 windows at least; the budget "
-                        "may stop a kind sooner, and every kind gets its share of the budget")
+                   help="traces per window kind (default: 2000), spread over 4 windows at least, run in rounds "
+                        "of a window per kind: the budget may stop a kind sooner, every kind alike")
     p.add_argument("--batch-size", type=positive_int, default=1000, metavar="B",
-                   help="B/2 to B traces per Spark job (default: 1000)")
+                   help="at most B traces per window, one Spark job (default: 1000)")
     p.add_argument("--in-flight", type=positive_int, default=3, metavar="J",
                    help="batches in flight: the implementation's jobs run in J-1 worker threads while the next "
                         "batch is made and run through the oracle; 1 runs one thing at a time (default: 3)")
@@ -322,6 +322,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         run.on_batch = lambda kind, result: advance(kind, len(result.results))
         if not sys.stdout.isatty():  # a log or CI: a line per kind as it finishes, not silence
             run.on_target = lambda stats: print(runner.kind_line(stats), flush=True)
+            run.on_round = lambda n, judged, seconds: print(
+                f"round {n}: a window for each kind left; {judged:,} traces judged in {seconds:.0f} s", flush=True)
         run.run(targets, args.examples, args.budget)
     totals = run.totals()
     Printer(sys.stdout).lines(runner.table_lines(run.stats, totals))

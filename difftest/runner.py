@@ -6,11 +6,12 @@ the implementation runs the whole batch once: all traces in one input DataFrame
 the implementation, one collect. Results are compared update by update under
 CORPUS.md equality (`difftest.compare`).
 
-Hypothesis draws each batch: its window (through `difftest.strategies.windows`),
-its size and the seed its traces are made from (`seeded_traces`: drawing every
-choice of a thousand traces from Hypothesis costs more than the Spark job). The
-implementation's job for one batch runs in a worker thread while the main thread
-makes the next batch and runs it through the oracle.
+Hypothesis draws each batch: its window (through `difftest.strategies.windows`)
+and the seed its traces are made from (`seeded_traces`: drawing every choice of a
+thousand traces from Hypothesis costs more than the Spark job). The run goes in
+rounds, a window per kind per round, so every kind gets its share of the budget
+(`Runner`). The implementation's job for one batch runs in a worker thread while
+the main thread makes the next batch and runs it through the oracle.
 
 When a batch disagrees, the disagreeing trace is shrunk by batched delta
 debugging (`difftest.shrink`: each round tries every candidate in one Spark job)
@@ -382,16 +383,30 @@ def targets(dialect: str, window: str | None, kinds: Iterable[str] | None = None
     return [Target(kind, windows(dialect, [kind])) for kind in (kinds or known)]
 
 
-def batches(specs: st.SearchStrategy, batch_size: int) -> st.SearchStrategy:
-    """(spec, count, seed): a window, a batch size between half of `batch_size`
-    and all of it, and the seed its traces are made from (`seeded_traces`)."""
-    return st.tuples(specs, st.integers(max(1, batch_size // 2), batch_size), st.integers(0, 2**64 - 1))
+def draws(specs: st.SearchStrategy) -> st.SearchStrategy:
+    """(spec, seed): a window and the seed its traces are made from (`seeded_traces`)."""
+    return st.tuples(specs, st.integers(0, 2**64 - 1))
+
+
+@define
+class KindRun:
+    """One target's part of a run: its statistics, the windows Hypothesis drew
+    for it and not yet run, the traces handed out, its first disagreeing batch."""
+
+    target: Target
+    stats: KindStats
+    dialect: str
+    draws: deque = field(factory=deque)  # (spec, seed), run in the order drawn
+    refills: int = 0  # Hypothesis runs that drew for this kind
+    drawn: int = 0
+    failed: BatchResult | None = None
 
 
 @define
 class InFlight:
-    """A batch whose implementation job runs in the worker thread."""
+    """A batch whose implementation job runs in a worker thread."""
 
+    kind: KindRun
     spec: WindowSpec
     window: str
     batch: list[tuple[str, Trace]]
@@ -399,22 +414,27 @@ class InFlight:
     job: Future
 
 
-#: a kind's draws are spread over at least this many windows (batches), budget allowing
+#: a kind's traces are spread over at least this many windows (batches)
 SPECS_PER_KIND = 4
 MIN_BATCH = 20
-FIRST_RATE = 300.0  # traces/s: the guess before a run has measured its own
 
 
 @define
 class Runner:
     """Drives Hypothesis over each target and keeps the statistics.
 
-    Hypothesis draws each batch's window, size and seed; the traces are made from
-    the seed (`seeded_traces`) and run through the oracle in the main thread
-    while the implementation's job for the batch before runs in a worker thread
-    (`in_flight` batches at most), so Python and Spark work at the same time.
-    The first disagreeing batch ends the target's search; its disagreeing trace
-    is shrunk and saved."""
+    The run goes in rounds: each round gives every kind that has traces left
+    one window (a batch of `window_size` traces), kind after kind, so a costly
+    kind delays every kind alike and never starves the ones after it. The
+    first round runs whatever the budget; a later one stops where the budget
+    ends. Hypothesis draws each kind's windows and trace seeds up front
+    (`draws`), with a seed of its own per kind, so a run's windows do not
+    depend on its timing. Each batch's traces are made from its seed
+    (`seeded_traces`) and run through the oracle in the main thread while the
+    implementation's jobs for the batches before it run in worker threads
+    (`in_flight` batches at most, across kinds), so Python and Spark work at
+    the same time. A kind's first disagreeing batch ends its drawing; at the
+    end of the run its disagreeing trace is shrunk and saved."""
 
     impl: ImplUnderTest
     dialect: str = "esper"
@@ -424,12 +444,15 @@ class Runner:
     seed: int | None = None
     in_flight: int = 3
     on_batch: Callable[[str, BatchResult], None] | None = None
-    on_target: Callable[[KindStats], None] | None = None  # called as each kind finishes
+    on_target: Callable[[KindStats], None] | None = None  # called for each kind as the run ends
+    on_round: Callable[[int, int, float], None] | None = None  # (round, traces judged so far, seconds) after each round
     stats: list[KindStats] = field(factory=list)
     done_log: list[tuple[float, int]] = field(factory=list)  # (clock when judged, traces) per batch
     dialects: list[str] = field(factory=list)  # the dialects the run's targets drew
     pictures: bool = True  # draw each saved case (expected above actual), `difftest.show.picture_file`
     pictures_dir: Path | None = None  # where (None: beside the saved case)
+    _pending: deque = field(factory=deque, init=False)
+    _last_judged: float = field(default=0.0, init=False)
 
     def kind_seed(self, target: Target) -> int:
         """The seed of one target's draws: the run's seed mixed with the dialect and
@@ -437,82 +460,103 @@ class Runner:
         key = f"{self.seed}/{target.dialect or self.dialect}/{target.kind}".encode()
         return int.from_bytes(hashlib.sha1(key).digest()[:8], "big")
 
-    def batch_cap(self, examples: int, deadline: float) -> int:
-        """Traces per batch such that the kind gets SPECS_PER_KIND windows at least:
-        from what is asked, and from the time left at the rate measured so far."""
-        cap = max(1, math.ceil(examples / SPECS_PER_KIND))
-        if deadline != math.inf:
-            seconds = max(0.0, deadline - time.perf_counter())
-            cap = min(cap, int(self.rate() * seconds / SPECS_PER_KIND))
-        return max(MIN_BATCH, min(self.batch_size, cap))
+    def window_size(self, examples: int) -> int:
+        """Traces per window: a kind's `examples` over SPECS_PER_KIND windows, at
+        least MIN_BATCH (or all of them) and at most `batch_size`."""
+        return max(min(MIN_BATCH, examples), min(self.batch_size, math.ceil(examples / SPECS_PER_KIND)))
 
     def rate(self) -> float:
-        """Traces judged per second in this run so far (a first guess before two batches)."""
+        """Traces judged per second in this run so far (0.0 before two batches)."""
         log = self.done_log
         if len(log) < 2 or log[-1][0] <= log[0][0]:
-            return FIRST_RATE
+            return 0.0
         return sum(n for _, n in log[1:]) / (log[-1][0] - log[0][0])
 
-    def run_target(self, target: Target, examples: int, deadline: float) -> KindStats:
-        stats = KindStats(target.kind, asked=examples)
-        self.stats.append(stats)
-        dialect = target.dialect or self.dialect
-        cap = self.batch_cap(examples, deadline)
-        started = time.perf_counter()
-        pending: deque[InFlight] = deque()
-        drawn = 0  # traces handed to the implementation so far
-        failed: BatchResult | None = None  # the first disagreeing batch
-
-        def settle(flight: InFlight) -> None:
-            nonlocal failed
-            actual, error = flight.job.result()
-            result = judge(flight.spec, flight.window, dialect, flight.batch, flight.expected, actual, error)
-            self.done_log.append((time.perf_counter(), len(flight.batch)))
-            stats.add(result)
-            if self.on_batch:
-                self.on_batch(target.kind, result)
-            if result.mismatches and failed is None:
-                failed = result
-
-        # each batch holds at least min(cap, batch_size / 2) traces
-        @settings(max_examples=2 * math.ceil(examples / max(1, min(cap, self.batch_size // 2))) + 1, deadline=None,
-                  database=None, phases=[Phase.generate], print_blob=False, verbosity=Verbosity.quiet,
-                  suppress_health_check=list(HealthCheck))
-        @given(batches(target.specs, self.batch_size))
-        def body(drawn_batch):
-            nonlocal drawn
-            spec, count, seed = drawn_batch
-            spent = drawn > 0 and time.perf_counter() > deadline  # every kind gets one batch
-            if failed is not None or spent or drawn >= examples:
-                return  # a mismatch found, or the budget or examples spent: let Hypothesis finish
-            count = min(count, cap, examples - drawn)
-            reason = self.impl.unsupported(spec)
-            if reason is not None:  # counted and reported, never compared: not a pass
-                stats.unsupported += count
-                stats.unsupported_reason = stats.unsupported_reason or f"{oracle.render(spec, dialect)}: {reason}"
-                drawn += count
-                return
-            batch = label(seeded_traces(seed, count, max_items=self.max_items, **trace_shape(spec)))
-            drawn += count
-            window = oracle.render(spec, dialect)
-            expected = expected_updates(spec, batch)
-            job = worker.submit(run_impl, self.impl, spec, window, dialect, batch)
-            pending.append(InFlight(spec, window, batch, expected, job))
-            while len(pending) >= self.in_flight or (pending and pending[0].job.done()):
-                settle(pending.popleft())
-
-        if self.seed is not None:
-            body = hypothesis_seed(self.kind_seed(target))(body)
+    def run(self, targets_: Sequence[Target], examples: int, budget: float | None) -> list[KindStats]:
+        """Every target's windows, round by round, until each kind drew `examples`
+        traces or found a disagreement, or `budget` seconds are spent."""
+        start = self._last_judged = time.perf_counter()
+        deadline = math.inf if budget is None else start + budget
+        self.dialects += [d for d in dict.fromkeys(t.dialect or self.dialect for t in targets_) if d not in self.dialects]
+        kinds = [KindRun(t, KindStats(t.kind, asked=examples), t.dialect or self.dialect) for t in targets_]
+        self.stats += [k.stats for k in kinds]
+        size = self.window_size(examples)
         with ThreadPoolExecutor(max(1, self.in_flight - 1), thread_name_prefix="impl") as worker:
+            round_ = 0
+            while True:
+                live = [k for k in kinds if k.failed is None and k.drawn < examples]
+                if not live or (round_ and time.perf_counter() > deadline):
+                    break
+                for kind in live:
+                    if round_ and time.perf_counter() > deadline:
+                        break
+                    self._launch(worker, kind, min(size, examples - kind.drawn), math.ceil(examples / size))
+                round_ += 1
+                if self.on_round:
+                    self.on_round(round_, sum(s.cases for s in self.stats), time.perf_counter() - start)
+            while self._pending:
+                self._settle(self._pending.popleft())
+        for kind in kinds:
+            if kind.failed is not None:
+                self._record(kind.stats, kind.failed)
+            if self.on_target:
+                self.on_target(kind.stats)
+        return self.stats
+
+    def _next_draw(self, kind: KindRun, windows: int) -> tuple[WindowSpec, int]:
+        """The kind's next (spec, seed); `windows` more drawn by Hypothesis when none is left."""
+        if not kind.draws:
+            found: list[tuple[WindowSpec, int]] = []
+
+            @settings(max_examples=max(1, windows), deadline=None, database=None, phases=[Phase.generate],
+                      print_blob=False, verbosity=Verbosity.quiet, suppress_health_check=list(HealthCheck))
+            @given(draws(kind.target.specs))
+            def body(drawn):
+                found.append(drawn)
+
+            if self.seed is not None:
+                body = hypothesis_seed(self.kind_seed(kind.target) + kind.refills)(body)
             with warnings.catch_warnings():  # Hypothesis notes Spark's recursion-limit change: not ours to fix
                 warnings.simplefilter("ignore", HypothesisWarning)
                 body()
-            while pending:
-                settle(pending.popleft())
-        if failed is not None:
-            self._record(stats, failed)
-        stats.seconds = time.perf_counter() - started
-        return stats
+            kind.refills += 1
+            kind.draws.extend(found)
+        return kind.draws.popleft()
+
+    def _launch(self, worker: ThreadPoolExecutor, kind: KindRun, count: int, windows: int) -> None:
+        """One window of `count` traces for `kind`: its traces made and run through
+        the oracle here, its implementation job handed to `worker`."""
+        spec, seed = self._next_draw(kind, windows)
+        kind.drawn += count
+        reason = self.impl.unsupported(spec)
+        if reason is not None:  # counted and reported, never compared: not a pass
+            kind.stats.unsupported += count
+            kind.stats.unsupported_reason = (kind.stats.unsupported_reason
+                                             or f"{oracle.render(spec, kind.dialect)}: {reason}")
+            return
+        batch = label(seeded_traces(seed, count, max_items=self.max_items, **trace_shape(spec)))
+        window = oracle.render(spec, kind.dialect)
+        expected = expected_updates(spec, batch)
+        job = worker.submit(run_impl, self.impl, spec, window, kind.dialect, batch)
+        self._pending.append(InFlight(kind, spec, window, batch, expected, job))
+        while len(self._pending) >= self.in_flight or (self._pending and self._pending[0].job.done()):
+            self._settle(self._pending.popleft())
+
+    def _settle(self, flight: InFlight) -> None:
+        """Judge a batch whose job ended. The wall time since the batch judged
+        before it is its kind's, so the kinds' seconds add up to the run's."""
+        kind = flight.kind
+        actual, error = flight.job.result()
+        result = judge(flight.spec, flight.window, kind.dialect, flight.batch, flight.expected, actual, error)
+        now = time.perf_counter()
+        kind.stats.seconds += now - self._last_judged
+        self._last_judged = now
+        self.done_log.append((now, len(flight.batch)))
+        kind.stats.add(result)
+        if self.on_batch:
+            self.on_batch(kind.stats.kind, result)
+        if result.mismatches and kind.failed is None:
+            kind.failed = result
 
     def _record(self, stats: KindStats, result: BatchResult) -> None:
         errors = [r.error for r in result.mismatches if r.error is not None]
@@ -536,20 +580,6 @@ class Runner:
             picture = picture_file(path, [(self.impl.name, minimal.actual)], self.pictures_dir)
             if picture is not None:
                 stats.pictures.append(str(picture))
-
-    def run(self, targets_: Sequence[Target], examples: int, budget: float | None) -> list[KindStats]:
-        start = time.perf_counter()
-        self.dialects += [d for d in dict.fromkeys(t.dialect or self.dialect for t in targets_) if d not in self.dialects]
-        for n, target in enumerate(targets_):
-            if budget is None:
-                deadline = math.inf
-            else:  # each target gets its share of what is left
-                left = budget - (time.perf_counter() - start)
-                deadline = time.perf_counter() + left / (len(targets_) - n)
-            stats = self.run_target(target, examples, deadline)
-            if self.on_target:
-                self.on_target(stats)
-        return self.stats
 
     # ------------------------------------------------------------------ totals
 
