@@ -210,6 +210,16 @@ def add_bench(subparsers) -> None:
     p.set_defaults(handler=cmd_bench)
 
 
+def whole_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be 0 or above")
+    return value
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -280,6 +290,8 @@ def add_run(subparsers) -> None:
     p.add_argument("--in-flight", type=positive_int, default=3, metavar="J",
                    help="batches in flight: the implementation's jobs run in J-1 worker threads while the next "
                         "batch is made and run through the oracle; 1 runs one thing at a time (default: 3)")
+    p.add_argument("--oracle-processes", type=whole_int, default=0, metavar="P",
+                   help="run the oracle in P processes of its own rather than in the main thread (default: 0)")
     p.add_argument("--seed", type=int,
                    help="the run's seed (default: drawn at random and printed, so a run can be repeated)")
     p.add_argument("--budget", type=positive_float, default=300.0, metavar="SECONDS",
@@ -316,8 +328,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     session = load_spark("spark_impl.session", "get_spark")()
     impl = runner.ImplUnderTest(runner.load_impl(args.impl), session, args.impl)
     run = runner.Runner(impl, dialect=dialects[0], batch_size=args.batch_size, found_dir=args.found_dir,
-                        seed=seed, in_flight=args.in_flight, pictures=not args.no_pictures,
-                        pictures_dir=args.pictures)
+                        seed=seed, in_flight=args.in_flight, oracle_processes=args.oracle_processes,
+                        pictures=not args.no_pictures, pictures_dir=args.pictures)
     with progress_bar(sys.stdout, len(targets) * args.examples) as advance:
         run.on_batch = lambda kind, result: advance(kind, len(result.results))
         if not sys.stdout.isatty():  # a log or CI: a line per kind as it finishes, not silence

@@ -26,6 +26,8 @@ of `spark_impl.apply_window(trace_df, window, dialect) -> DataFrame`.
 
 from __future__ import annotations
 
+import contextlib
+import copyreg
 import hashlib
 import importlib
 import inspect
@@ -36,8 +38,9 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from attrs import define, field, frozen
@@ -211,6 +214,14 @@ def check_output(out: Any, rows: bool = False) -> None:
     for name, allowed in OPTIONAL_OUTPUT.items():
         if name in fields and fields[name] not in allowed:
             raise ImplError(f"the implementation's output column {name!r} is {fields[name]}, not {' or '.join(allowed)}")
+
+
+def _mapping_proxy(values: dict) -> MappingProxyType:
+    return MappingProxyType(values)
+
+
+# traces and updates hold their properties as read-only mappings: sent to the oracle's processes as dicts
+copyreg.pickle(MappingProxyType, lambda proxy: (_mapping_proxy, (dict(proxy),)))
 
 
 def expected_updates(spec: WindowSpec, batch: Sequence[tuple[str, Trace]]) -> dict[str, tuple[Update, ...]]:
@@ -410,7 +421,7 @@ class InFlight:
     spec: WindowSpec
     window: str
     batch: list[tuple[str, Trace]]
-    expected: dict[str, tuple[Update, ...]]
+    expected: dict[str, tuple[Update, ...]] | Future  # a Future where the oracle runs in a process pool
     job: Future
 
 
@@ -451,8 +462,10 @@ class Runner:
     dialects: list[str] = field(factory=list)  # the dialects the run's targets drew
     pictures: bool = True  # draw each saved case (expected above actual), `difftest.show.picture_file`
     pictures_dir: Path | None = None  # where (None: beside the saved case)
+    oracle_processes: int = 0  # > 0: the oracle runs in that many processes, not in the main thread
     _pending: deque = field(factory=deque, init=False)
     _last_judged: float = field(default=0.0, init=False)
+    _oracles: ProcessPoolExecutor | None = field(default=None, init=False)
 
     def kind_seed(self, target: Target) -> int:
         """The seed of one target's draws: the run's seed mixed with the dialect and
@@ -481,7 +494,9 @@ class Runner:
         kinds = [KindRun(t, KindStats(t.kind, asked=examples), t.dialect or self.dialect) for t in targets_]
         self.stats += [k.stats for k in kinds]
         size = self.window_size(examples)
-        with ThreadPoolExecutor(max(1, self.in_flight - 1), thread_name_prefix="impl") as worker:
+        with ThreadPoolExecutor(max(1, self.in_flight - 1), thread_name_prefix="impl") as worker, \
+                self._oracle_pool() as oracles:
+            self._oracles = oracles
             round_ = 0
             while True:
                 live = [k for k in kinds if k.failed is None and k.drawn < examples]
@@ -496,12 +511,22 @@ class Runner:
                     self.on_round(round_, sum(s.cases for s in self.stats), time.perf_counter() - start)
             while self._pending:
                 self._settle(self._pending.popleft())
+            self._oracles = None
         for kind in kinds:
             if kind.failed is not None:
                 self._record(kind.stats, kind.failed)
             if self.on_target:
                 self.on_target(kind.stats)
         return self.stats
+
+    def _oracle_pool(self):
+        """The processes the oracle runs in (`oracle_processes`; spawned, not forked
+        from a process that runs a JVM gateway), or a context giving None."""
+        if not self.oracle_processes:
+            return contextlib.nullcontext()
+        import multiprocessing
+
+        return ProcessPoolExecutor(self.oracle_processes, mp_context=multiprocessing.get_context("spawn"))
 
     def _next_draw(self, kind: KindRun, windows: int) -> tuple[WindowSpec, int]:
         """The kind's next (spec, seed); `windows` more drawn by Hypothesis when none is left."""
@@ -536,8 +561,10 @@ class Runner:
             return
         batch = label(seeded_traces(seed, count, max_items=self.max_items, **trace_shape(spec)))
         window = oracle.render(spec, kind.dialect)
-        expected = expected_updates(spec, batch)
+        expected = expected_updates(spec, batch) if self._oracles is None else None
         job = worker.submit(run_impl, self.impl, spec, window, kind.dialect, batch)
+        if self._oracles is not None:
+            expected = self._oracles.submit(expected_updates, spec, batch)
         self._pending.append(InFlight(kind, spec, window, batch, expected, job))
         while len(self._pending) >= self.in_flight or (self._pending and self._pending[0].job.done()):
             self._settle(self._pending.popleft())
@@ -546,8 +573,9 @@ class Runner:
         """Judge a batch whose job ended. The wall time since the batch judged
         before it is its kind's, so the kinds' seconds add up to the run's."""
         kind = flight.kind
+        expected = flight.expected.result() if isinstance(flight.expected, Future) else flight.expected
         actual, error = flight.job.result()
-        result = judge(flight.spec, flight.window, kind.dialect, flight.batch, flight.expected, actual, error)
+        result = judge(flight.spec, flight.window, kind.dialect, flight.batch, expected, actual, error)
         now = time.perf_counter()
         kind.stats.seconds += now - self._last_judged
         self._last_judged = now

@@ -490,6 +490,7 @@ RUN_USAGE_ERRORS = [
     (["--budget", "0"], "must be a number of seconds above 0"),
     (["--budget", "soon"], "is not a number"),
     (["--examples", "0"], "must be above 0"),
+    (["--oracle-processes", "-1"], "must be 0 or above"),
 ]
 
 
