@@ -70,6 +70,7 @@ from oracle.model import (
 from spark_impl import clock
 from spark_impl.windows import Context
 from spark_impl.windows.base import ARRIVAL, events, quoted
+from spark_impl.windows.expr_scan import scan_kernel, scannable
 from spark_impl.windows.length import held_by_arrival, sliding
 from spark_impl.windows.time import group_table, with_group
 
@@ -113,9 +114,24 @@ def expression_window(items: DataFrame, spec: Expr | ExprBatch, ctx: Context) ->
         T.StructField("pos", T.LongType()), T.StructField("id", T.StringType()),
     ])
     kernel = _kernel(spec, ctx.partition, tuple(names))
-    posted = rows.groupBy(*ctx.partition).applyInArrow(kernel, schema)
+    types = {f.name: _SCAN_TYPES[f.dataType.typeName()] for f in rows.schema.fields
+             if f.name in names and f.dataType.typeName() in _SCAN_TYPES}
+    key_types = {f.name: f.dataType.typeName() for f in keys if f.name != "trace_id"}
+    if scannable(spec, types, key_types):
+        # many sub-windows' expiry loops stepped together as numpy arrays (`expr_scan`)
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        scan = scan_kernel(spec, ctx.partition, tuple(names), types, kernel, to_arrow_schema(schema))
+        posted = (rows.repartition(*(quoted(c) for c in ctx.partition))
+                  .sortWithinPartitions(*(quoted(c) for c in ctx.partition), "seq").mapInArrow(scan, schema))
+    else:
+        posted = rows.groupBy(*ctx.partition).applyInArrow(kernel, schema)
     return posted.selectExpr("trace_id", "seq", f"{ARRIVAL} AS phase", "time", "time AS slot_due", "slot", "side",
                              "pos", "id")
+
+
+#: the property types the scan takes, by Spark type name
+_SCAN_TYPES = {"double": "float", "float": "float", "long": "int", "integer": "int", "boolean": "bool"}
 
 
 def _reads_variables(spec: Expr | ExprBatch) -> bool:

@@ -1,0 +1,101 @@
+"""`#expr`'s lock-step scan (`spark_impl.windows.expr_scan`) posts exactly what the
+per-sub-window kernel (`expr._kernel`) posts, row for row, over drawn
+sub-windows whose values include nulls, -0.0, NaN and the infinities, with the
+partition cut into chunks at every size (no Spark: the Arrow functions alone)."""
+
+import random
+
+import pyarrow as pa
+import pytest
+
+import oracle
+from spark_impl.frames import START_SEQ
+from spark_impl.windows import expr, expr_scan
+
+EXPIRIES = [
+    "sum(price) < 30", "sum(price) < 30 and count(price) > 0", "avg(price) >= 2.5 or current_count < 2",
+    "max(price) - min(price) <= 10", "not (oldest_event.price > newest_event.price)", "price > 5",
+    "current_count * 2 + expired_count < 9", "oldest_timestamp + 2000 > newest_timestamp",
+    "sum(qty) % 3 != 0", "sum(price) / count(*) < 4", "1 / sum(price) > 0", "flag or current_count < 3",
+    "min(price) = min(price)", "max(qty) < 6 or avg(qty) < 2", "-sum(qty) > -12", "sum(price * 2) < 40",
+]
+PRICES = [1.5, -0.0, 0.0, float("nan"), float("inf"), float("-inf"), None, 3.0, 7.25, 1e300, -2.5, 0.1, 0.2]
+PARTITION = ("trace_id", "symbol")
+NAMES = ("price", "qty", "flag")
+TYPES = {"price": "float", "qty": "int", "flag": "bool"}
+SCHEMA = pa.schema([("trace_id", pa.string()), ("symbol", pa.string()), ("slot", pa.int64()), ("seq", pa.int64()),
+                    ("kind", pa.string()), ("time", pa.int64()), ("id", pa.string()), ("vars", pa.string()),
+                    ("price", pa.float64()), ("qty", pa.int64()), ("flag", pa.bool_())])
+OUT = pa.schema([("trace_id", pa.string()), ("symbol", pa.string()), ("slot", pa.int64()), ("seq", pa.int64()),
+                 ("time", pa.int64()), ("side", pa.string()), ("pos", pa.int64()), ("id", pa.string())])
+
+
+def _rows(rng: random.Random, variables: bool = False) -> list[tuple]:
+    """Sub-windows sorted by (trace, symbol, seq), each led by its trace's start row."""
+    rows = []
+    for trace in ("t0", "t1", "t2"):
+        clock, seq = 0, 0
+        for symbol in (None, "A", "B", "C")[: rng.randint(1, 4)]:
+            rows.append((trace, symbol, 0, START_SEQ, "start", 0, None, '{"x": 1}' if variables else None,
+                         None, None, None))
+            for _ in range(rng.randint(0, 30)):
+                clock += rng.choice([0, 0, 400, 1000, 2500])
+                rows.append((trace, symbol, 0, seq, "event", clock, f"{trace}-{seq}", None, rng.choice(PRICES),
+                             rng.choice([None, 0, 1, 2, 5, -3, 7]), rng.choice([None, True, False])))
+                seq += 1
+    return rows
+
+
+def _table(rows):
+    return pa.Table.from_arrays([pa.array(list(c), f.type) for c, f in zip(zip(*rows), SCHEMA)], schema=SCHEMA)
+
+
+def _posted(tables) -> list[tuple]:
+    return sorted((tuple(r.values()) for t in tables for r in t.to_pylist()), key=repr)
+
+
+def _sequential(spec, table) -> list[tuple]:
+    kernel = expr._kernel(spec, PARTITION, NAMES)
+    starts = list(expr_scan._starts(table, PARTITION)) + [table.num_rows]
+    return _posted(kernel(table.slice(a, b - a)) for a, b in zip(starts, starts[1:]))
+
+
+@pytest.mark.parametrize("expiry", EXPIRIES)
+def test_the_scan_posts_what_the_kernel_posts(expiry, monkeypatch):
+    spec = oracle.parse(f"#expr({expiry})")
+    assert expr_scan.scannable(spec, TYPES, {"symbol": "string"})
+    rng = random.Random(expiry)
+    removed = 0
+    for round_ in range(6):
+        table = _table(_rows(rng))
+        want = _sequential(spec, table)
+        monkeypatch.setattr(expr_scan, "CHUNK_ROWS", [1, 7, 40, 10**6][round_ % 4])
+        scan = expr_scan.scan_kernel(spec, PARTITION, NAMES, TYPES, expr._kernel(spec, PARTITION, NAMES), OUT)
+        got = _posted([pa.Table.from_batches(list(scan(iter(table.to_batches(max_chunksize=5)))), schema=OUT)])
+        assert got == want, (expiry, round_)
+        removed += sum(row[5] == "remove" for row in got)
+    assert removed > 0  # the expiry loop ran, not only the inserts
+
+
+def test_sub_windows_with_variables_run_the_kernel_beside_the_scanned_ones():
+    spec = oracle.parse("#expr(sum(price) < 30)")
+    declaring = [("t9", *row[1:]) for row in _rows(random.Random(4), variables=True) if row[0] == "t1"]
+    rows = _rows(random.Random(3)) + declaring
+    table = _table(sorted(rows, key=lambda r: (r[0], r[1] or "", r[3])))
+    with_variables = expr_scan._with_variables(table, expr_scan._starts(table, PARTITION))
+    assert with_variables.any() and not with_variables.all()
+    scan = expr_scan.scan_kernel(spec, PARTITION, NAMES, TYPES, expr._kernel(spec, PARTITION, NAMES), OUT)
+    got = _posted([pa.Table.from_batches(list(scan(iter(table.to_batches()))), schema=OUT)])
+    assert got == _sequential(spec, table)
+
+
+@pytest.mark.parametrize(("expiry", "types", "keys"), [
+    ("symbol = 'A'", {"symbol": None}, {}),  # a string
+    ("count(distinct price) < 3", TYPES, {}),
+    ("sum(price) < 3", TYPES, {"level": "double"}),  # a double sub-window key
+    ("sum(price) % 2 = 0", TYPES, {}),  # a double remainder
+    ("current_count + flag < 3", TYPES, {}),  # a boolean in arithmetic fails the evaluation
+    ("price", TYPES, {}),  # a double, not a boolean
+])
+def test_what_the_scan_leaves_to_the_kernel(expiry, types, keys):
+    assert not expr_scan.scannable(oracle.parse(f"#expr({expiry})"), types, keys)
