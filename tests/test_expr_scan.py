@@ -99,3 +99,21 @@ def test_sub_windows_with_variables_run_the_kernel_beside_the_scanned_ones():
 ])
 def test_what_the_scan_leaves_to_the_kernel(expiry, types, keys):
     assert not expr_scan.scannable(oracle.parse(f"#expr({expiry})"), types, keys)
+
+
+def test_each_post_carries_its_events_properties():
+    """With `carried`, a post holds its event's properties (the expired one's on a
+    removal), in the scanned sub-windows and in those the kernel runs."""
+    spec = oracle.parse("#expr(sum(price) < 30)")
+    declaring = [("t9", *row[1:]) for row in _rows(random.Random(6), variables=True) if row[0] == "t1"]
+    table = _table(sorted(_rows(random.Random(5)) + declaring, key=lambda r: (r[0], r[1] or "", r[3])))
+    out = pa.schema([*OUT, SCHEMA.field("price"), SCHEMA.field("flag")])
+    scan = expr_scan.scan_kernel(spec, PARTITION, NAMES, TYPES, expr._kernel(spec, PARTITION, NAMES), out,
+                                 ("price", "flag"))
+    got = pa.Table.from_batches(list(scan(iter(table.to_batches(max_chunksize=9)))), schema=out).to_pylist()
+    by_id = {(row["trace_id"], row["id"]): row for row in table.to_pylist() if row["id"] is not None}
+    assert _posted([pa.Table.from_pylist(got, out).select(OUT.names)]) == _sequential(spec, table)
+    assert {r["trace_id"] for r in got} >= {"t0", "t9"}
+    for row in got:
+        event = by_id[row["trace_id"], row["id"]]
+        assert repr((row["price"], row["flag"])) == repr((event["price"], event["flag"]))

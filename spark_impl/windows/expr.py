@@ -90,8 +90,15 @@ def expression_window(items: DataFrame, spec: Expr | ExprBatch, ctx: Context) ->
     if isinstance(spec, Expr) and (length := _as_length(spec)) is not None:
         return sliding(items, length, ctx)
     names = [n for n in spec_expression_names(spec) if n in items.columns and n != "id"]
+    fields = {f.name: f for f in items.schema.fields}
+    types = {n: _SCAN_TYPES[fields[n].dataType.typeName()] for n in names
+             if fields[n].dataType.typeName() in _SCAN_TYPES}
+    scan = scannable(spec, types, {k: fields[k].dataType.typeName() for k in ctx.group_keys})
+    # the scan's posts carry their events' properties, so the pipeline joins nothing back
+    carried = tuple(p for p in ctx.properties if p not in ctx.partition) if scan else ()
+    kept_keys = tuple(k for k in ctx.group_keys if k in ctx.properties) if scan else ()
     columns = [*(quoted(c) for c in ctx.partition), "slot", "seq", "kind", "time", "id", "vars",
-               *(quoted(n) for n in names if n not in ctx.partition)]
+               *(quoted(n) for n in dict.fromkeys([*names, *carried]) if n not in ctx.partition)]
     arrived = events(items)
     if not _reads_variables(spec):
         # no variable can be read: the start and set rows change nothing, and only
@@ -114,20 +121,18 @@ def expression_window(items: DataFrame, spec: Expr | ExprBatch, ctx: Context) ->
         T.StructField("pos", T.LongType()), T.StructField("id", T.StringType()),
     ])
     kernel = _kernel(spec, ctx.partition, tuple(names))
-    types = {f.name: _SCAN_TYPES[f.dataType.typeName()] for f in rows.schema.fields
-             if f.name in names and f.dataType.typeName() in _SCAN_TYPES}
-    key_types = {f.name: f.dataType.typeName() for f in keys if f.name != "trace_id"}
-    if scannable(spec, types, key_types):
+    if scan:
         # many sub-windows' expiry loops stepped together as numpy arrays (`expr_scan`)
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        scan = scan_kernel(spec, ctx.partition, tuple(names), types, kernel, to_arrow_schema(schema))
+        schema = T.StructType([*schema.fields, *(rows.schema[p] for p in carried)])
+        scanned = scan_kernel(spec, ctx.partition, tuple(names), types, kernel, to_arrow_schema(schema), carried)
         posted = (rows.repartition(*(quoted(c) for c in ctx.partition))
-                  .sortWithinPartitions(*(quoted(c) for c in ctx.partition), "seq").mapInArrow(scan, schema))
+                  .sortWithinPartitions(*(quoted(c) for c in ctx.partition), "seq").mapInArrow(scanned, schema))
     else:
         posted = rows.groupBy(*ctx.partition).applyInArrow(kernel, schema)
     return posted.selectExpr("trace_id", "seq", f"{ARRIVAL} AS phase", "time", "time AS slot_due", "slot", "side",
-                             "pos", "id")
+                             "pos", "id", *(quoted(p) for p in (*kept_keys, *carried)))
 
 
 #: the property types the scan takes, by Spark type name

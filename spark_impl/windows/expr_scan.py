@@ -366,12 +366,26 @@ def _with_variables(table, starts) -> np.ndarray:
     return np.logical_or.reduceat(rows, starts) if starts.size else np.zeros(0, bool)
 
 
-def scan_kernel(spec, partition: tuple[str, ...], names: tuple[str, ...], types: dict, sequential, schema):
+def scan_kernel(spec, partition: tuple[str, ...], names: tuple[str, ...], types: dict, sequential, schema,
+                carried: tuple[str, ...] = ()):
     """The `mapInArrow` function over partitions sorted by sub-window and seq:
     chunks of whole sub-windows scanned (`scan_expiry`), or run one sub-window at
     a time by `sequential` (the per-sub-window kernel) where the scan does not
     apply (a sub-window with variables, `_with_variables`; a chunk with a value
-    where numpy could part from the rule, `_NotExact`). Its rows are that kernel's."""
+    where numpy could part from the rule, `_NotExact`). Its rows are that
+    kernel's, each with the `carried` properties of its event (null on a post
+    of no event)."""
+
+    def with_carried(posted, table):
+        """The sequential kernel's rows of one sub-window, its events' `carried` properties added."""
+        import pyarrow as pa
+
+        if not carried:
+            return posted.cast(schema)
+        row_of = {key: n for n, key in enumerate(table.column("id").to_pylist()) if key is not None}
+        at = pa.array([row_of.get(key) for key in posted.column("id").to_pylist()], pa.int64())
+        return pa.Table.from_arrays([*posted.columns, *(table.column(p).take(at) for p in carried)],
+                                    names=schema.names).cast(schema)
 
     def posts(table):
         import pyarrow as pa
@@ -397,10 +411,12 @@ def scan_kernel(spec, partition: tuple[str, ...], names: tuple[str, ...], types:
             yield pa.Table.from_arrays(
                 [*(rows.column(c).take(taken) for c in (*partition, "slot")),
                  pa.array(seq[arrival]), pa.array(time[arrival]), side,
-                 pa.array(np.concatenate([seq, number])), rows.column("id").take(taken)],
+                 pa.array(np.concatenate([seq, number])), rows.column("id").take(taken),
+                 *(rows.column(p).take(taken) for p in carried)],
                 schema=schema)
         for group in np.flatnonzero(sequential_ones):
-            yield sequential(table.slice(starts[group], lengths[group])).cast(schema)
+            one = table.slice(starts[group], lengths[group])
+            yield with_carried(sequential(one), one)
 
     def kernel(batches):
         import pyarrow as pa
