@@ -520,7 +520,8 @@ def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: i
             taken = extra.take(pa.array(np.maximum(which, 0)))
             columns[label] = pc.if_else(pa.array(which >= 0), taken, pa.nulls(len(which), extra.type))
         # in batches of Arrow's usual size: one batch of a whole trace's posts is more than the JVM's reader holds
-        return pa.Table.from_batches(pa.table(columns).to_batches(max_chunksize=_OUT_BATCH))
+        posted = pa.table(columns)
+        return pa.Table.from_batches(posted.to_batches(max_chunksize=_OUT_BATCH), schema=posted.schema)
 
     return run
 
