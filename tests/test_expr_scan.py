@@ -96,6 +96,7 @@ def test_sub_windows_with_variables_run_the_kernel_beside_the_scanned_ones():
     ("sum(price) % 2 = 0", TYPES, {}),  # a double remainder
     ("current_count + flag < 3", TYPES, {}),  # a boolean in arithmetic fails the evaluation
     ("price", TYPES, {}),  # a double, not a boolean
+    ("current_count < 9223372036854775807", TYPES, {}),  # an integer past 2**62
 ])
 def test_what_the_scan_leaves_to_the_kernel(expiry, types, keys):
     assert not expr_scan.scannable(oracle.parse(f"#expr({expiry})"), types, keys)

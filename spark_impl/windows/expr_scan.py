@@ -54,7 +54,7 @@ def _type_of(node, types: dict) -> str | None:
         if isinstance(value, bool):
             return "bool"
         if isinstance(value, int):
-            return "int"
+            return "int" if abs(value) < _SAFE_INT else None  # past a long's safe range: the kernel's Python ints
         return "float" if isinstance(value, float) else None  # a string; a null literal's type is not known
     if isinstance(node, (Name, EventProperty)):
         return types.get(node.name)
