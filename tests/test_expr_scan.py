@@ -118,3 +118,22 @@ def test_each_post_carries_its_events_properties():
     for row in got:
         event = by_id[row["trace_id"], row["id"]]
         assert repr((row["price"], row["flag"])) == repr((event["price"], event["flag"]))
+
+
+def test_a_long_sub_window_among_few_runs_the_kernel(monkeypatch):
+    """The scan steps all sub-windows together: one much longer than the chunk's
+    others (an ungrouped window over one long trace) goes to the kernel, the
+    short ones to the scan, and the posts are the kernel's."""
+    spec = oracle.parse("#expr(sum(price) < 30)")
+    monkeypatch.setattr(expr_scan, "LONG_RUN", 20)
+    rng = random.Random(8)
+    rows = [("t0", None, 0, START_SEQ, "start", 0, None, None, None, None, None)]
+    rows += [("t0", None, 0, n, "event", 10 * n, f"e{n}", None, rng.choice(PRICES), 1, True) for n in range(400)]
+    rows += [r for r in _rows(rng) if r[0] != "t0"]
+    table = _table(rows)
+    kernel = expr._kernel(spec, PARTITION, NAMES)
+    ran = []
+    scan = expr_scan.scan_kernel(spec, PARTITION, NAMES, TYPES, lambda t: ran.append(t.num_rows) or kernel(t), OUT)
+    got = _posted([pa.Table.from_batches(list(scan(iter(table.to_batches()))), schema=OUT)])
+    assert got == _sequential(spec, table)
+    assert ran == [401]  # t0 alone (its start row and 400 events)

@@ -23,7 +23,9 @@ value for value:
 Scanned only where every value is a number or a boolean of known type, so no
 evaluation can fail: no string, no `id`, no `distinct`, no double sub-window
 key (Spark's grouping merges 0.0 and -0.0, a sort does not split them), and
-no variable (a sub-window whose trace declares a variable or sets one, and a
+no variable (a sub-window whose trace declares a variable or sets one, one
+much longer than the others beside it (`LONG_RUN`: the steps would outnumber
+the rows, as over one trace without groups), and a
 chunk holding a value where numpy and Python could part, an integer past
 2**53 beside a double or an integer result past 2**62, run the
 per-sub-window kernel instead, `expr._kernel`).
@@ -38,6 +40,9 @@ from spark_impl import clock
 
 #: rows a scan takes at once (sub-windows whole): its width and its memory
 CHUNK_ROWS = 1_000_000
+#: a sub-window longer than this and than a sixteenth of its chunk runs the kernel: the scan
+#: pays a numpy round per step, worth it only where many sub-windows share the steps
+LONG_RUN = 256
 _EXACT_INT = 2 ** 53
 _SAFE_INT = 2 ** 62
 
@@ -393,7 +398,8 @@ def scan_kernel(spec, partition: tuple[str, ...], names: tuple[str, ...], types:
 
         starts = _starts(table, partition)
         lengths = np.diff(np.append(starts, table.num_rows))
-        sequential_ones = _with_variables(table, starts)
+        # a long sub-window among few: the scan's steps (one numpy round each) would outnumber the rows
+        sequential_ones = _with_variables(table, starts) | (lengths > max(LONG_RUN, table.num_rows // 16))
         scanned = np.repeat(~sequential_ones, lengths) & np.asarray(
             pc.equal(table.column("kind"), "event").to_numpy(zero_copy_only=False), bool)
         rows = table.filter(pa.array(scanned))
