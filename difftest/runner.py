@@ -478,13 +478,6 @@ class Runner:
         least MIN_BATCH (or all of them) and at most `batch_size`."""
         return max(min(MIN_BATCH, examples), min(self.batch_size, math.ceil(examples / SPECS_PER_KIND)))
 
-    def rate(self) -> float:
-        """Traces judged per second in this run so far (0.0 before two batches)."""
-        log = self.done_log
-        if len(log) < 2 or log[-1][0] <= log[0][0]:
-            return 0.0
-        return sum(n for _, n in log[1:]) / (log[-1][0] - log[0][0])
-
     def run(self, targets_: Sequence[Target], examples: int, budget: float | None) -> list[KindStats]:
         """Every target's windows, round by round, until each kind drew `examples`
         traces or found a disagreement, or `budget` seconds are spent."""
