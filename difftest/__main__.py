@@ -3,7 +3,8 @@
     difftest replay [--engine oracle|spark|both|streaming] [--micro-batches N] [--seed S] [--report FILE.json] PATH...
     difftest replay ... [--impl MODULE:FUNCTION]
     difftest bench [--engine oracle|spark|streaming] [--events N] [--keys K] [--window CLAUSE] [--repeat R]
-                   [--trace-frame] [--batch-rows R] [--budget SECONDS] [--no-bare] [--report FILE.json]
+                   [--trace-frame] [--batch-rows R] [--budget SECONDS] [--no-bare] [--stream-only]
+                   [--report FILE.json]
     difftest run [--dialect D] [--window CLAUSE] [--examples N] [--seed S] [--budget SECONDS]
                  [--engine spark|streaming | --impl MODULE:FUNCTION] [--report FILE.json]
 
@@ -205,6 +206,9 @@ def add_bench(subparsers) -> None:
     p.add_argument("--no-bare", action="store_true",
                    help="streaming: skip the bare streams (a processor posting each event as one row, keyed by "
                         "trace and by k) that the windows' rates are measured against")
+    p.add_argument("--stream-only", action="store_true",
+                   help="streaming: the windows' streams alone, without the bare streams, the batch beside them "
+                        "and the latency runs (tests/cluster/scaling.py measures one and two workers so)")
     p.add_argument("--report", type=Path, metavar="FILE.json", help="also write the figures as JSON")
     add_session_options(p)
     p.set_defaults(handler=cmd_bench)
@@ -242,7 +246,8 @@ def positive_float(text: str) -> float:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     open_session(args, args.engine in ("spark", "streaming"))
-    streaming_only = (("--batch-rows", args.batch_rows), ("--budget", args.budget), ("--no-bare", args.no_bare or None))
+    streaming_only = (("--batch-rows", args.batch_rows), ("--budget", args.budget), ("--no-bare", args.no_bare or None),
+                      ("--stream-only", args.stream_only or None))
     if args.engine != "streaming":
         for option, value in streaming_only:
             if value is not None:

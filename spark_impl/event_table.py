@@ -94,10 +94,13 @@ def apply_window_to_events(events_df: DataFrame, window: str | WindowSpec, *, or
     check_statement_columns(spec, events_df, order_col=order_col, time_col=time_col, trace_col=trace_col)
     rows = event_rows(events_df, order_col=order_col, time_col=time_col, trace_col=trace_col)
     has_ids = "id" in events_df.columns
-    if validate or until is not None:
+    # the checks' one pass decides a valid table; the exact checks run where it cannot, and name the problem
+    passed = validate and passes_checks(rows, traced=trace_col is not None, ids="true" if has_ids else None,
+                                        until=until, start=start or 0)
+    if not passed and (validate or until is not None):
         check_events(rows, order_col=order_col, time_col=time_col, trace_col=trace_col, until=until, order=validate,
                      start=(start or 0) if validate else None)
-    if validate and has_ids:
+    if not passed and validate and has_ids:
         _check_ids(rows, trace_col)
     if until is not None:
         ends = rows.groupBy("trace_id").agg(F.max("seq").alias("_last"))
@@ -285,6 +288,122 @@ def _check_ids(rows: DataFrame, trace_col: str | None) -> None:
             raise InvalidFrame(f"column 'id' is null{in_trace} (first at order {bad.seq}); every event has an id")
         raise InvalidFrame(f"column 'id' has the value {bad.id!r} {bad.n} times{in_trace} (first at order {bad.seq}); "
                            "an event's id is unique in its trace")
+
+
+def passes_checks(rows: DataFrame, *, traced: bool, ids: str | None, until: int | None = None,
+                  start: int | None = None) -> bool:
+    """Whether `rows` (trace_id, seq, time, and with `ids` an id column) pass
+    `check_events` and, with `ids` (SQL telling the rows whose id must be
+    there and unique in its trace: `true`, `kind = 'event'`), the id check
+    (`_check_ids`), decided by one job: one
+    scan of each input partition as it lies (Arrow through numpy) gives both
+    `_scan_partition`'s runs and `ids_may_repeat`'s bucketed hashes, one
+    shuffle of the hashes (8 bytes an event) by bucket merges them, and the
+    runs, a few rows per trace and partition, are lined up on the driver
+    (`runs_pass`). Exact where it says True; False where it finds a problem
+    or cannot tell (runs that overlap, a hash met twice): the caller then
+    runs the exact checks, which name the problem. Where `check_events` and
+    `_check_ids` read the table twice, this reads it once. `traced`: the
+    rows hold more than one trace (else no trace id is sent per row)."""
+    sent = [F.col(c) for c in (("trace_id", "seq", "time") if traced else ("seq", "time"))]
+    if ids is not None:
+        checked = F.coalesce(F.expr(ids), F.lit(False))
+        sent += [F.when(checked, F.xxhash64("trace_id", "id")).alias("h"), (checked & F.col("id").isNull()).alias("missing")]
+    scanned = rows.select(*sent).mapInArrow(_scan_and_bucket, _ONE_PASS)
+    found = scanned.repartition("bucket").mapInArrow(_merge_buckets, _ONE_PASS).collect()
+    if any(row["suspect"] for row in found):
+        return False
+    runs = [row for row in found if row["bucket"] is None]
+    return runs_pass(runs, until=until, start=start)
+
+
+def runs_pass(runs: list, *, until: int | None = None, start: int | None = None) -> bool:
+    """Whether the partitions' runs of a table (`_RUN` rows, of every trace)
+    show it passes `check_events`: no null trace, seq or time, no negative
+    seq, no seq twice and no time going back along seq (within each run, and
+    between a trace's runs lined up by seq), no time after `until` nor before
+    `start`. False also where the runs of a trace overlap (it cannot tell)."""
+    by_trace: dict = {}
+    for row in runs:
+        by_trace.setdefault(row["trace_id"], []).append(row)
+    for trace_id, parts in by_trace.items():
+        n = sum(p["n"] for p in parts)
+        lows = [p["lo"] for p in parts if p["lo"] is not None]
+        if trace_id is None or sum(p["n_seq"] for p in parts) != n or sum(p["n_time"] for p in parts) != n:
+            return False
+        if (lows and min(lows) < 0) or any(p["bad_seq"] is not None for p in parts):
+            return False
+        lined = sorted((p for p in parts if p["first_seq"] is not None), key=lambda p: p["first_seq"])
+        if any(a["last_seq"] >= b["first_seq"] or a["last_time"] > b["first_time"] for a, b in zip(lined, lined[1:])):
+            return False
+        if until is not None and any(p["latest"] is not None and p["latest"] > until for p in parts):
+            return False
+        if start is not None and lined and lined[0]["first_time"] < start:
+            return False
+    return True
+
+
+def _one_pass_schema():
+    import pyarrow as pa
+
+    return pa.schema([("trace_id", pa.string())] + [(name, pa.int64()) for name in _RUN_LONGS]
+                     + [("bucket", pa.int32()), ("hashes", pa.binary()), ("suspect", pa.bool_())])
+
+
+def _scan_and_bucket(batches):
+    """mapInArrow: one input partition's (trace_id?, seq, time[, h, missing]) rows -> its runs
+    (`_scan_partition`) and its hashes' sorted runs per bucket or a suspect (`_sorted_hash_runs`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    batches = [b for b in batches if b.num_rows]
+    if not batches:
+        return
+    table = pa.Table.from_batches(batches)
+    schema = _one_pass_schema()
+    names = [n for n in ("trace_id", "seq", "time") if n in table.column_names]
+    for run in _scan_partition(table.select(names).to_batches()):
+        columns = {name: run.column(name) for name in run.schema.names}
+        yield pa.RecordBatch.from_arrays(
+            [columns.get(f.name, pa.nulls(run.num_rows, f.type)) for f in schema], schema=schema)
+    if "h" in table.column_names:
+        # the events' hashes (a row that is no event has none)
+        hashes = table.select(["h", "missing"]).filter(pc.is_valid(table.column("h")))
+        for run in _sorted_hash_runs(hashes.to_batches()):
+            if not run.num_rows:
+                continue
+            columns = {name: run.column(name) for name in run.schema.names}
+            yield pa.RecordBatch.from_arrays(
+                [columns.get(f.name, pa.nulls(run.num_rows, f.type)) for f in schema], schema=schema)
+
+
+def _merge_buckets(batches):
+    """mapInArrow: the scan's rows of one or more buckets (and the runs, bucket null) -> the runs as they
+    came and one row of whether a suspect came or a hash was met in two partitions' runs."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    schema = _one_pass_schema()
+    blobs, suspect, any_hashes = [], False, False
+    for batch in batches:
+        is_run = pc.is_null(batch.column("bucket"))
+        runs = batch.filter(is_run)
+        if runs.num_rows:
+            yield runs
+        hashed = batch.filter(pc.invert(is_run))
+        if hashed.num_rows:
+            any_hashes = True
+            suspect = suspect or bool(pc.any(hashed.column("suspect")).as_py())
+            blobs += [np.frombuffer(blob, np.int64) for blob in hashed.column("hashes").to_pylist() if blob]
+    if not any_hashes:
+        return
+    if not suspect and blobs:
+        h = np.sort(np.concatenate(blobs))
+        suspect = bool((h[1:] == h[:-1]).any())
+    yield pa.RecordBatch.from_arrays([pa.nulls(1, f.type) if f.name not in ("bucket", "suspect") else
+                                      pa.array([0] if f.name == "bucket" else [suspect], f.type) for f in schema],
+                                     schema=schema)
 
 
 # The problems `check_events` finds, by rank: the first by (rank, trace, seq) is reported.
@@ -509,6 +628,9 @@ def _ascending(codes, seqs) -> bool:
 
 
 _RUN_LONGS = tuple(c.split()[0] for c in _RUN.split(", ")[1:])
+#: `_scan_and_bucket`'s rows: a partition's runs (`_RUN`, `bucket` null), or one bucket of its events' sorted
+#: (trace, id) hashes (`hashes`), or a suspect (`suspect`: an event without an id, a hash met twice)
+_ONE_PASS = _RUN + ", bucket int, hashes binary, suspect boolean"
 
 
 def _describe(problem, order_col: str, time_col: str, trace_col: str | None, until: int | None,
@@ -570,6 +692,8 @@ def check_trace_frame(trace_df: DataFrame, per_trace: list | None = None, scanne
         jumps = any(row["jumps"] for row in per_trace)
         if first is None and scanned is not None and scan_decides(scanned):
             return jumps
+    if first is None and passes_checks(trace_df.where("kind <> 'start'"), traced=True, ids="kind = 'event'"):
+        return jumps
     if first is not None or ids_may_repeat(trace_df.where("kind = 'event'").select("trace_id", "id")):
         # a problem, or ids that may repeat: the exact aggregate names the first problem
         first = _first_trace_problem(trace_df, distinct_ids=True).first
@@ -631,36 +755,25 @@ def _scanned_schema():
 
 def scan_decides(scanned: list) -> bool:
     """Whether the rows of `scan_and_hash` show the frame passes the order and
-    id checks: no null trace, seq or time, no negative seq, no seq twice and
-    no time going back along seq (each partition's runs, lined up by seq as
-    `scanned_problems` lines them), no event without an id and no hash met
-    twice. False also where it cannot tell (runs that overlap, a hash met
-    twice: two ids may share one): the caller then runs the exact checks."""
+    id checks: no event without an id and no hash met twice, and the runs
+    pass (`runs_pass`). False also where it cannot tell (runs that overlap, a
+    hash met twice: two ids may share one): the caller then runs the exact
+    checks."""
     import numpy as np
 
-    hashes, runs = [], {}
+    hashes, runs = [], []
     for row in scanned:
         if row["hashes"] is not None:
             if row["missing_id"]:
                 return False
             hashes.append(np.frombuffer(row["hashes"], np.int64))
         else:
-            runs.setdefault(row["trace_id"], []).append(row)
+            runs.append(row)
     if hashes:
         h = np.sort(np.concatenate(hashes))
         if bool((h[1:] == h[:-1]).any()):
             return False
-    for trace_id, parts in runs.items():
-        n = sum(p["n"] for p in parts)
-        lows = [p["lo"] for p in parts if p["lo"] is not None]
-        if trace_id is None or sum(p["n_seq"] for p in parts) != n or sum(p["n_time"] for p in parts) != n:
-            return False
-        if (lows and min(lows) < 0) or any(p["bad_seq"] is not None for p in parts):
-            return False
-        lined = sorted((p for p in parts if p["first_seq"] is not None), key=lambda p: p["first_seq"])
-        if any(a["last_seq"] >= b["first_seq"] or a["last_time"] > b["first_time"] for a, b in zip(lined, lined[1:])):
-            return False
-    return True
+    return runs_pass(runs)
 
 
 #: `trace_checks`' column telling a trace has a problem

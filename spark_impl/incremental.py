@@ -55,6 +55,7 @@ from spark_impl.event_table import (
     check_statement_columns,
     check_trace_frame,
     event_rows,
+    passes_checks,
 )
 from spark_impl.windows import Context
 from spark_impl.windows.base import quoted
@@ -112,10 +113,11 @@ def apply_window_incrementally(events_df: DataFrame, window: str | WindowSpec, *
         check_clock("start", start)
         check_statement_columns(spec, events_df, order_col=order_col, time_col=time_col, trace_col=trace_col)
         items, jumps = event_rows(events_df, order_col=order_col, time_col=time_col, trace_col=trace_col), False
-        if validate:
+        has_ids = "id" in events_df.columns
+        if validate and not passes_checks(items, traced=trace_col is not None, ids="true" if has_ids else None):
             check_events(items, order_col=order_col, time_col=time_col, trace_col=trace_col, until=None, order=True,
                          start=None)
-            if "id" in events_df.columns:
+            if has_ids:
                 _check_ids(items, trace_col)
     if state is not None:
         _check_state(state)

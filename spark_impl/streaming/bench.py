@@ -1,12 +1,13 @@
 """`difftest bench --engine streaming [--events N --batch-rows R] [--keys K] [--window CLAUSE ...]
-[--budget SECONDS] [--report FILE.json]`: the windows on a stream (issue 45) on local[2] (or the
+[--budget SECONDS] [--no-bare] [--stream-only] [--report FILE.json]`: the windows on a stream (issue 45) on local[2] (or the
 session's master), beside the batch `apply_window` of the same data.
 
 Input: one trace of N events over K keys (default 10,000), one event per ms
 (`seq` = `time` = n, `id` = n as text), the key `k` of each event drawn
 uniformly (numpy, seed 28), as trace items (`spark_impl.frames`' input
 schema) in Parquet files of R rows each, written once before any timing, in
-`seq` order. An eKuiper query reads `k` as `color`. By default two sizes
+`seq` order, in row groups of `ROW_GROUP_ROWS` rows (so several tasks read
+a file). An eKuiper query reads `k` as `color`. By default two sizes
 (`SIZES`): 5 M events in micro-batches of 1 M rows, and 1 M in micro-batches
 of 100,000 rows; `--events`/`--batch-rows` give one size.
 
@@ -43,7 +44,9 @@ default `WORKLOADS`) and size:
 
 Before the timed runs one tiny stream (a single file of 1,000 events) runs
 through the first workload untimed. Each workload runs `--repeat` times
-(default 1), the best counts. Targets (issue 45): micro-batches of 1 M rows
+(default 1), the best counts. `--stream-only` runs the windows' streams alone (no bare
+streams, batch or latency runs): `tests/cluster/scaling.py` so measures one
+worker against two. Targets (issue 45): micro-batches of 1 M rows
 at least 0.3 M events/s and within 1.5x the batch; of 100,000 rows at least
 0.1 M events/s; a 1,000-row micro-batch under 1 s.
 
@@ -119,6 +122,10 @@ from pathlib import Path
 from attrs import asdict, define, field
 
 
+#: rows per Parquet row group of the input files: Spark splits a file between tasks at row groups, so a
+#: micro-batch's file of 1 M rows is read by several tasks (as a topic of several partitions is), where one
+#: row group of 1 M rows is one task however many cores there are
+ROW_GROUP_ROWS = 131_072
 #: (events, rows per micro-batch) of the default run (issue 45)
 SIZES = ((5_000_000, 1_000_000), (1_000_000, 100_000))
 EVENTS, BATCH_ROWS = SIZES[-1]
@@ -215,7 +222,7 @@ def write_stream(folder: Path, events: int, keys: int, batch_rows: int, seed: in
             pa.array(n.astype(str).tolist(), pa.string()), pa.nulls(size, pa.string()), pa.nulls(size, pa.string()),
             pa.array(key[first:first + size])], schema=schema)
         path = folder / f"batch-{files:05d}.parquet"
-        pq.write_table(table, path)
+        pq.write_table(table, path, row_group_size=ROW_GROUP_ROWS)
         os.utime(path, (stamp + files, stamp + files))
         files += 1
     return files
@@ -589,7 +596,8 @@ def main(args) -> int:
     """Entry point of `difftest bench --engine streaming`: `args.events` and
     `args.batch_rows` (one size; default `SIZES`), `args.keys`,
     `args.window` (default `WORKLOADS`), `args.repeat`, `args.budget`,
-    `args.report`, `args.no_bare`."""
+    `args.report`, `args.no_bare`, `args.stream_only` (the streams alone:
+    no bare streams, batch or latency runs)."""
     from spark_impl.session import active_master, get_spark
 
     events = getattr(args, "events", None)
@@ -607,8 +615,9 @@ def main(args) -> int:
           + (f", budget {budget:g} s per stream" if budget else ""), flush=True)
     folder = Path(tempfile.mkdtemp(prefix="window-oracle-stream-bench-"))
     try:
+        alone = getattr(args, "stream_only", False)
         figures = measure(spark, sizes, keys, windows, folder, repeat=repeat, budget=budget,
-                          bare=not getattr(args, "no_bare", False))
+                          bare=not (getattr(args, "no_bare", False) or alone), batch=not alone, latency=not alone)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     print("\n".join(table(figures)))
