@@ -15,11 +15,10 @@ size (in a temporary folder, untimed) and read back by every workload.
   `kind`, `time`, `id` and the properties: a projection of the file), as a
   user calls it on recorded traces: the frame's check (two jobs) finds no
   jump, so the plan is made for input without jumps;
-* the table check alone (`spark_impl.event_table.check_events`), which every
-  window above runs before planning (`validate=True`), so its share shows;
-  and the id check alone (`event_table.id_problems`), which every window
-  above runs too since the table has an `id` column (a table without one
-  takes its ids from the order column and skips it);
+* the checks alone (`spark_impl.event_table.one_pass`: the order scan and,
+  since the table has an `id` column, the id hashes, in one job), which every
+  window above runs before planning (`validate=True`), so its share shows
+  (the exact checks run only where that pass cannot decide, never here);
 * bare: what any keyed window costs in Spark at least, `lag(id, 10)` over the
   keys in `n` order (one shuffle and sort), no update identity, no clock.
 * bare with the output's rows (`BARE_ROWS`): the same `lag` of the event ten
@@ -179,8 +178,7 @@ WINDOWS = ("#groupwin(k)#length(10)", "#time(10 sec)", "#groupwin(k)#time_batch(
            "ccl: KEEP EVERY 10 SECONDS", "apama: partition by v.k retain 10 every 5", *KUIPER_QUERIES, *STATEMENTS)
 BARE = "bare: lag(id, 10) by key"
 BARE_ROWS = "bare with the output's rows (insert, remove)"
-CHECK = "table check alone (in each window)"
-CHECK_IDS = "id check alone (in each window: the table has ids)"
+CHECK = "the checks alone (in each window: order and ids, one pass)"
 TARGET_BARE, TARGET_SCALING = 1.5, 10.0  # issue 27: every window within 1.5x of bare at 10 M
 
 
@@ -242,24 +240,14 @@ def bare_rows(events):
 
 
 def check(events):
-    """The table check every `apply_window_to_events` above runs (its share of
-    their times): the frame of problems its scan finds."""
+    """The checks every `apply_window_to_events` above runs (their share of
+    their times): the one pass over the order and the ids (`one_pass`)."""
     from pyspark.sql import functions as F
 
-    from spark_impl.event_table import ONE_TRACE, scanned_problems
+    from spark_impl.event_table import ONE_TRACE, one_pass
 
-    rows = events.select(F.lit(ONE_TRACE).alias("trace_id"), F.col("n").alias("seq"), F.col("t").alias("time"))
-    return scanned_problems(rows, None, traced=False)
-
-
-def check_ids(events):
-    """The id check every `apply_window_to_events` above runs (the events
-    have an `id` column): the first id null or repeated, as it asks for it."""
-    from pyspark.sql import functions as F
-
-    from spark_impl.event_table import ONE_TRACE, id_problems
-
-    return id_problems(events.select(F.lit(ONE_TRACE).alias("trace_id"), F.col("n").alias("seq"), "id")).limit(1)
+    rows = events.select(F.lit(ONE_TRACE).alias("trace_id"), F.col("n").alias("seq"), F.col("t").alias("time"), "id")
+    return one_pass(rows, traced=False, ids="true")
 
 
 def dialect_and_clause(window: str) -> tuple[str, str]:
@@ -331,7 +319,7 @@ def workloads(windows: Sequence[str], trace_frame: bool = False) -> dict[str, Ca
         if trace_frame:
             runs[w + TRACED] = traced(w)
     baselines = {baseline_name(w): spark_window(w) for w in windows if is_query(w)}
-    return {**runs, **baselines, CHECK: check, CHECK_IDS: check_ids, BARE_ROWS: bare_rows, BARE: bare}
+    return {**runs, **baselines, CHECK: check, BARE_ROWS: bare_rows, BARE: bare}
 
 
 def baseline_name(query: str) -> str:
@@ -405,8 +393,8 @@ def summary(timings: list[Timing], windows: Sequence[str]) -> list[dict]:
                       for w, b in list(baselines.items()) if w in traced})
     measured = [name for w in windows for name in ((w, w + UNCHECKED) if is_query(w) else (w,))]
     measured += [w + TRACED for w in traced]
-    for window in (*measured, *(b for b in dict.fromkeys(baselines.values()) if b not in measured), CHECK,
-                   CHECK_IDS, BARE_ROWS, BARE):
+    for window in (*measured, *(b for b in dict.fromkeys(baselines.values()) if b not in measured), CHECK, BARE_ROWS,
+                   BARE):
         for n in sizes:
             if (window, n) not in by:  # a baseline left out of the run
                 continue
@@ -427,7 +415,7 @@ def verdict(row: dict, largest: int) -> str:
     """A window's row against the targets: at the largest size only (`TARGET_BARE`
     on `vs_bare`, `TARGET_SCALING` on `scaling`); "" for the baselines' rows and
     smaller sizes; a query's own verdict is its line against its baseline."""
-    baselines = (BARE, BARE_ROWS, CHECK, CHECK_IDS, *KUIPER_QUERIES.values())
+    baselines = (BARE, BARE_ROWS, CHECK, *KUIPER_QUERIES.values())
     if row["events"] != largest or row["window"] in baselines:
         return ""
     window = row["window"].removesuffix(TRACED)

@@ -68,9 +68,10 @@ def apply_window_to_events(events_df: DataFrame, window: str | WindowSpec, *, or
     * `start`: the clock when the window is created (default 0).
     * `pane_rows`: False for an eKuiper query's output rows only (what its sink
       receives), without the panes' rows.
-    * `validate`: check the table before planning (`check_events`: one scan
-      of the order and time columns as the table lies; and, where the table
-      has an `id` column, one aggregate over every (trace, id)): a null order,
+    * `validate`: check the table before planning (`passes_checks`: one scan
+      of the order and time columns as the table lies and, where the table
+      has an `id` column, of its ids' hashes, in one job; the exact checks,
+      `check_events` and `_check_ids`, only where it cannot decide): a null order,
       time or trace value, a negative or repeated order value, a time that
       goes back along the order, an `until` before a trace's last event, or
       an id null or repeated in its trace raises `InvalidFrame` naming the
@@ -305,16 +306,23 @@ def passes_checks(rows: DataFrame, *, traced: bool, ids: str | None, until: int 
     runs the exact checks, which name the problem. Where `check_events` and
     `_check_ids` read the table twice, this reads it once. `traced`: the
     rows hold more than one trace (else no trace id is sent per row)."""
-    sent = [F.col(c) for c in (("trace_id", "seq", "time") if traced else ("seq", "time"))]
-    if ids is not None:
-        checked = F.coalesce(F.expr(ids), F.lit(False))
-        sent += [F.when(checked, F.xxhash64("trace_id", "id")).alias("h"), (checked & F.col("id").isNull()).alias("missing")]
-    scanned = rows.select(*sent).mapInArrow(_scan_and_bucket, _ONE_PASS)
-    found = scanned.repartition("bucket").mapInArrow(_merge_buckets, _ONE_PASS).collect()
+    found = one_pass(rows, traced=traced, ids=ids).collect()
     if any(row["suspect"] for row in found):
         return False
     runs = [row for row in found if row["bucket"] is None]
     return runs_pass(runs, until=until, start=start)
+
+
+def one_pass(rows: DataFrame, *, traced: bool, ids: str | None) -> DataFrame:
+    """`passes_checks`' job as a frame: the runs of each input partition
+    (`bucket` null) and a row per merged task of whether it met a suspect."""
+    sent = [F.col(c) for c in (("trace_id", "seq", "time") if traced else ("seq", "time"))]
+    if ids is not None:
+        checked = F.coalesce(F.expr(ids), F.lit(False))
+        sent += [F.when(checked, F.xxhash64("trace_id", "id")).alias("h"),
+                 (checked & F.col("id").isNull()).alias("missing")]
+    scanned = rows.select(*sent).mapInArrow(_scan_and_bucket, _ONE_PASS)
+    return scanned.repartition("bucket").mapInArrow(_merge_buckets, _ONE_PASS)
 
 
 def runs_pass(runs: list, *, until: int | None = None, start: int | None = None) -> bool:
@@ -664,7 +672,9 @@ def _describe(problem, order_col: str, time_col: str, trace_col: str | None, unt
 def check_trace_frame(trace_df: DataFrame, per_trace: list | None = None, scanned: list | None = None) -> bool:
     """Raise `InvalidFrame` for the first problem of a trace frame (the input of
     `apply_window`), naming the column, the trace and the value: what the
-    oracle refuses in a trace, in three Spark jobs. Returns whether the frame
+    oracle refuses in a trace: a valid frame in two Spark jobs (the
+    aggregate below, then `passes_checks` over the items), a frame with a
+    problem in up to three more, which name it. Returns whether the frame
     holds a `jump` item (found by the first job: a plan for input without
     jumps is cheaper).
 
