@@ -449,13 +449,15 @@ def test_bench_streaming_hands_over_to_the_streaming_bench(monkeypatch, java_hom
     seen = []
     module = types.ModuleType("spark_impl.streaming.bench")
     module.main = lambda args: seen.append((args.engine, args.events, args.keys, args.batch_rows, args.budget,
-                                            args.window, args.no_bare)) or 0
+                                            args.window, args.no_bare, args.stream_only)) or 0
     monkeypatch.setitem(sys.modules, "spark_impl.streaming.bench", module)
     assert main(["bench", "--engine", "streaming", "--events", "3000", "--keys", "50", "--batch-rows", "1000",
                  "--budget", "2.5", "--window", "ccl: KEEP 10 ROWS PER(k)", "--no-bare"]) == 0
     assert main(["bench", "--engine", "streaming"]) == 0  # the module's own defaults: 1 M events, 10,000 keys
-    assert seen == [("streaming", 3000, 50, 1000, 2.5, ["ccl: KEEP 10 ROWS PER(k)"], True),
-                    ("streaming", None, None, None, None, None, False)]
+    assert main(["bench", "--engine", "streaming", "--stream-only"]) == 0
+    assert seen == [("streaming", 3000, 50, 1000, 2.5, ["ccl: KEEP 10 ROWS PER(k)"], True, False),
+                    ("streaming", None, None, None, None, None, False, False),
+                    ("streaming", None, None, None, None, None, False, True)]
 
 
 def test_no_bare_applies_to_the_streaming_bench_only(capsys):
@@ -634,6 +636,7 @@ def test_spark_bench_runs_its_workloads_in_turn_so_none_is_measured_warmer(monke
     (["bench", "--batch-rows", "10"], "--batch-rows applies to --engine streaming only"),
     (["bench", "--engine", "spark", "--budget", "10"], "--budget applies to --engine streaming only"),
     (["bench", "--engine", "streaming", "--trace-frame"], "--trace-frame applies to --engine spark only"),
+    (["bench", "--engine", "spark", "--stream-only"], "--stream-only applies to --engine streaming only"),
 ])
 def test_options_that_do_not_apply_are_refused(capsys, monkeypatch, args, words):
     from difftest import __main__ as cli

@@ -100,6 +100,16 @@ survey 2.9 s, checks 2.5 s, state 7.9 s, updates 4.5 s. Writing the state
 and the updates by one job (the sink reading the updates back) was slower:
 14.3 s and a 1.0 s read against 7.9 + 4.5 s; the two plans share little but
 their input, and the updates are written once more.
+Placing the items and the state once by the window's partition (repartitioned by
+trace and key, sorted by seq and persisted, so the state's and the updates'
+plans read them without a shuffle; 2026-12-04, 3 M events in micro-batches of
+1 M, another job running) was slower: 95.3 s against 76.9 s, the survey
+paying the placing (and a second read of the items for the order scan, which
+reads them as they arrived) more than the plans saved. On a standalone
+cluster of one-core workers (`tests/cluster/scaling.py`, 2 M events in
+micro-batches of 500,000) two workers ran at 0.85x one worker's events/s
+(the batch of the same events at 1.39x): a micro-batch's time is its jobs'
+fixed costs, not its rows' work.
 The other design's floor is no nearer the targets: `applyInPandasWithState`
 posting each event as one row and counting per key, with no window at all,
 takes 15.10 s for 5 M keyed by the trace (one core: the stream is one
