@@ -50,26 +50,27 @@ worker against two. Targets (issue 45): micro-batches of 1 M rows
 at least 0.3 M events/s and within 1.5x the batch; of 100,000 rows at least
 0.1 M events/s; a 1,000-row micro-batch under 1 s.
 
-**The last measured run** (2026-12-03, at 80567d0: `difftest bench --engine
+**The last measured run** (2026-12-04, at c19f0e8: `difftest bench --engine
 streaming --no-bare --budget 150`, defaults, one run, nothing else on the
 machine, local[2]; every stream posted exactly the batch's rows; the bare
-floors are of 2026-11-28):
+floors are of 2026-11-28, the run before in brackets, 2026-12-03 at 80567d0,
+its files one row group each and its checks three jobs):
 
 | workload | 5 M / 1 M rows | batch | x | 1 M / 100,000 rows | batch | x | 1,000 rows |
 |---|---:|---:|---:|---:|---:|---:|---:|
 | bare `applyInPandasWithState`, keyed by trace | 15.10 s | | | 5.54 s | | | |
 | bare `applyInPandasWithState`, keyed by `k` | 38.06 s | | | 52.24 s | | | |
-| `#groupwin(k)#time(10 sec)` | 93.63 s | 21.76 s | 4.30 | 75.09 s | 14.98 s | 5.01 | 3.51 s |
-| `#groupwin(k)#length(10)` | 52.30 s | 18.75 s | 2.79 | 45.68 s | 12.14 s | 3.76 | 2.43 s |
-| `ccl: KEEP 10 ROWS PER(k)` | 54.73 s | 19.36 s | 2.83 | 44.43 s | 8.79 s | 5.05 | 2.42 s |
-| eKuiper tumbling count by color | 83.67 s | 22.27 s | 3.76 | 50.47 s | 10.39 s | 4.86 | 2.72 s |
+| `#groupwin(k)#time(10 sec)` | 106.93 s (93.63) | 20.34 s | 5.26 | 65.67 s (75.09) | 14.35 s | 4.58 | 3.05 s |
+| `#groupwin(k)#length(10)` | 49.46 s (52.30) | 15.77 s | 3.14 | 32.95 s (45.68) | 7.56 s | 4.36 | 2.48 s |
+| `ccl: KEEP 10 ROWS PER(k)` | 41.24 s (54.73) | 13.04 s | 3.16 | 26.86 s (44.43) | 7.20 s | 3.73 | 2.44 s |
+| eKuiper tumbling count by color | 80.16 s (83.67) | 19.31 s | 4.15 | 44.73 s (50.47) | 10.65 s | 4.20 | 2.79 s |
 
 The state after the last micro-batch: 100,000 rows (1.44 MiB) for the
 length windows (each key's last ten), 20,000 for `#time(10 sec)` (the events
 of the last 10 s) and for the eKuiper query (the rows of its open panes).
-The JVM's peak: 2.1 to 3.2 GiB; the largest Python worker's: 214 to 278 MiB.
-The batch of the same files runs at 224 to 267 k events/s at 5 M and 67 to
-114 k at 1 M in ten files, under the stream targets themselves.
+The JVM's peak: 2.6 to 4.2 GiB; the largest Python worker's: 209 to 265 MiB.
+The batch of the same files runs at 246 to 383 k events/s at 5 M and 70 to
+139 k at 1 M in ten files, under the stream targets themselves.
 
 **Jobs per micro-batch** (`#groupwin(k)#length(10)`, a 1,000-row micro-batch
 after 100,000 events, the fourth to sixth, counted by the query's job group,
