@@ -179,7 +179,9 @@ WINDOWS = ("#groupwin(k)#length(10)", "#time(10 sec)", "#groupwin(k)#time_batch(
 BARE = "bare: lag(id, 10) by key"
 BARE_ROWS = "bare with the output's rows (insert, remove)"
 CHECK = "the checks alone (in each window: order and ids, one pass)"
-TARGET_BARE, TARGET_SCALING = 1.5, 10.0  # issue 27: every window within 1.5x of bare at 10 M
+#: issue 47: every window within 2x of bare at 10 M with its defaults (the checks included), within 1.5x
+#: with `validate=False`; and at most 10x the time at 10 times the events
+TARGET_BARE, TARGET_UNCHECKED, TARGET_SCALING = 2.0, 1.5, 10.0
 
 
 @frozen
@@ -413,7 +415,8 @@ def summary(timings: list[Timing], windows: Sequence[str]) -> list[dict]:
 
 def verdict(row: dict, largest: int) -> str:
     """A window's row against the targets: at the largest size only (`TARGET_BARE`
-    on `vs_bare`, `TARGET_SCALING` on `scaling`); "" for the baselines' rows and
+    on `vs_bare`, `TARGET_UNCHECKED` for a row with `validate=False`,
+    `TARGET_SCALING` on `scaling`); "" for the baselines' rows and
     smaller sizes; a query's own verdict is its line against its baseline."""
     baselines = (BARE, BARE_ROWS, CHECK, *KUIPER_QUERIES.values())
     if row["events"] != largest or row["window"] in baselines:
@@ -422,8 +425,9 @@ def verdict(row: dict, largest: int) -> str:
     if is_query(window.removesuffix(UNCHECKED)) or window in STATEMENTS:
         return "see below"
     misses = []
-    if row["vs_bare"] > TARGET_BARE:
-        misses.append(f"x bare {row['vs_bare']:.2f} > {TARGET_BARE}")
+    target = TARGET_UNCHECKED if window.endswith(UNCHECKED) else TARGET_BARE
+    if row["vs_bare"] > target:
+        misses.append(f"x bare {row['vs_bare']:.2f} > {target}")
     if row.get("scaling") is not None and row["scaling"] > TARGET_SCALING:
         misses.append(f"scaling {row['scaling']:.2f} > {TARGET_SCALING}")
     return "MISSES: " + ", ".join(misses) if misses else "meets"
@@ -454,7 +458,8 @@ def table(rows: list[dict]) -> list[str]:
             target = (f"target <= {TARGET_KUIPER}: {met}" if r["window"].endswith(UNCHECKED)
                       else "the table check included, which window() does not do")
             lines.append(f"{r['window']} at {r['events']:,d}: {r['vs_baseline']:.2f} x {r['baseline']} ({target})")
-    lines.append(f"targets: x bare <= {TARGET_BARE} at 10 M, t(10 M)/t(1 M) <= {TARGET_SCALING}; "
+    lines.append(f"targets: x bare <= {TARGET_BARE} at 10 M ({TARGET_UNCHECKED} with validate=False), "
+                 f"t(10 M)/t(1 M) <= {TARGET_SCALING}; "
                  "exchanges: shuffles + broadcasts as planned")
     return lines
 
