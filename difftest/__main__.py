@@ -3,7 +3,7 @@
     difftest replay [--engine oracle|spark|both|streaming] [--micro-batches N] [--seed S] [--report FILE.json] PATH...
     difftest replay ... [--impl MODULE:FUNCTION]
     difftest bench [--engine oracle|spark|streaming] [--events N] [--keys K] [--window CLAUSE] [--repeat R]
-                   [--trace-frame] [--batch-rows R] [--budget SECONDS] [--no-bare] [--stream-only]
+                   [--trace-frame] [--unchecked] [--batch-rows R] [--budget SECONDS] [--no-bare] [--stream-only]
                    [--report FILE.json]
     difftest run [--dialect D] [--window CLAUSE] [--examples N] [--seed S] [--budget SECONDS]
                  [--engine spark|streaming | --impl MODULE:FUNCTION] [--report FILE.json]
@@ -198,6 +198,8 @@ def add_bench(subparsers) -> None:
                    help="timed runs, best counts (default: 3 for the oracle, 2 per size for spark, 1 for streaming)")
     p.add_argument("--trace-frame", action="store_true",
                    help="spark: also measure each window through apply_window on the events as a trace frame")
+    p.add_argument("--unchecked", action="store_true",
+                   help="spark: also measure each window with validate=False (its plan without the input checks)")
     p.add_argument("--batch-rows", type=positive_int, metavar="R",
                    help="streaming: rows per micro-batch (one Parquet file each; default 100000)")
     p.add_argument("--budget", type=positive_float, metavar="SECONDS",
@@ -255,11 +257,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.engine == "spark":
         return load_spark("spark_impl.bench", "main")(args) or 0
     if args.engine == "streaming":
+        if args.unchecked:
+            raise UsageError("--unchecked applies to --engine spark only")
         if args.trace_frame:
             raise UsageError("--trace-frame applies to --engine spark only; the streaming bench runs each window "
                              "beside the batch apply_window of the same trace")
         return load_spark("spark_impl.streaming.bench", "main")(args) or 0
-    for option, value in (("--keys", args.keys), ("--window", args.window), ("--trace-frame", args.trace_frame or None)):
+    for option, value in (("--keys", args.keys), ("--window", args.window), ("--trace-frame", args.trace_frame or None),
+                          ("--unchecked", args.unchecked or None)):
         if value is not None:
             raise UsageError(f"{option} applies to --engine spark only; the oracle's bench measures "
                              "#length(100) and #time(10 sec) on one key")

@@ -10,6 +10,8 @@ size (in a temporary folder, untimed) and read back by every workload.
 * each window (an Esper clause, or `<dialect>: <clause>`, e.g. `apama: partition
   by v.k within 10.0 every 1.0 retain 5`): `spark_impl.apply_window_to_events(events,
   window, order_col="n", time_col="t", dialect=...)`, every column of the output;
+* with `--unchecked`, each window also with `validate=False` (its row
+  marked so, held to `TARGET_UNCHECKED`): the window's plan without its checks;
 * with `--trace-frame`, each window also through `spark_impl.apply_window` with
   its defaults, on the same events as a trace frame (`trace_id`, `seq`,
   `kind`, `time`, `id` and the properties: a projection of the file), as a
@@ -293,7 +295,7 @@ def as_trace_frame(events):
     return events.selectExpr("'0' AS trace_id", "n AS seq", "'event' AS kind", "t AS time", "id", "k", "price")
 
 
-def workloads(windows: Sequence[str], trace_frame: bool = False) -> dict[str, Callable]:
+def workloads(windows: Sequence[str], trace_frame: bool = False, unchecked: bool = False) -> dict[str, Callable]:
     from spark_impl import apply_window, apply_window_to_events
 
     def window_of(window: str, validate: bool = True) -> Callable:
@@ -304,7 +306,8 @@ def workloads(windows: Sequence[str], trace_frame: bool = False) -> dict[str, Ca
                                                          order_col="n", time_col="t", dialect="kuiper",
                                                          pane_rows=False, validate=validate)
         dialect, clause = dialect_and_clause(window)
-        return lambda events: apply_window_to_events(events, clause, order_col="n", time_col="t", dialect=dialect)
+        return lambda events: apply_window_to_events(events, clause, order_col="n", time_col="t", dialect=dialect,
+                                                     validate=validate)
 
     def traced(window: str) -> Callable:
         dialect, clause = ("kuiper", dialect_and_clause(window)[1]) if is_query(window) else dialect_and_clause(window)
@@ -316,7 +319,7 @@ def workloads(windows: Sequence[str], trace_frame: bool = False) -> dict[str, Ca
     runs = {}
     for w in windows:
         runs[w] = window_of(w)
-        if is_query(w):
+        if is_query(w) or unchecked:
             runs[w + UNCHECKED] = window_of(w, validate=False)
         if trace_frame:
             runs[w + TRACED] = traced(w)
@@ -356,13 +359,14 @@ def run_once(spark, build: Callable, path: str) -> tuple[float, int, int]:
 
 
 def measure(spark, sizes: Sequence[int], keys: int, windows: Sequence[str], folder: Path,
-            repeat: int = 2, trace_frame: bool = False) -> list[Timing]:
+            repeat: int = 2, trace_frame: bool = False, unchecked: bool = False) -> list[Timing]:
     """Every workload warmed on the smallest size, then per size `repeat`
     rounds of one run of each workload in turn: a workload compared with
     another never gains from running after it (the JVM warms its shared code,
     the parquet reader and the hash aggregate, over the whole bench)."""
     paths = {n: write_events(spark, n, keys, folder) for n in sizes}
-    builds = workloads(windows, trace_frame) if trace_frame else workloads(windows)
+    builds = workloads(windows, **({"trace_frame": True} if trace_frame else {}),
+                       **({"unchecked": True} if unchecked else {}))
     for build in builds.values():
         run_once(spark, build, paths[min(sizes)])
     timings = []
@@ -393,7 +397,8 @@ def summary(timings: list[Timing], windows: Sequence[str]) -> list[dict]:
     baselines.update({w: STATEMENTS[w] for w in windows if w in STATEMENTS and STATEMENTS[w] in windows})
     baselines.update({w + TRACED: (b + TRACED if (b + TRACED, sizes[0]) in by else b)
                       for w, b in list(baselines.items()) if w in traced})
-    measured = [name for w in windows for name in ((w, w + UNCHECKED) if is_query(w) else (w,))]
+    measured = [name for w in windows
+                for name in ((w, w + UNCHECKED) if is_query(w) or (w + UNCHECKED, sizes[0]) in by else (w,))]
     measured += [w + TRACED for w in traced]
     for window in (*measured, *(b for b in dict.fromkeys(baselines.values()) if b not in measured), CHECK, BARE_ROWS,
                    BARE):
@@ -499,7 +504,8 @@ def main(args) -> int:
     folder = Path(tempfile.mkdtemp(prefix="window-oracle-bench-"))
     try:
         timings = measure(spark, sizes, keys, windows, folder, repeat=getattr(args, "repeat", None) or 2,
-                          trace_frame=bool(getattr(args, "trace_frame", False)))
+                          trace_frame=bool(getattr(args, "trace_frame", False)),
+                          unchecked=bool(getattr(args, "unchecked", False)))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     rows = summary(timings, windows)

@@ -25,3 +25,16 @@ def test_smaller_sizes_baselines_and_scaling():
     assert bench.verdict(_row("#time(10 sec)", 9.0, events=1_000_000), 10_000_000) == ""
     assert bench.verdict(_row(bench.BARE, 1.0), 10_000_000) == ""
     assert bench.verdict(_row("#time(10 sec)", 1.2, scaling=12.0), 10_000_000) == "MISSES: scaling 12.00 > 10.0"
+
+
+def test_unchecked_measures_each_window_again_without_its_checks(monkeypatch):
+    import spark_impl
+
+    calls = []
+    monkeypatch.setattr(spark_impl, "apply_window_to_events",
+                        lambda events, clause, **kw: calls.append((clause, kw["validate"])))
+    builds = bench.workloads(["#length(3)"], unchecked=True)
+    builds["#length(3)"](None)
+    builds["#length(3)" + bench.UNCHECKED](None)
+    assert calls == [("#length(3)", True), ("#length(3)", False)]
+    assert "#length(3)" + bench.UNCHECKED not in bench.workloads(["#length(3)"])

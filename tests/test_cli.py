@@ -608,7 +608,7 @@ def test_spark_bench_gives_each_window_a_verdict_at_the_largest_size():
     rows = {(name, n): line for line in lines[2:] for name in seconds for n in (10, 100)
             if line.startswith(name) and line[len(name):].split()[0] == str(n)}
     assert len(rows) == 8
-    assert rows[("#length(10)", 100)].endswith("MISSES: x bare 2.40 > 1.5, scaling 12.00 > 10.0")
+    assert rows[("#length(10)", 100)].endswith("MISSES: x bare 2.40 > 2.0, scaling 12.00 > 10.0")
     assert rows[("#time(10 sec)", 100)].endswith("meets")
     assert rows[("#time(10 sec)", 10)].split()[-5] == "-"  # t/t(min) at the smallest size: "-", not blank
     assert not rows[(bench.BARE, 100)].endswith(("meets", "10.0"))  # the baseline has no verdict
@@ -637,6 +637,8 @@ def test_spark_bench_runs_its_workloads_in_turn_so_none_is_measured_warmer(monke
     (["bench", "--engine", "spark", "--budget", "10"], "--budget applies to --engine streaming only"),
     (["bench", "--engine", "streaming", "--trace-frame"], "--trace-frame applies to --engine spark only"),
     (["bench", "--engine", "spark", "--stream-only"], "--stream-only applies to --engine streaming only"),
+    (["bench", "--engine", "streaming", "--unchecked"], "--unchecked applies to --engine spark only"),
+    (["bench", "--unchecked"], "--unchecked applies to --engine spark only"),
 ])
 def test_options_that_do_not_apply_are_refused(capsys, monkeypatch, args, words):
     from difftest import __main__ as cli
