@@ -51,22 +51,26 @@ def _items(spark, rows, partitions):
     return frame.repartitionByRange(partitions, "trace_id", "seq") if partitions else frame.coalesce(1)
 
 
+#: a frame in order whose checks pass (a start row, advances, one id in two traces), and the frames of one
+#: problem each
+CLEAN = [("t0", -1, "start", 0, None)] + [(f"t{n % 3}", n // 3, "event", 10 * (n // 3), f"e{n // 3}")
+                                          for n in range(600)]
+CLEAN += [("t1", 200, "advance", 5_000, None), ("t2", 200, "event", 5_000, "e0x")]
+PROBLEMS = {
+    "an id twice in a trace": CLEAN + [("t0", 300, "event", 9_000, "e5")],
+    "an event without an id": CLEAN + [("t0", 300, "event", 9_000, None)],
+    "a seq twice": CLEAN + [("t0", 150, "event", 9_000, "new")],
+    "a time going back": CLEAN + [("t0", 300, "event", 1, "new")],
+    "a negative seq": CLEAN + [("t0", -3, "event", 0, "new")],
+    "a null time": CLEAN + [("t0", 300, "event", None, "new")],
+    "a null seq": CLEAN + [("t0", None, "event", 9_000, "new")],
+    "a null trace": CLEAN + [(None, 0, "event", 0, "new")],
+}
+
+
 def test_the_one_pass_scan_passes_a_clean_frame_and_no_frame_with_a_problem(spark):
-    clean = [("t0", -1, "start", 0, None)] + [(f"t{n % 3}", n // 3, "event", 10 * (n // 3), f"e{n // 3}")
-                                              for n in range(600)]
-    clean += [("t1", 200, "advance", 5_000, None), ("t2", 200, "event", 5_000, "e0x")]
-    problems = {
-        "an id twice in a trace": clean + [("t0", 300, "event", 9_000, "e5")],
-        "an event without an id": clean + [("t0", 300, "event", 9_000, None)],
-        "a seq twice": clean + [("t0", 150, "event", 9_000, "new")],
-        "a time going back": clean + [("t0", 300, "event", 1, "new")],
-        "a negative seq": clean + [("t0", -3, "event", 0, "new")],
-        "a null time": clean + [("t0", 300, "event", None, "new")],
-        "a null seq": clean + [("t0", None, "event", 9_000, "new")],
-        "a null trace": clean + [(None, 0, "event", 0, "new")],
-    }
-    cases = [("clean", clean, p, True) for p in (0, 4)]
-    cases += [(name, rows, p, False) for name, rows in problems.items() for p in (0, 4)]
+    cases = [("clean", CLEAN, p, True) for p in (0, 4)]
+    cases += [(name, rows, p, False) for name, rows in PROBLEMS.items() for p in (0, 4)]
     got = [(name, scan_decides(scan_and_hash(_items(spark, rows, p)).collect())) for name, rows, p, _ in cases]
     assert got == [(name, expected) for name, _, _, expected in cases]
 
@@ -74,28 +78,17 @@ def test_the_one_pass_scan_passes_a_clean_frame_and_no_frame_with_a_problem(spar
 def test_the_batch_one_pass_check_passes_a_clean_frame_and_no_frame_with_a_problem(spark):
     """As above through `passes_checks` (the start rows left out as `check_trace_frame` leaves them), and an
     event table's `until` and `start`; a frame whose partitions' runs overlap is left to the exact checks."""
-    clean = [(f"t{n % 3}", n // 3, "event", 10 * (n // 3), f"e{n // 3}") for n in range(600)]
-    clean += [("t1", 200, "advance", 5_000, None), ("t2", 200, "event", 5_000, "e0x")]
-    problems = {
-        "an id twice in a trace": clean + [("t0", 300, "event", 9_000, "e5")],
-        "an event without an id": clean + [("t0", 300, "event", 9_000, None)],
-        "a seq twice": clean + [("t0", 150, "event", 9_000, "new")],
-        "a time going back": clean + [("t0", 300, "event", 1, "new")],
-        "a negative seq": clean + [("t0", -3, "event", 0, "new")],
-        "a null time": clean + [("t0", 300, "event", None, "new")],
-        "a null seq": clean + [("t0", None, "event", 9_000, "new")],
-        "a null trace": clean + [(None, 0, "event", 0, "new")],
-    }
-    cases = [("clean", clean, p, {}, True) for p in (0, 4)]
-    cases += [(name, rows, p, {}, False) for name, rows in problems.items() for p in (0, 4)]
-    cases += [("until at the last event", clean, 4, {"until": 5_000}, True),
-              ("until before the last event", clean, 4, {"until": 4_999}, False),
-              ("start at the first event", clean, 4, {"start": 0}, True),
-              ("start after the first event", clean, 4, {"start": 1}, False)]
-    got = [(name, passes_checks(_items(spark, rows, p), traced=True, ids="kind = 'event'", **bounds))
+    cases = [("clean", CLEAN, p, {}, True) for p in (0, 4)]
+    cases += [(name, rows, p, {}, False) for name, rows in PROBLEMS.items() for p in (0, 4)]
+    cases += [("until at the last event", CLEAN, 4, {"until": 5_000}, True),
+              ("until before the last event", CLEAN, 4, {"until": 4_999}, False),
+              ("start at the first event", CLEAN, 4, {"start": 0}, True),
+              ("start after the first event", CLEAN, 4, {"start": 1}, False)]
+    got = [(name, passes_checks(_items(spark, rows, p).where("kind <> 'start'"), traced=True, ids="kind = 'event'",
+                                **bounds))
            for name, rows, p, bounds, _ in cases]
     assert got == [(name, expected) for name, _, _, _, expected in cases]
-    overlapping = spark.createDataFrame(clean, "trace_id string, seq long, kind string, time long, id string")
+    overlapping = spark.createDataFrame(CLEAN[1:], "trace_id string, seq long, kind string, time long, id string")
     assert passes_checks(overlapping.repartition(4), traced=True, ids="kind = 'event'") is False
     # without ids the ids are not read; one trace is scanned without its name
     one = spark.createDataFrame([("0", n, 10 * n, None) for n in range(500)], "trace_id string, seq long, time long, id string")
