@@ -108,7 +108,7 @@ plans read them without a shuffle; 2026-12-04, 3 M events in micro-batches of
 paying the placing (and a second read of the items for the order scan, which
 reads them as they arrived) more than the plans saved. On a standalone
 cluster of one-core workers (`tests/cluster/scaling.py`, 2 M events in
-micro-batches of 500,000) two workers ran at 0.85x one worker's events/s
+micro-batches of 500,000) two workers ran at 0.76x one worker's events/s
 (the batch of the same events at 1.39x): a micro-batch's time is its jobs'
 fixed costs, not its rows' work.
 The other design's floor is no nearer the targets: `applyInPandasWithState`
