@@ -371,18 +371,22 @@ def _scan_and_bucket(batches):
     schema = _one_pass_schema()
     names = [n for n in ("trace_id", "seq", "time") if n in table.column_names]
     for run in _scan_partition(table.select(names).to_batches()):
-        columns = {name: run.column(name) for name in run.schema.names}
-        yield pa.RecordBatch.from_arrays(
-            [columns.get(f.name, pa.nulls(run.num_rows, f.type)) for f in schema], schema=schema)
+        yield _widened(run, schema)
     if "h" in table.column_names:
         # the events' hashes (a row that is no event has none)
         hashes = table.select(["h", "missing"]).filter(pc.is_valid(table.column("h")))
         for run in _sorted_hash_runs(hashes.to_batches()):
-            if not run.num_rows:
-                continue
-            columns = {name: run.column(name) for name in run.schema.names}
-            yield pa.RecordBatch.from_arrays(
-                [columns.get(f.name, pa.nulls(run.num_rows, f.type)) for f in schema], schema=schema)
+            if run.num_rows:
+                yield _widened(run, schema)
+
+
+def _widened(batch, schema):
+    """`batch` in `schema`'s columns: a column it lacks is null."""
+    import pyarrow as pa
+
+    columns = {name: batch.column(name) for name in batch.schema.names}
+    return pa.RecordBatch.from_arrays([columns.get(f.name, pa.nulls(batch.num_rows, f.type)) for f in schema],
+                                      schema=schema)
 
 
 def _merge_buckets(batches):
