@@ -25,8 +25,10 @@ key is not held, may push out the worst. Which keys are held depends on every
 earlier push-out, and which event is pushed out depends on the keys held: no
 order of the events gives the answer to a running aggregate, so the state is
 truly sequential. Each sub-window's events (one shuffle by sub-window) go
-through a grouped Arrow kernel (`_rank_kernel`), a loop over the events in seq
-order. The kernel compares integers only: the criteria and the unique keys are
+through a loop over the events in seq order (`_rank_books`), compiled
+(`spark_impl.compiled`: the interpreted loop, one grouped Arrow call per
+sub-window, ran at a tenth of the bare plan's rate), over each partition's
+rows sorted by sub-window and seq (`mapInArrow`). The kernel compares integers only: the criteria and the unique keys are
 first replaced by their `dense_rank` within the sub-window (SQL's ordering,
 nulls first ascending, last descending; equal keys, nulls included, share a
 rank). It adds to each event the arrival that removed it (replaced, pushed
@@ -53,10 +55,12 @@ throws, and the arrival is not posted and changes nothing.
 
 from __future__ import annotations
 
+import numpy as np
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from oracle.model import Rank, Sort
+from spark_impl.compiled import jit
 from spark_impl.windows import Context
 from spark_impl.windows.base import Emit, arrival_posts, events, quoted
 
@@ -136,112 +140,182 @@ def _ranked(items: DataFrame, spec: Rank, ctx: Context) -> DataFrame:
         f"dense_rank() OVER (PARTITION BY {partition} ORDER BY {unique}) AS `#u`",
         f"{one_sort} AS `#s_unfiled`", f"{one_key} AS `#u_null`",
     )
+    # the last window sorts each partition by (sub-window, seq), as the kernel reads it (the sort
+    # asked for after it is that order already: Spark plans none), and marks each sub-window's first row
+    ordered = prepared.selectExpr("*", f"row_number() OVER (PARTITION BY {partition} ORDER BY seq) = 1 AS `#first`") \
+        .sortWithinPartitions(*(quoted(c) for c in ctx.partition), "seq")
     schema = T.StructType([*prepared.schema.fields, T.StructField("#out_seq", T.LongType()),
                            T.StructField("#out_time", T.LongType()), T.StructField("#posted", T.BooleanType())])
-    return prepared.groupBy(*ctx.partition).applyInArrow(_rank_kernel(spec.size), schema)
+    return ordered.mapInArrow(_rank_scan(spec.size, prepared.columns), schema)
 
 
-def _rank_kernel(size: int):
-    """The grouped-map function for `#rank` with `size` (module docstring)."""
+#: rows a kernel call takes at once (whole sub-windows)
+CHUNK_ROWS = 1_000_000
 
-    def kernel(table):
-        import bisect
 
+def _rank_scan(size: int, columns: list[str]):
+    """The `mapInArrow` function: chunks of whole sub-windows through `_rank_books`."""
+
+    def books(table):
+        import numpy as np
         import pyarrow as pa
 
-        seq, time = table.column("seq").to_pylist(), table.column("time").to_pylist()
-        tier_of, key = table.column("#s").to_pylist(), table.column("#u").to_pylist()
-        unfiled, null_key = table.column("#s_unfiled").to_pylist(), table.column("#u_null").to_pylist()
-        out_seq: list = [None] * len(seq)
-        out_time: list = [None] * len(seq)
-        posted = [True] * len(seq)
-        tiers: dict[int, list[int]] = {}  # sort rank -> rows, oldest first
-        lists: set[int] = set()  # the tiers that held two rows at once since they began
-        ranks: list[int] = []  # the sort ranks with a tier, best first
-        ledger: dict[int, int] = {}  # unique key -> the tier its event went to
-        count = 0
+        def ints(name):
+            return np.asarray(table.column(name).to_numpy(zero_copy_only=False), np.int64)
 
-        class Throws(Exception):
-            """Esper's search met a null key first."""
+        def flags(name):
+            return np.asarray(table.column(name).to_numpy(zero_copy_only=False), np.bool_)
 
-        def leave(row: int, by: int) -> None:
-            out_seq[row], out_time[row] = seq[by], time[by]
+        n = table.num_rows
+        out_seq, out_time = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        removed, posted = np.zeros(n, np.bool_), np.ones(n, np.bool_)
+        _rank_books(flags("#first"), ints("seq"), ints("time"), ints("#s"), ints("#u"), flags("#s_unfiled"),
+                    flags("#u_null"), size, out_seq, out_time, removed, posted)
+        return pa.Table.from_arrays(
+            [*(table.column(c) for c in columns), pa.array(out_seq, mask=~removed), pa.array(out_time, mask=~removed),
+             pa.array(posted)], names=[*columns, "#out_seq", "#out_time", "#posted"])
 
-        def search(rank: int, wanted: int) -> int | None:
-            rows = tiers[rank]
-            if rank not in lists:
-                return 0
-            for at, row in enumerate(rows):
-                if null_key[row]:
-                    raise Throws
-                if key[row] == wanted:
-                    return at
-            return None
+    def kernel(batches):
+        import numpy as np
+        import pyarrow as pa
 
-        def drop_tier(rank: int) -> None:
-            del tiers[rank]
-            lists.discard(rank)
-            ranks.pop(bisect.bisect_left(ranks, rank))
-
-        def place(row: int) -> None:
-            rank = tier_of[row]
-            if rank not in tiers:
-                tiers[rank] = []
-                bisect.insort(ranks, rank)
-            tiers[rank].append(row)
-            if len(tiers[rank]) == 2:
-                lists.add(rank)
-
-        for row in sorted(range(len(seq)), key=seq.__getitem__):
-            k, rank = key[row], tier_of[row]
-            filed = ledger.get(k)
-            try:
-                if filed is not None and filed == rank:  # an unfiled (null) rank is never in the ledger
-                    rows = tiers.get(rank)  # the same tier: the arrival takes the place of the key's event
-                    if rows is not None:
-                        at = search(rank, k)
-                        if rank not in lists:
-                            leave(rows[0], row)
-                            rows[0] = row
-                        else:
-                            if at is not None:
-                                leave(rows.pop(at), row)
-                            rows.append(row)
-                    continue
-                if filed is not None:  # another tier: the key's event there leaves first
-                    rows = tiers.get(filed)
-                    if rows is not None:
-                        at = search(filed, k)
-                        if at is not None:
-                            leave(rows.pop(at), row)
-                            count -= 1
-                            if not rows:
-                                drop_tier(filed)
-            except Throws:
-                posted[row] = False
-                continue
-            if count >= size and rank > ranks[-1]:
-                leave(row, row)  # worse than the worst of a full window: in and out at once
-            else:
-                place(row)
-                count += 1
-                if unfiled[row]:
-                    ledger.pop(k, None)
-                else:
-                    ledger[k] = rank
-            while count > size:
-                worst = ranks[-1]
-                gone = tiers[worst].pop(0)
-                ledger.pop(key[gone], None)
-                count -= 1
-                leave(gone, row)
-                if not tiers[worst]:
-                    drop_tier(worst)
-        return (table.append_column("#out_seq", pa.array(out_seq, pa.int64()))
-                .append_column("#out_time", pa.array(out_time, pa.int64()))
-                .append_column("#posted", pa.array(posted, pa.bool_())))
+        pending, rows = [], 0
+        for batch in batches:
+            pending.append(batch)
+            rows += batch.num_rows
+            if rows >= CHUNK_ROWS:
+                table = pa.Table.from_batches(pending)
+                firsts = np.flatnonzero(np.asarray(table.column("#first").to_numpy(zero_copy_only=False), bool))
+                cut = int(firsts[-1])  # the last sub-window may go on in the next batch
+                if cut:
+                    yield from books(table.slice(0, cut)).to_batches()
+                    rest = table.slice(cut)
+                    pending, rows = rest.to_batches(), rest.num_rows
+        if rows:
+            yield from books(pa.Table.from_batches(pending)).to_batches()
 
     return kernel
+
+
+@jit
+def _rank_books(first, seq, time, tier, key, unfiled, null_key, size, out_seq, out_time, removed, posted):
+    """Esper's books for `#rank` (module docstring), over rows sorted by
+    sub-window and seq (`first`: a sub-window's first row). Per row: the
+    arrival that removed it (`out_seq`, `out_time` where `removed`), and
+    whether its arrival was posted. `tier` and `key` are the row's sort and
+    unique ranks (from 1). Each sub-window's tiers are kept as the rows they
+    hold, in the order they entered (`held`, with each row's tier): a tier's
+    rows in arrival order are its entries in that order, the worst tier is
+    the highest rank held; at most `size` + 1 rows are held but for the
+    arrivals a stale ledger entry puts in a list tier beside the count."""
+    n = seq.shape[0]
+    start = 0
+    while start < n:
+        end = start + 1
+        while end < n and not first[end]:
+            end += 1
+        length = end - start
+        top_tier, top_key = 0, 0
+        for i in range(start, end):
+            top_tier = max(top_tier, tier[i])
+            top_key = max(top_key, key[i])
+        is_list = np.zeros(top_tier + 1, np.bool_)
+        ledger = np.zeros(top_key + 1, np.int64)  # key -> the tier its event went to; 0: none (ranks start at 1)
+        held = np.empty(length + 1, np.int64)  # the rows in the tiers, in the order they entered
+        held_tier = np.empty(length + 1, np.int64)
+        h = 0
+        count = 0
+        for i in range(start, end):
+            k, r = key[i], tier[i]
+            filed = ledger[k]
+            if filed != 0:
+                # the tier's row of key k: its place in `held`, -1 none found, -2 the search throws
+                first_at, at, found_tier = -1, -1, False
+                for j in range(h):
+                    if held_tier[j] == filed:
+                        found_tier = True
+                        if not is_list[filed]:
+                            at = j
+                            break
+                        if null_key[held[j]]:
+                            at = -2
+                            break
+                        if key[held[j]] == k:
+                            at = j
+                            break
+                if found_tier and at == -2:
+                    posted[i] = False
+                    continue
+                if filed == r:
+                    if found_tier:
+                        if not is_list[r]:
+                            gone = held[at]
+                            out_seq[gone], out_time[gone], removed[gone] = seq[i], time[i], True
+                            held[at] = i
+                        else:
+                            if at >= 0:
+                                gone = held[at]
+                                out_seq[gone], out_time[gone], removed[gone] = seq[i], time[i], True
+                                for j in range(at, h - 1):
+                                    held[j], held_tier[j] = held[j + 1], held_tier[j + 1]
+                                h -= 1
+                            held[h], held_tier[h] = i, r
+                            h += 1
+                    continue
+                if found_tier and at >= 0:
+                    gone = held[at]
+                    out_seq[gone], out_time[gone], removed[gone] = seq[i], time[i], True
+                    for j in range(at, h - 1):
+                        held[j], held_tier[j] = held[j + 1], held_tier[j + 1]
+                    h -= 1
+                    count -= 1
+                    still = False
+                    for j in range(h):
+                        if held_tier[j] == filed:
+                            still = True
+                            break
+                    if not still:
+                        is_list[filed] = False
+            worst = 0
+            for j in range(h):
+                worst = max(worst, held_tier[j])
+            if count >= size and r > worst:
+                out_seq[i], out_time[i], removed[i] = seq[i], time[i], True
+            else:
+                same = 0
+                for j in range(h):
+                    if held_tier[j] == r:
+                        same += 1
+                held[h], held_tier[h] = i, r
+                h += 1
+                if same == 0:
+                    is_list[r] = False
+                elif same == 1:
+                    is_list[r] = True
+                count += 1
+                ledger[k] = 0 if unfiled[i] else r
+            while count > size:
+                worst = 0
+                for j in range(h):
+                    worst = max(worst, held_tier[j])
+                at = 0
+                while held_tier[at] != worst:
+                    at += 1
+                gone = held[at]
+                for j in range(at, h - 1):
+                    held[j], held_tier[j] = held[j + 1], held_tier[j + 1]
+                h -= 1
+                ledger[key[gone]] = 0
+                count -= 1
+                out_seq[gone], out_time[gone], removed[gone] = seq[i], time[i], True
+                still = False
+                for j in range(h):
+                    if held_tier[j] == worst:
+                        still = True
+                        break
+                if not still:
+                    is_list[worst] = False
+        start = end
 
 
 POSTS = {Sort: sorted_window, Rank: ranked_window}
