@@ -13,7 +13,7 @@ uncompiled (`function.py_func`) where a test wants to step through it.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 
 def jit(function: Callable) -> Callable:
@@ -30,3 +30,25 @@ def jit(function: Callable) -> Callable:
     call.py_func = function
     call.__name__, call.__doc__, call.__wrapped__ = function.__name__, function.__doc__, function
     return call
+
+
+def whole_runs(batches: Iterable, last_start: Callable, rows: int) -> Iterator:
+    """The Arrow batches of a partition (its rows sorted by sub-window) as
+    tables of at least `rows` rows but the last, each ending where a
+    sub-window ends: `last_start(table)` is the row where the table's last
+    sub-window begins, which may go on in the next batch."""
+    import pyarrow as pa
+
+    pending, held = [], 0
+    for batch in batches:
+        pending.append(batch)
+        held += batch.num_rows
+        if held >= rows:
+            table = pa.Table.from_batches(pending)
+            cut = int(last_start(table))
+            if cut:
+                yield table.slice(0, cut)
+                rest = table.slice(cut)
+                pending, held = rest.to_batches(), rest.num_rows
+    if held:
+        yield pa.Table.from_batches(pending)

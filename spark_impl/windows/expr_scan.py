@@ -37,6 +37,7 @@ import numpy as np
 
 from oracle.model import Aggregate, Binary, Builtin, EventProperty, Expr, Literal, Name, Negate, Not, expression_nodes
 from spark_impl import clock
+from spark_impl.compiled import whole_runs
 
 #: rows a scan takes at once (sub-windows whole): its width and its memory
 CHUNK_ROWS = 1_000_000
@@ -425,22 +426,8 @@ def scan_kernel(spec, partition: tuple[str, ...], names: tuple[str, ...], types:
             yield with_carried(sequential(one), one)
 
     def kernel(batches):
-        import pyarrow as pa
-
-        pending, rows = [], 0
-        for batch in batches:
-            pending.append(batch)
-            rows += batch.num_rows
-            if rows >= CHUNK_ROWS:
-                table = pa.Table.from_batches(pending)
-                cut = int(_starts(table, partition)[-1])  # the last sub-window may go on in the next batch
-                if cut:
-                    for out in posts(table.slice(0, cut)):
-                        yield from out.to_batches()
-                    rest = table.slice(cut)
-                    pending, rows = rest.to_batches(), rest.num_rows
-        if rows:
-            for out in posts(pa.Table.from_batches(pending)):
+        for table in whole_runs(batches, lambda table: _starts(table, partition)[-1], CHUNK_ROWS):
+            for out in posts(table):
                 yield from out.to_batches()
 
     return kernel

@@ -1,5 +1,5 @@
 """`#sort(n, criteria)` as one window function, and `#rank(keys, n, criteria)`
-as a per-sub-window kernel (esper.md §3; seed 14.3.19, 14.3.20).
+as a compiled loop per sub-window (esper.md §3; seed 14.3.19, 14.3.20).
 
 `#sort`:
 
@@ -24,14 +24,17 @@ at most one event, so a removal is the only row of its side.
 key is not held, may push out the worst. Which keys are held depends on every
 earlier push-out, and which event is pushed out depends on the keys held: no
 order of the events gives the answer to a running aggregate, so the state is
-truly sequential. Each sub-window's events (one shuffle by sub-window) go
-through a loop over the events in seq order (`_rank_books`), compiled
-(`spark_impl.compiled`: the interpreted loop, one grouped Arrow call per
-sub-window, ran at a tenth of the bare plan's rate), over each partition's
-rows sorted by sub-window and seq (`mapInArrow`). The kernel compares integers only: the criteria and the unique keys are
-first replaced by their `dense_rank` within the sub-window (SQL's ordering,
-nulls first ascending, last descending; equal keys, nulls included, share a
-rank). It adds to each event the arrival that removed it (replaced, pushed
+truly sequential. Each sub-window's events (one shuffle by sub-window, one
+sort by sub-window and seq) go through a loop over the events in seq order
+(`_rank_books`), compiled (`spark_impl.compiled`: its steps run once per
+event), over each partition's rows in chunks of
+whole sub-windows (`mapInArrow`; only the columns the posts read go through
+Arrow). The loop compares integers only: the criteria and the unique keys are
+first replaced by their dense rank within the sub-window (`dense_ranks`, an
+Arrow sort of the chunk: SQL's ordering, nulls first ascending, last
+descending, NaN above every number; equal keys, nulls included, share a
+rank: Spark's `dense_rank()`, which a nested column, which Arrow cannot sort,
+takes instead). It adds to each event the arrival that removed it (replaced, pushed
 out, or its own arrival if it came in worse than the worst of a full window),
 and whether its arrival was posted at all.
 
@@ -60,7 +63,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from oracle.model import Rank, Sort
-from spark_impl.compiled import jit
+from spark_impl.compiled import jit, whole_runs
 from spark_impl.windows import Context
 from spark_impl.windows.base import Emit, arrival_posts, events, quoted
 
@@ -119,7 +122,7 @@ def ranked_held(items: DataFrame, spec: Rank, ctx: Context) -> DataFrame:
     With one the books depend on the path (an unfiled event beside its
     key's next one, a stale entry, a search that throws at a null key).
     Decided: the whole history of such a sub-window, not None for the spec."""
-    removed = _ranked(items, spec, ctx)
+    removed = _ranked(items, spec, ctx, carried=items.columns)
     partition = ", ".join(quoted(c) for c in ctx.partition)
     columns = [quoted(c) for c in items.columns]
     return removed.selectExpr(
@@ -128,73 +131,126 @@ def ranked_held(items: DataFrame, spec: Rank, ctx: Context) -> DataFrame:
         .where("`#apart` OR (`#out_seq` IS NULL AND `#posted`)").selectExpr(*columns)
 
 
-def _ranked(items: DataFrame, spec: Rank, ctx: Context) -> DataFrame:
+def _ranked(items: DataFrame, spec: Rank, ctx: Context, carried: list[str] | None = None) -> DataFrame:
     """Each event of `items` with the kernel's `#out_seq`, `#out_time` (the
-    arrival that removed it, null while held) and `#posted`."""
+    arrival that removed it, null while held) and `#posted`, its columns
+    `carried` (default: those the posts read; every column goes through
+    Arrow to the kernel and back, a string's cost the most)."""
+    if carried is None:
+        carried = list(dict.fromkeys([*ctx.partition, "seq", "time", "id", *ctx.properties]))
     partition = ", ".join(quoted(c) for c in ctx.partition)
-    unique = ", ".join(f"{quoted(k)} ASC NULLS FIRST" for k in spec.keys)
     one_sort = f"{quoted(spec.criteria[0].property)} IS NULL" if len(spec.criteria) == 1 else "false"
     one_key = f"{quoted(spec.keys[0])} IS NULL" if len(spec.keys) == 1 else "false"
-    prepared = events(items).selectExpr(
-        "*", f"dense_rank() OVER (PARTITION BY {partition} ORDER BY {_order(spec)}) AS `#s`",
-        f"dense_rank() OVER (PARTITION BY {partition} ORDER BY {unique}) AS `#u`",
-        f"{one_sort} AS `#s_unfiled`", f"{one_key} AS `#u_null`",
-    )
-    # the last window sorts each partition by (sub-window, seq), as the kernel reads it (the sort
+    arrived = events(items)
+    # a nested column (a struct, an array, a map) has no Arrow sort: its order is ranked by Spark first
+    nested = {f.name for f in arrived.schema.fields if not isinstance(f.dataType, T.AtomicType)}
+    by_spark = [c for c in dict.fromkeys([*(c.property for c in spec.criteria), *spec.keys]) if c in nested]
+    ranked_columns = {c: f"#rank_{i}" for i, c in enumerate(by_spark)}
+    prepared = arrived.selectExpr(
+        "*", f"{one_sort} AS `#s_unfiled`", f"{one_key} AS `#u_null`",
+        *(f"dense_rank() OVER (PARTITION BY {partition} ORDER BY {quoted(c)} ASC NULLS FIRST) AS {quoted(r)}"
+          for c, r in ranked_columns.items()))
+    criteria = [(ranked_columns.get(c.property, c.property), c.descending) for c in spec.criteria]
+    keys = [(ranked_columns.get(k, k), False) for k in spec.keys]
+    # the window sorts each partition by (sub-window, seq), as the kernel reads it (the sort
     # asked for after it is that order already: Spark plans none), and marks each sub-window's first row
     ordered = prepared.selectExpr("*", f"row_number() OVER (PARTITION BY {partition} ORDER BY seq) = 1 AS `#first`") \
         .sortWithinPartitions(*(quoted(c) for c in ctx.partition), "seq")
-    schema = T.StructType([*prepared.schema.fields, T.StructField("#out_seq", T.LongType()),
+    kept = [*carried, "#s_unfiled", "#u_null"]
+    ordered = ordered.select(*(quoted(c) for c in dict.fromkeys([*kept, *(name for name, _ in criteria + keys), "#first"])))
+    fields = {f.name: f for f in prepared.schema.fields}
+    schema = T.StructType([*(fields[c] for c in kept), T.StructField("#out_seq", T.LongType()),
                            T.StructField("#out_time", T.LongType()), T.StructField("#posted", T.BooleanType())])
-    return ordered.mapInArrow(_rank_scan(spec.size, prepared.columns), schema)
+    return ordered.mapInArrow(_rank_scan(spec.size, kept, criteria, keys), schema)
 
 
 #: rows a kernel call takes at once (whole sub-windows)
 CHUNK_ROWS = 1_000_000
 
 
-def _rank_scan(size: int, columns: list[str]):
-    """The `mapInArrow` function: chunks of whole sub-windows through `_rank_books`."""
+def last_first(table) -> int:
+    """The row where the last sub-window of `table` (rows with `#first`) begins."""
+    import numpy as np
+
+    return int(np.flatnonzero(np.asarray(table.column("#first").to_numpy(zero_copy_only=False), bool))[-1])
+
+
+def _rank_scan(size: int, columns: list[str], criteria: list[tuple[str, bool]], keys: list[tuple[str, bool]]):
+    """The `mapInArrow` function: chunks of whole sub-windows, their sort and
+    key ranks (`dense_ranks`), through `_rank_books`."""
 
     def books(table):
         import numpy as np
         import pyarrow as pa
 
-        def ints(name):
-            return np.asarray(table.column(name).to_numpy(zero_copy_only=False), np.int64)
-
         def flags(name):
             return np.asarray(table.column(name).to_numpy(zero_copy_only=False), np.bool_)
 
+        def ints(name):
+            return np.asarray(table.column(name).to_numpy(zero_copy_only=False), np.int64)
+
         n = table.num_rows
+        first = flags("#first")
+        sub = np.cumsum(first) - 1
         out_seq, out_time = np.zeros(n, np.int64), np.zeros(n, np.int64)
         removed, posted = np.zeros(n, np.bool_), np.ones(n, np.bool_)
-        _rank_books(flags("#first"), ints("seq"), ints("time"), ints("#s"), ints("#u"), flags("#s_unfiled"),
-                    flags("#u_null"), size, out_seq, out_time, removed, posted)
+        _rank_books(first, ints("seq"), ints("time"), dense_ranks(table, sub, criteria), dense_ranks(table, sub, keys),
+                    flags("#s_unfiled"), flags("#u_null"), size, out_seq, out_time, removed, posted)
         return pa.Table.from_arrays(
             [*(table.column(c) for c in columns), pa.array(out_seq, mask=~removed), pa.array(out_time, mask=~removed),
              pa.array(posted)], names=[*columns, "#out_seq", "#out_time", "#posted"])
 
     def kernel(batches):
-        import numpy as np
-        import pyarrow as pa
-
-        pending, rows = [], 0
-        for batch in batches:
-            pending.append(batch)
-            rows += batch.num_rows
-            if rows >= CHUNK_ROWS:
-                table = pa.Table.from_batches(pending)
-                firsts = np.flatnonzero(np.asarray(table.column("#first").to_numpy(zero_copy_only=False), bool))
-                cut = int(firsts[-1])  # the last sub-window may go on in the next batch
-                if cut:
-                    yield from books(table.slice(0, cut)).to_batches()
-                    rest = table.slice(cut)
-                    pending, rows = rest.to_batches(), rest.num_rows
-        if rows:
-            yield from books(pa.Table.from_batches(pending)).to_batches()
+        for table in whole_runs(batches, last_first, CHUNK_ROWS):
+            yield from books(table).to_batches()
 
     return kernel
+
+
+def dense_ranks(table, sub, order: list[tuple[str, bool]]):
+    """Each row's `dense_rank()` within its sub-window (`sub`, rising) by the
+    columns `order` (name, descending), as Spark's window function gives it:
+    SQL's ordering (nulls first ascending, last descending, NaN above every
+    number) and its equality (nulls equal, NaN equal to NaN, -0.0 to 0.0);
+    ranks from 1."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = table.num_rows
+    arrays, sort_keys, compared = {"#sub": pa.array(sub)}, [("#sub", "ascending")], []
+    for i, (name, descending) in enumerate(order):
+        column = table.column(name).combine_chunks()
+        direction = "descending" if descending else "ascending"
+        # a null below every value both ways, NaN above every number: keys of their own ahead of the value
+        arrays[f"v{i}"] = pc.is_valid(column)
+        sort_keys.append((f"v{i}", direction))
+        if pa.types.is_floating(column.type):
+            arrays[f"nan{i}"] = pc.fill_null(pc.is_nan(column), False)
+            sort_keys.append((f"nan{i}", direction))
+        arrays[f"x{i}"] = column
+        sort_keys.append((f"x{i}", direction))
+        compared.append(column)
+    at = pc.sort_indices(pa.table(arrays), sort_keys=sort_keys)
+    sorted_sub = sub[at.to_numpy()]
+    new = np.ones(n, np.bool_)
+    if n > 1:
+        same = sorted_sub[1:] == sorted_sub[:-1]
+        for column in compared:
+            values = column.take(at)
+            before, after = values.slice(0, n - 1), values.slice(1)
+            equal = pc.equal(before, after)
+            if pa.types.is_floating(column.type):
+                equal = pc.or_kleene(equal, pc.and_(pc.is_nan(before), pc.is_nan(after)))
+            both_null = pc.and_(pc.is_null(before), pc.is_null(after))
+            same &= np.asarray(pc.fill_null(pc.or_kleene(equal, both_null), False).to_numpy(zero_copy_only=False))
+        new[1:] = ~same
+    running = np.cumsum(new)
+    starts = np.flatnonzero(np.r_[True, sorted_sub[1:] != sorted_sub[:-1]]) if n else np.empty(0, np.int64)
+    base = np.repeat(running[starts], np.diff(np.r_[starts, n]))  # the rank of each sub-window's first row
+    ranks = np.empty(n, np.int64)
+    ranks[at.to_numpy()] = running - base + 1
+    return ranks
 
 
 @jit
