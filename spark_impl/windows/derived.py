@@ -278,18 +278,20 @@ def _json(expr: str, prop: T.StructField) -> str:
 # --------------------------------------------------------------------------- the plan
 
 
-def _source_rows(items: DataFrame, spec, ctx: Context) -> DataFrame:
-    """The source's post rows (the contract's columns and the group keys), or
-    each event's arrival."""
-    keys = [quoted(k) for k in ctx.group_keys]
+def _source_rows(items: DataFrame, spec, ctx: Context, wanted: tuple[str, ...]) -> DataFrame:
+    """The source's post rows (the contract's columns, the group keys and the
+    `wanted` properties), or each event's arrival: a property the source's
+    rows lack is joined back by id (a posted row is its event's)."""
+    keys = [k for k in ctx.group_keys if k not in wanted]
     if spec.source is None:
         return events(items).selectExpr(
             "trace_id", "seq", f"{ARRIVAL} AS phase", "time", "time AS slot_due", "CAST(0 AS BIGINT) AS slot",
-            "'insert' AS side", "seq AS pos", "id", *keys)
+            "'insert' AS side", "seq AS pos", "id", *(quoted(c) for c in (*keys, *wanted)))
     posted = family(spec.source).posts(items, spec.source, ctx)
-    if all(k in posted.columns for k in ctx.group_keys):
-        return posted.selectExpr(*CONTRACT, *keys)
-    return posted.selectExpr(*CONTRACT).join(events(items).select("trace_id", "id", *keys), ["trace_id", "id"], "left")
+    carried = [c for c in (*keys, *wanted) if c in posted.columns]
+    rows = posted.selectExpr(*CONTRACT, *(quoted(c) for c in carried))
+    missing = [c for c in (*keys, *wanted) if c not in posted.columns]
+    return rows.join(events(items).select("trace_id", "id", *missing), ["trace_id", "id"], "left") if missing else rows
 
 
 def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
@@ -306,7 +308,7 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
     props = ctx.properties
     wanted = tuple(dict.fromkeys([*spec.values(), *spec.extra, *(props if spec.all_properties else ())]))
     wanted = tuple(p for p in wanted if p != "id" and p not in keys)  # a group key is on the rows already
-    rows = _source_rows(items, spec, ctx)
+    rows = _source_rows(items, spec, ctx, wanted)
     if several_posts(spec.source) or keys:
         timer = "phase = 0"
         rows = rows.selectExpr("*", f"CASE WHEN {timer} THEN slot_due ELSE 0 END AS `#pd`",
@@ -315,8 +317,6 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
     else:
         rows = rows.selectExpr("*", "CAST(0 AS BIGINT) AS `#pd`", "CAST(0 AS BIGINT) AS `#ps`",
                                "CAST(0 AS BIGINT) AS `#pm`")
-    if wanted:
-        rows = rows.join(events(items).select("trace_id", "id", *wanted), ["trace_id", "id"], "left")
     values = [f"CAST({quoted(v)} AS DOUBLE)" for v in spec.values()]
     point = " AND ".join(["side IS NOT NULL", *(f"{v} IS NOT NULL" for v in values)])
     sign = "CASE side WHEN 'insert' THEN 1 WHEN 'remove' THEN -1 ELSE 0 END"
