@@ -420,24 +420,29 @@ def _statistics_posts(staged: DataFrame, spec, ctx: Context, n_values: int, prop
     size = isinstance(spec, Size)
     extra_struct = _extra_struct(spec, props)
     order = [c.strip("`") for c in (*_POST, "`#side`", "slot_due", "slot", "pos")]
+    carried = bool(spec.extra or spec.all_properties)  # else `#x` is the kernel's constant
     rows = staged.selectExpr(
         *(quoted(c) for c in ctx.partition), *(quoted(c) for c in order if c not in ctx.partition),
-        "side", "`#d`", *(f"`#v{i}`" for i in range(n_values)),
+        "CAST(CASE side WHEN 'insert' THEN 1 WHEN 'remove' THEN -1 ELSE 0 END AS TINYINT) AS `#sg`",
+        "`#d`", *(f"`#v{i}`" for i in range(n_values)),
         f"CASE WHEN side = 'insert' THEN {extra_struct} END AS `#x`")
     fields = {f.name: f for f in rows.schema.fields}
+    if not carried:
+        rows = rows.drop("#x")
     state = ["#n"] if size else ["#n", *_SUMS]
     kinds = {name: (T.LongType() if name == "#n" else T.DoubleType()) for name in state}
     schema = T.StructType([
         *(fields[c] for c in ctx.partition), *(fields[c.strip("`")] for c in _POST if c.strip("`") not in ctx.partition),
         *(T.StructField(f"{side}{name}", kinds[name]) for side in ("new", "old") for name in state),
         T.StructField("new#x", fields["#x"].dataType), T.StructField("old#x", fields["#x"].dataType)])
-    posted = rows.groupBy(*ctx.partition).applyInArrow(_statistics_kernel(tuple(ctx.partition), order, n_values, size), schema)
+    posted = rows.groupBy(*ctx.partition).applyInArrow(
+        _statistics_kernel(tuple(ctx.partition), order, n_values, size, carried), schema)
     new, old = ([f"'{name}', `{side}{name}`" for name in state] + [f"'#x', `{side}#x`"] for side in ("new", "old"))
     return posted.selectExpr("trace_id", *(quoted(k) for k in keys), *_POST,
                              f"named_struct({', '.join(new)}) AS `#new`", f"named_struct({', '.join(old)}) AS `#old`")
 
 
-def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: int, size: bool):
+def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: int, size: bool, carried: bool):
     """Grouped-map kernel over one sub-window's staged rows (`_statistics_posts`):
     rows in update order (`order`, nulls first as Spark sorts them), then
 
@@ -452,7 +457,12 @@ def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: i
     * per post (a run of equal `_POST` values): the state on its last row;
       the carried properties `#x` of the last inserted row so far; the old
       state the previous (posted) post's, the empty statistics (0, 0.0, no
-      properties) before the first."""
+      properties) before the first.
+
+    Only the columns a step reads are put in update order (a whole table's
+    `take` cost more than the sums); `#sg` is the row's side as a sign; the
+    carried properties come as `#x` only where the view has some (`carried`),
+    else each inserted row's is the constant `named_struct('n_', 0)`."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -463,23 +473,25 @@ def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: i
         n = table.num_rows
         keys = [pc.fill_null(pc.cast(table.column(c), pa.int64()), -2**63).to_numpy(zero_copy_only=False) for c in order]
         ranked = np.lexsort(keys[::-1])
-        table = table.take(pa.array(ranked))
-        keys = [k[ranked] for k in keys]
-        inserted = pc.fill_null(pc.equal(table.column("side"), "insert"), False).to_numpy(zero_copy_only=False)
-        removed = pc.fill_null(pc.equal(table.column("side"), "remove"), False).to_numpy(zero_copy_only=False)
-        sign = inserted.astype(np.int64) - removed.astype(np.int64)
+        keys = [k[ranked] for k in keys[:len(posts_by)]]
+
+        def ordered(column, kind):
+            return table.column(column).to_numpy(zero_copy_only=False).astype(kind)[ranked]
+
+        sign = ordered("#sg", np.int64)
+        inserted, removed = sign > 0, sign < 0
         state: dict[str, np.ndarray] = {}
         if size:
             state["#n"] = np.cumsum(sign)
         else:
-            d = table.column("#d").to_numpy(zero_copy_only=False).astype(np.int64)
+            d = ordered("#d", np.int64)
             running = np.cumsum(d)
             count = running - np.minimum(0, np.minimum.accumulate(running))
             state["#n"] = count
             reset = removed & (d != 0) & (count <= 0)
             segment = np.concatenate([[0], np.cumsum(reset)[:-1]])
-            x = table.column("#v0").to_numpy(zero_copy_only=False).astype(float)
-            y = table.column("#v1").to_numpy(zero_copy_only=False).astype(float) if n_values == 2 else np.zeros(n)
+            x = ordered("#v0", float)
+            y = ordered("#v1", float) if n_values == 2 else np.zeros(n)
             with np.errstate(all="ignore"):  # infinities and NaN are values here, as in Java
                 terms = {"#sx": x, "#sxx": x * x, "#sy": y, "#syy": y * y, "#sxy": x * y}
             points = np.flatnonzero(d != 0)
@@ -499,7 +511,7 @@ def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: i
         for k in keys[:len(posts_by)]:
             change[1:] |= k[1:] != k[:-1]
         ends = np.append(np.flatnonzero(change[1:]), n - 1)
-        carried = np.maximum.accumulate(np.where(inserted, np.arange(n), -1))[ends]
+        last_insert = np.maximum.accumulate(np.where(inserted, np.arange(n), -1))[ends]
         previous = np.arange(len(ends)) - 1  # the post whose state the old row is
         kept = np.ones(len(ends), bool)
         if size:  # posted where the count changes; the old row is the posted post's before, the first's the post's before
@@ -508,17 +520,21 @@ def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: i
             previous[shown[1:]] = shown[:-1]
         chosen = np.flatnonzero(kept)
         prior = previous[chosen]
-        rows = pa.array(ends[chosen])
+        rows = pa.array(ranked[ends[chosen]])
         columns = {c: table.column(c).take(rows) for c in (*partition, *(c for c in posts_by if c not in partition))}
         for label in ("new", "old"):  # the schema's order: every new state, then every old one
             for name, values in state.items():
                 at, kind = values[ends], pa.int64() if name == "#n" else pa.float64()
                 chosen_at = at[chosen] if label == "new" else np.where(prior >= 0, at[np.maximum(prior, 0)], 0)
                 columns[f"{label}{name}"] = pa.array(chosen_at, kind)
-        extra = table.column("#x")
-        for label, which in (("new#x", carried[chosen]), ("old#x", np.where(prior >= 0, carried[np.maximum(prior, 0)], -1))):
-            taken = extra.take(pa.array(np.maximum(which, 0)))
-            columns[label] = pc.if_else(pa.array(which >= 0), taken, pa.nulls(len(which), extra.type))
+        for label, which in (("new#x", last_insert[chosen]),
+                             ("old#x", np.where(prior >= 0, last_insert[np.maximum(prior, 0)], -1))):
+            if carried:
+                taken = table.column("#x").take(pa.array(ranked[np.maximum(which, 0)]))
+            else:
+                taken = pa.StructArray.from_arrays([pa.array(np.zeros(len(which), np.int32))],
+                                                   fields=[pa.field("n_", pa.int32(), nullable=False)])
+            columns[label] = pc.if_else(pa.array(which >= 0), taken, pa.nulls(len(which), taken.type))
         # in batches of Arrow's usual size: one batch of a whole trace's posts is more than the JVM's reader holds
         posted = pa.table(columns)
         return pa.Table.from_batches(posted.to_batches(max_chunksize=_OUT_BATCH), schema=posted.schema)
