@@ -80,9 +80,12 @@ run; what follows was measured beside it, on the same two-core machine):
   twice (by key for `#unique`, by time bucket for `#time`).
   `#groupwin(k)#time_batch` carries a due-time row per event through its
   one sort (two rows per event where bare has one).
-* **Top-n** (`#sort`, `#rank`): a running `min_by(..., 5)` per row (a
-  five-row heap, a five-element array written per row); `#rank` adds its
-  unique key's displacement.
+* **Top-n** (`#sort`, `#rank`): `#sort` is a running `min_by(..., 5)` per
+  row (a five-row heap, a five-element array written per row); `#rank`
+  sorts once by (sub-window, seq) and runs its books as one compiled loop
+  (`sort._rank_books`, numba) over Arrow chunks of whole sub-windows: 3.60 x
+  bare at 10 M in the README's run (5.08 x before), 2.32 x unchecked, of which
+  the Arrow crossing alone measured 3.7 to 7 s (0.5 to 0.9 x bare).
 * **The expiry scan**: `#expr(sum(price) < 300)` evaluates each group's
   expiry over its held events, afresh at every step (the rule's sum, in
   arrival order). Every event crosses into Python (Arrow) and back, but a
@@ -95,17 +98,16 @@ run; what follows was measured beside it, on the same two-core machine):
   (2.31 s and 6.86 s of it).
 * **One trace in order**: `#length(10)#uni(price)` keeps running sums over
   the whole trace in its order (Esper's statistics add and subtract each
-  point in turn): one sequence, one core. Its sums are now one Arrow table
-  through numpy (`derived._statistics_kernel`) where window functions sorted
-  and buffered the 10 M rows once per specification: 208.99 s, 9.50 x bare
-  at 10 M in one run (2026-12-03, a streaming replay running alongside:
-  bare 21.99 s), against 25.28 x in the README's twelve-window run. What is
-  left: the source `#length(10)` over the one trace (one task), the 20 M
-  post rows' Arrow round trip, and the kernel's memory: the Python worker
-  held 9.7 GB at 10 M events (a whole trace in one table).
+  point in turn): one sequence, one task. Its sums are one Arrow table
+  through numpy (`derived._statistics_kernel`), the properties carried on
+  the source's post rows (no join back by id): 43.45 s, 8.34 x bare at 10 M
+  in the README's run (205 s, 25.28 x before). In stages: the source
+  `#length(10)` alone about 12 s (one task), the kernel's Python 17 s (6 s
+  when the same Arrow table is replayed outside Spark, not yet explained),
+  the rest the Arrow transfer of 20 M post rows in and 10 M out.
 * **eKuiper's queries** against Spark's own `groupBy(window(...), color)`
   of the same panes: like for like (`validate=False`; `window()` checks
-  nothing) 1.12 x and 1.06 x at 10 M in the Performance run (target 1.5
+  nothing) 1.15 x and 1.05 x at 10 M in the Performance run (target 1.5
   x). With the default check they miss it: the check moves the order and
   time columns from the JVM to Python through Arrow (about 2.5 to 3 s per
   10 M rows on two cores).
@@ -340,8 +342,16 @@ def exchanges(frame) -> tuple[int, int]:
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         frame.explain()
-    plan = printed.getvalue()
-    shuffles = len(re.findall(r"(?<!Broadcast)(?<!Reused)Exchange (hash|range|single|round)", plan))
+    return plan_exchanges(printed.getvalue())
+
+
+def plan_exchanges(plan: str) -> tuple[int, int]:
+    """(shuffles, broadcasts) in a printed physical plan: `Exchange
+    hashpartitioning`, `rangepartitioning`, `SinglePartition` (a window over
+    one partition by a constant) or `RoundRobinPartitioning`; `BroadcastExchange`;
+    a reused exchange is not run again."""
+    plan = re.sub(r"ReusedExchange.*", "", plan)  # it prints the exchange it reuses
+    shuffles = len(re.findall(r"(?<!Broadcast)Exchange (hash|range|single|round)", plan, re.IGNORECASE))
     broadcasts = len(re.findall(r"BroadcastExchange ", plan))
     return shuffles, broadcasts
 

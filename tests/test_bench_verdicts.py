@@ -38,3 +38,20 @@ def test_unchecked_measures_each_window_again_without_its_checks(monkeypatch):
     builds["#length(3)" + bench.UNCHECKED](None)
     assert calls == [("#length(3)", True), ("#length(3)", False)]
     assert "#length(3)" + bench.UNCHECKED not in bench.workloads(["#length(3)"])
+
+
+def test_plan_exchanges_counts_every_partitioning_and_no_reused_exchange():
+    plan = """== Physical Plan ==
+AdaptiveSparkPlan isFinalPlan=false
++- Window [lag(id#1, 10, null)]
+   +- Sort [n#2 ASC NULLS FIRST], false, 0
+      +- Exchange SinglePartition, ENSURE_REQUIREMENTS, [plan_id=12]
+         +- BroadcastHashJoin [trace_id#3], [trace_id#4], Inner, BuildRight
+            :- Exchange hashpartitioning(k#5, 4), ENSURE_REQUIREMENTS, [plan_id=10]
+            :  +- Exchange rangepartitioning(n#2 ASC NULLS FIRST, 4), REPARTITION_BY_NUM, [plan_id=9]
+            :     +- Exchange RoundRobinPartitioning(4), REPARTITION_BY_NUM, [plan_id=8]
+            +- BroadcastExchange HashedRelationBroadcastMode(List(input[0, string, true]),false), [plan_id=11]
+               +- ReusedExchange [trace_id#4], Exchange hashpartitioning(k#5, 4), ENSURE_REQUIREMENTS, [plan_id=10]
+"""
+    assert bench.plan_exchanges(plan) == (4, 1)
+    assert bench.plan_exchanges("== Physical Plan ==\n*(1) Scan parquet") == (0, 0)
