@@ -405,6 +405,8 @@ def _extra_struct(spec, props) -> str:
 
 #: the running state of the statistics' sums (`#uni`, `#linest`, `#correl`) and the size's count
 _SUMS = ("#sx", "#sxx", "#sy", "#syy", "#sxy")
+#: the sums `#uni`'s fields read (`_bean_fields`)
+_UNI_SUMS = ("#sx", "#sxx")
 
 
 def _statistics_posts(staged: DataFrame, spec, ctx: Context, n_values: int, props) -> DataFrame:
@@ -429,93 +431,116 @@ def _statistics_posts(staged: DataFrame, spec, ctx: Context, n_values: int, prop
     fields = {f.name: f for f in rows.schema.fields}
     if not carried:
         rows = rows.drop("#x")
-    state = ["#n"] if size else ["#n", *_SUMS]
+    sums = () if size else _UNI_SUMS if isinstance(spec, Uni) else _SUMS
+    state = ["#n", *sums]
     kinds = {name: (T.LongType() if name == "#n" else T.DoubleType()) for name in state}
     schema = T.StructType([
         *(fields[c] for c in ctx.partition), *(fields[c.strip("`")] for c in _POST if c.strip("`") not in ctx.partition),
         *(T.StructField(f"{side}{name}", kinds[name]) for side in ("new", "old") for name in state),
         T.StructField("new#x", fields["#x"].dataType), T.StructField("old#x", fields["#x"].dataType)])
     posted = rows.groupBy(*ctx.partition).applyInArrow(
-        _statistics_kernel(tuple(ctx.partition), order, n_values, size, carried), schema)
+        _statistics_kernel(tuple(ctx.partition), order, n_values, sums, carried), schema)
     new, old = ([f"'{name}', `{side}{name}`" for name in state] + [f"'#x', `{side}#x`"] for side in ("new", "old"))
     return posted.selectExpr("trace_id", *(quoted(k) for k in keys), *_POST,
                              f"named_struct({', '.join(new)}) AS `#new`", f"named_struct({', '.join(old)}) AS `#old`")
 
 
-def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: int, size: bool, carried: bool):
+def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: int, sums: tuple[str, ...],
+                       carried: bool):
     """Grouped-map kernel over one sub-window's staged rows (`_statistics_posts`):
     rows in update order (`order`, nulls first as Spark sorts them), then
 
-    * `#size`: the count is the running sum of the signs of the rows that post
-      an event; a post is posted where it changes the count;
+    * `#size` (no `sums`): the count is the running sum of the signs of the
+      rows that post an event; a post is posted where it changes the count;
     * the statistics: the count is the running sum of the points' signs
       floored at 0 (S less the lowest min(0, S) so far); a removed point that
       takes it to 0 or below resets every sum to 0 on its row, and the sums
       of a segment (after each reset) are the cumulative sums, from 0.0, of
-      the points' signed terms (x, x², y, y², xy; y is 0.0 for `#uni`), each
+      the points' signed terms (x, x², y, y², xy: those in `sums`), each
       row holding the sums after the segment's last point at or before it;
     * per post (a run of equal `_POST` values): the state on its last row;
       the carried properties `#x` of the last inserted row so far; the old
       state the previous (posted) post's, the empty statistics (0, 0.0, no
       properties) before the first.
 
-    Only the columns a step reads are put in update order (a whole table's
-    `take` cost more than the sums); `#sg` is the row's side as a sign; the
-    carried properties come as `#x` only where the view has some (`carried`),
-    else each inserted row's is the constant `named_struct('n_', 0)`."""
+    `#sg` is the row's side as a sign; the carried properties come as `#x`
+    only where the view has some (`carried`), else each inserted row's is the
+    constant `named_struct('n_', 0)`. Memory is the cost here (a page first
+    touched costs more than the arithmetic on it): no column is put in
+    update order whole where its points or the posts' last rows are all a
+    step reads, a constant key orders nothing, and the state is kept at the
+    posts' last rows only."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     posts_by = order[:len(_POST)]
 
+    def sort_key(column):
+        if column.null_count:  # nulls first, as Spark orders them
+            return pc.fill_null(pc.cast(column, pa.int64()), -2**63).to_numpy()
+        return column.to_numpy()
+
     def run(table):
         n = table.num_rows
-        keys = [pc.fill_null(pc.cast(table.column(c), pa.int64()), -2**63).to_numpy(zero_copy_only=False) for c in order]
-        ranked = np.lexsort(keys[::-1])
-        keys = [k[ranked] for k in keys[:len(posts_by)]]
-
-        def ordered(column, kind):
-            return table.column(column).to_numpy(zero_copy_only=False).astype(kind)[ranked]
-
-        sign = ordered("#sg", np.int64)
-        inserted, removed = sign > 0, sign < 0
-        state: dict[str, np.ndarray] = {}
-        if size:
-            state["#n"] = np.cumsum(sign)
-        else:
-            d = ordered("#d", np.int64)
-            running = np.cumsum(d)
-            count = running - np.minimum(0, np.minimum.accumulate(running))
-            state["#n"] = count
-            reset = removed & (d != 0) & (count <= 0)
-            segment = np.concatenate([[0], np.cumsum(reset)[:-1]])
-            x = ordered("#v0", float)
-            y = ordered("#v1", float) if n_values == 2 else np.zeros(n)
-            with np.errstate(all="ignore"):  # infinities and NaN are values here, as in Java
-                terms = {"#sx": x, "#sxx": x * x, "#sy": y, "#syy": y * y, "#sxy": x * y}
-            points = np.flatnonzero(d != 0)
-            starts = np.flatnonzero(np.diff(segment[points])) + 1  # where a segment's points begin
-            last = np.searchsorted(points, np.arange(n), side="right") - 1  # each row's last point so far
-            held = last >= 0
-            held[held] = segment[points[last[held]]] == segment[held]  # ... within the row's segment
-            for name, term in terms.items():
-                with np.errstate(all="ignore"):
-                    after = _segmented_sums(d[points] * term[points], np.append(0, starts) if len(points) else starts)
-                total = np.zeros(n)
-                total[held] = after[last[held]]
-                total[reset] = 0.0
-                state[name] = total
-        # the posts: runs of equal post columns, each one's state on its last row
+        keys = [(c in posts_by, sort_key(table.column(c))) for c in order]
+        keys = [(post, k) for post, k in keys if k.min() != k.max()]  # a constant key orders nothing
+        ranked = np.lexsort([k for _, k in keys][::-1]) if keys else np.arange(n)
         change = np.zeros(n, bool)
-        for k in keys[:len(posts_by)]:
-            change[1:] |= k[1:] != k[:-1]
-        ends = np.append(np.flatnonzero(change[1:]), n - 1)
-        last_insert = np.maximum.accumulate(np.where(inserted, np.arange(n), -1))[ends]
+        for post, k in keys:
+            if post:
+                k = k[ranked]
+                change[1:] |= k[1:] != k[:-1]
+        del keys
+        ends = np.append(np.flatnonzero(change[1:]), n - 1)  # each post's last row
+        del change
+
+        def ordered(column, at=None):
+            values = table.column(column).to_numpy(zero_copy_only=False)
+            return values[ranked if at is None else ranked[at]]
+
+        sign = ordered("#sg")
+        state: dict[str, np.ndarray] = {}
+        if not sums:
+            state["#n"] = np.cumsum(sign, dtype=np.int64)[ends]
+        else:
+            d = ordered("#d")
+            running = np.cumsum(d, dtype=np.int64)
+            count = running - np.minimum(0, np.minimum.accumulate(running))
+            del running
+            reset = (sign < 0) & (d != 0) & (count <= 0)
+            state["#n"] = count[ends]
+            del count
+            segment = np.cumsum(reset) - reset  # the resets before each row
+            points = np.flatnonzero(d != 0)
+            signed = d[points].astype(float)
+            del d
+            starts = np.flatnonzero(np.diff(segment[points])) + 1  # where a segment's points begin
+            last = np.searchsorted(points, ends, side="right") - 1  # each post's last point so far
+            held = last >= 0
+            held[held] = segment[points[last[held]]] == segment[ends[held]]  # ... within its segment
+            zeroed = reset[ends]
+            del segment, reset
+            x = ordered("#v0", points)
+            y = ordered("#v1", points) if n_values == 2 else None
+            terms = {"#sx": lambda: x, "#sxx": lambda: x * x, "#sy": lambda: y, "#syy": lambda: y * y,
+                     "#sxy": lambda: x * y}
+            bounds = np.append(0, starts) if len(points) else starts
+            for name in sums:
+                with np.errstate(all="ignore"):  # infinities and NaN are values here, as in Java
+                    after = _segmented_sums(signed * terms[name](), bounds)
+                total = np.zeros(len(ends))
+                total[held] = after[last[held]]
+                total[zeroed] = 0.0
+                state[name] = total
+        inserts = np.flatnonzero(sign > 0)
+        del sign
+        found = np.searchsorted(inserts, ends, side="right") - 1  # each post's last inserted row so far
+        last_insert = np.where(found >= 0, inserts[np.maximum(found, 0)] if len(inserts) else -1, -1)
         previous = np.arange(len(ends)) - 1  # the post whose state the old row is
         kept = np.ones(len(ends), bool)
-        if size:  # posted where the count changes; the old row is the posted post's before, the first's the post's before
-            kept = state["#n"][ends] != np.append(0, state["#n"][ends][:-1])
+        if not sums:  # posted where the count changes; the old row is the posted post's before, the first's the post's before
+            kept = state["#n"] != np.append(0, state["#n"][:-1])
             shown = np.flatnonzero(kept)
             previous[shown[1:]] = shown[:-1]
         chosen = np.flatnonzero(kept)
@@ -523,8 +548,8 @@ def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: i
         rows = pa.array(ranked[ends[chosen]])
         columns = {c: table.column(c).take(rows) for c in (*partition, *(c for c in posts_by if c not in partition))}
         for label in ("new", "old"):  # the schema's order: every new state, then every old one
-            for name, values in state.items():
-                at, kind = values[ends], pa.int64() if name == "#n" else pa.float64()
+            for name, at in state.items():
+                kind = pa.int64() if name == "#n" else pa.float64()
                 chosen_at = at[chosen] if label == "new" else np.where(prior >= 0, at[np.maximum(prior, 0)], 0)
                 columns[f"{label}{name}"] = pa.array(chosen_at, kind)
         for label, which in (("new#x", last_insert[chosen]),
