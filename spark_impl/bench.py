@@ -101,10 +101,13 @@ run; what follows was measured beside it, on the same two-core machine):
   point in turn): one sequence, one task. Its sums are one Arrow table
   through numpy (`derived._statistics_kernel`), the properties carried on
   the source's post rows (no join back by id): 43.45 s, 8.34 x bare at 10 M
-  in the README's run (205 s, 25.28 x before). In stages: the source
-  `#length(10)` alone about 12 s (one task), the kernel's Python 17 s (6 s
-  when the same Arrow table is replayed outside Spark, not yet explained),
-  the rest the Arrow transfer of 20 M post rows in and 10 M out.
+  in the README's run (205 s, 25.28 x before); then 40.74 s, 6.48 x (bare
+  6.29 s) with the kernel's memory cut (a page first touched costs more here
+  than the arithmetic on it: the kernel took 17.4 s in Spark's worker, 6.1 s
+  replayed on the same table in a warm process; now 9.4 s) and one event
+  table as one partition (`coalesce(1)`, no sort by the constant trace). In
+  stages: the source `#length(10)` alone about 12 s (one task), the kernel
+  9.4 s, the rest the Arrow transfer of 20 M post rows in and 10 M out.
 * **eKuiper's queries** against Spark's own `groupBy(window(...), color)`
   of the same panes: like for like (`validate=False`; `window()` checks
   nothing) 1.15 x and 1.05 x at 10 M in the Performance run (target 1.5
