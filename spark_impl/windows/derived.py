@@ -282,15 +282,14 @@ def _source_rows(items: DataFrame, spec, ctx: Context, wanted: tuple[str, ...]) 
     """The source's post rows (the contract's columns, the group keys and the
     `wanted` properties), or each event's arrival: a property the source's
     rows lack is joined back by id (a posted row is its event's)."""
-    keys = [k for k in ctx.group_keys if k not in wanted]
+    columns = (*ctx.group_keys, *wanted)
     if spec.source is None:
         return events(items).selectExpr(
             "trace_id", "seq", f"{ARRIVAL} AS phase", "time", "time AS slot_due", "CAST(0 AS BIGINT) AS slot",
-            "'insert' AS side", "seq AS pos", "id", *(quoted(c) for c in (*keys, *wanted)))
+            "'insert' AS side", "seq AS pos", "id", *(quoted(c) for c in columns))
     posted = family(spec.source).posts(items, spec.source, ctx)
-    carried = [c for c in (*keys, *wanted) if c in posted.columns]
-    rows = posted.selectExpr(*CONTRACT, *(quoted(c) for c in carried))
-    missing = [c for c in (*keys, *wanted) if c not in posted.columns]
+    rows = posted.selectExpr(*CONTRACT, *(quoted(c) for c in columns if c in posted.columns))
+    missing = [c for c in columns if c not in posted.columns]
     return rows.join(events(items).select("trace_id", "id", *missing), ["trace_id", "id"], "left") if missing else rows
 
 
@@ -319,10 +318,9 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
                                "CAST(0 AS BIGINT) AS `#pm`")
     values = [f"CAST({quoted(v)} AS DOUBLE)" for v in spec.values()]
     point = " AND ".join(["side IS NOT NULL", *(f"{v} IS NOT NULL" for v in values)])
-    sign = "CASE side WHEN 'insert' THEN 1 WHEN 'remove' THEN -1 ELSE 0 END"
     staged = rows.selectExpr(
         "*", "CASE WHEN side = 'remove' THEN 1 ELSE 0 END AS `#side`",
-        f"CASE WHEN {point} THEN {sign} ELSE 0 END AS `#d`",
+        f"CASE WHEN {point} THEN {_SIGN} ELSE 0 END AS `#d`",
         *(f"{v} AS `#v{i}`" for i, v in enumerate(values)))
     if isinstance(spec, (Uni, Linest, Correl, Size)) and not keys:  # the trace one sequence: `_statistics_kernel`
         posted = _statistics_posts(staged, spec, ctx, len(values), props)
@@ -349,7 +347,7 @@ def derived(items: DataFrame, spec, ctx: Context) -> DataFrame:
         staged = staged.groupBy("trace_id", *keys).applyInArrow(_weighted_sums, schema)
         state = ["`#n`", "`#sxw`", "`#sw`"]
     else:
-        staged = staged.selectExpr("*", f"sum(CASE WHEN side IS NULL THEN 0 ELSE {sign} END) {_RUNNING} AS `#size`")
+        staged = staged.selectExpr("*", f"sum(CASE WHEN side IS NULL THEN 0 ELSE {_SIGN} END) {_RUNNING} AS `#size`")
         state = ["`#size` AS `#n`"]
     extra_struct = _extra_struct(spec, props)
     ordered = staged.selectExpr(
@@ -403,6 +401,8 @@ def _extra_struct(spec, props) -> str:
     return f"named_struct({', '.join(extras)})" if extras else "named_struct('n_', 0)"
 
 
+#: a row's side as a sign: +1 inserted, -1 removed, 0 an empty post
+_SIGN = "CASE side WHEN 'insert' THEN 1 WHEN 'remove' THEN -1 ELSE 0 END"
 #: the running state of the statistics' sums (`#uni`, `#linest`, `#correl`) and the size's count
 _SUMS = ("#sx", "#sxx", "#sy", "#syy", "#sxy")
 #: the sums `#uni`'s fields read (`_bean_fields`)
@@ -425,7 +425,7 @@ def _statistics_posts(staged: DataFrame, spec, ctx: Context, n_values: int, prop
     carried = bool(spec.extra or spec.all_properties)  # else `#x` is the kernel's constant
     rows = staged.selectExpr(
         *(quoted(c) for c in ctx.partition), *(quoted(c) for c in order if c not in ctx.partition),
-        "CAST(CASE side WHEN 'insert' THEN 1 WHEN 'remove' THEN -1 ELSE 0 END AS TINYINT) AS `#sg`",
+        f"CAST({_SIGN} AS TINYINT) AS `#sg`",
         "`#d`", *(f"`#v{i}`" for i in range(n_values)),
         f"CASE WHEN side = 'insert' THEN {extra_struct} END AS `#x`")
     fields = {f.name: f for f in rows.schema.fields}
