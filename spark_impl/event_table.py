@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from functools import reduce
 
+from attrs import frozen
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -718,28 +720,34 @@ def check_trace_frame(trace_df: DataFrame, per_trace: list | None = None, scanne
     _raise_trace_problem(trace_df, first)
 
 
-#: `scan_and_hash`'s rows: a partition's runs (`_RUN`, `hashes` null), or its events' hashes (`trace_id` null)
-_SCANNED = _RUN + ", hashes binary, missing_id boolean"
+#: `scan_and_hash`'s rows: a partition's runs (`_RUN`, the rest null), one row of its events' hashes and of
+#: what its rows' kinds and clocks show (`trace_id` null), or a `start` item of it (`is_start`, its seq as `lo`)
+_SCANNED = _RUN + ", hashes binary, missing_id boolean, odd boolean, jumps boolean, is_start boolean, start_time long"
 
 
 def scan_and_hash(trace_df: DataFrame) -> DataFrame:
     """The order scan and the id hashes of a trace frame in one pass over
     each input partition (Arrow through numpy, no shuffle), for a caller that
     collects them with rows of its own in one job (the stream's survey), then
-    asks `scan_decides`: per partition, the runs `check_events` scans of its
-    items (the start rows apart; `_scan_partition`), and one row of its
-    events' 64-bit (trace, id) hashes, sorted, 8 bytes an event (and whether
-    an event has no id): `ids_may_repeat`'s runs without its shuffle, merged
-    on the driver."""
+    asks `scan_decides` or `scanned_summary`: per partition, the runs
+    `check_events` scans of its items (the start rows apart;
+    `_scan_partition`), its start rows (trace and time), and one row of its
+    events' 64-bit (trace, id) hashes, sorted, 8 bytes an event, with whether
+    an event has no id, a row has an odd kind or clock (`trace_checks`' null
+    or unknown kind, a clock past 2^62) and a row is a jump:
+    `ids_may_repeat`'s runs without its shuffle, merged on the driver."""
+    kinds = ", ".join(f"'{k}'" for k in frames.KINDS)
     sent = trace_df.select(
         "trace_id", "seq", "time", F.coalesce(F.col("kind") == "start", F.lit(False)).alias("start"),
         F.when(F.col("kind") == "event", F.xxhash64("trace_id", "id")).alias("h"),
-        F.coalesce((F.col("kind") == "event") & F.col("id").isNull(), F.lit(False)).alias("missing"))
+        F.coalesce((F.col("kind") == "event") & F.col("id").isNull(), F.lit(False)).alias("missing"),
+        F.expr(f"coalesce(kind IS NULL OR kind NOT IN ({kinds}) OR abs(time) > {MAX_CLOCK}, false)").alias("odd"),
+        F.coalesce(F.col("kind") == "jump", F.lit(False)).alias("jump"))
     return sent.mapInArrow(_scan_and_hash_partition, _SCANNED)
 
 
 def _scan_and_hash_partition(batches):
-    """mapInArrow: one input partition's (trace_id, seq, time, start, h, missing) -> `_SCANNED` rows."""
+    """mapInArrow: one input partition's (trace_id, seq, time, start, h, missing, odd, jump) -> `_SCANNED` rows."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -748,15 +756,22 @@ def _scan_and_hash_partition(batches):
     if not batches:
         return
     table = pa.Table.from_batches(batches)
-    items = table.filter(pc.invert(table.column("start"))).select(["trace_id", "seq", "time"])
+    start = table.column("start")
+    items = table.filter(pc.invert(start)).select(["trace_id", "seq", "time"])
     schema = _scanned_schema()
     for run in _scan_partition(items.to_batches()):
-        nulls = [pa.nulls(run.num_rows, pa.binary()), pa.nulls(run.num_rows, pa.bool_())]
-        yield pa.RecordBatch.from_arrays(list(run.columns) + nulls, schema=schema)
+        yield _widened(run, schema)
+    starts = table.filter(start)
+    if starts.num_rows:
+        yield _widened(pa.RecordBatch.from_pydict(
+            {"trace_id": starts.column("trace_id").combine_chunks(), "lo": starts.column("seq").combine_chunks(),
+             "start_time": starts.column("time").combine_chunks(), "is_start": pa.array([True] * starts.num_rows)}),
+            schema)
     hashes = table.column("h").drop_null().to_numpy()
     row = {name: [None] for name in schema.names}
     row.update(hashes=[np.sort(hashes.astype(np.int64)).tobytes()],
-               missing_id=[bool(pc.any(table.column("missing")).as_py())])
+               missing_id=[bool(pc.any(table.column("missing")).as_py())],
+               odd=[bool(pc.any(table.column("odd")).as_py())], jumps=[bool(pc.any(table.column("jump")).as_py())])
     yield pa.RecordBatch.from_pydict(row, schema=schema)
 
 
@@ -764,7 +779,8 @@ def _scanned_schema():
     import pyarrow as pa
 
     return pa.schema([("trace_id", pa.string())] + [(name, pa.int64()) for name in _RUN_LONGS]
-                     + [("hashes", pa.binary()), ("missing_id", pa.bool_())])
+                     + [("hashes", pa.binary()), ("missing_id", pa.bool_()), ("odd", pa.bool_()),
+                        ("jumps", pa.bool_()), ("is_start", pa.bool_()), ("start_time", pa.int64())])
 
 
 def scan_decides(scanned: list) -> bool:
@@ -781,13 +797,57 @@ def scan_decides(scanned: list) -> bool:
             if row["missing_id"]:
                 return False
             hashes.append(np.frombuffer(row["hashes"], np.int64))
-        else:
+        elif not row["is_start"]:
             runs.append(row)
     if hashes:
         h = np.sort(np.concatenate(hashes))
         if bool((h[1:] == h[:-1]).any()):
             return False
     return runs_pass(runs)
+
+
+@frozen
+class Summary:
+    """What the rows of `scan_and_hash` show of a trace frame that passes
+    every check of `check_trace_frame`: per trace (`traces`, by id) its
+    items' count `n` (the start row apart), least and greatest seq `lo`,
+    `hi`, `start_rows`, and `early`, its earliest item by (time, seq)
+    (`{"time", "seq"}`); `jumps`, whether an item is a jump."""
+
+    traces: dict
+    jumps: bool
+
+
+def scanned_summary(scanned: list) -> Summary | None:
+    """`Summary` from the rows of `scan_and_hash`, where they show the frame
+    passes every check of `check_trace_frame`: `scan_decides`, and the
+    per-trace aggregate's (`trace_checks`) too: no odd kind or clock, no
+    trace with two start rows or one after its first item's clock. None
+    where they do not (or cannot tell): the caller runs the exact aggregate,
+    which names the problem. On a frame that passes, the time grows with
+    `seq` in each trace, so a trace's earliest item is its first by seq."""
+    if not scan_decides(scanned) or any(row["odd"] for row in scanned if row["hashes"] is not None):
+        return None
+    runs: dict = {}
+    starts: dict = {}
+    for row in scanned:
+        if row["is_start"]:
+            if row["trace_id"] is None or row["trace_id"] in starts or row["lo"] != frames.START_SEQ:
+                return None  # a start row without a trace or of another seq, or a trace's second
+            starts[row["trace_id"]] = row["start_time"]
+        elif row["hashes"] is None:
+            runs.setdefault(row["trace_id"], []).append(row)
+    traces = {}
+    for trace_id in runs.keys() | starts.keys():
+        parts = runs.get(trace_id, [])
+        first = min(parts, key=lambda p: p["first_seq"]) if parts else None
+        if first is not None and starts.get(trace_id) is not None and starts[trace_id] > first["first_time"]:
+            return None  # the start after the first item
+        traces[trace_id] = {
+            "n": sum(p["n"] for p in parts), "lo": first and first["first_seq"],
+            "hi": max(p["last_seq"] for p in parts) if parts else None, "start_rows": int(trace_id in starts),
+            "early": first and {"time": first["first_time"], "seq": first["first_seq"]}}
+    return Summary(traces, any(row["jumps"] for row in scanned if row["hashes"] is not None))
 
 
 #: `trace_checks`' column telling a trace has a problem

@@ -94,3 +94,41 @@ def test_the_batch_one_pass_check_passes_a_clean_frame_and_no_frame_with_a_probl
     one = spark.createDataFrame([("0", n, 10 * n, None) for n in range(500)], "trace_id string, seq long, time long, id string")
     assert passes_checks(one.repartitionByRange(3, "seq"), traced=False, ids=None) is True
     assert passes_checks(one.repartitionByRange(3, "seq"), traced=False, ids="true") is False  # ids missing
+
+
+#: problems of the per-trace aggregate (`trace_checks`), which the order and id scan alone does not see
+TRACE_PROBLEMS = {
+    "a null kind": CLEAN + [("t0", 300, None, 9_000, "new")],
+    "an unknown kind": CLEAN + [("t0", 300, "tick", 9_000, "new")],
+    "a clock past 2^62": CLEAN + [("t0", 300, "advance", 2**62 + 1, None)],
+    "two start rows": CLEAN + [("t0", -1, "start", 0, None)],
+    "a start after the first item": [("t1", -1, "start", 1, None)] + CLEAN,
+    "a start row of another seq": [("t1", 700, "start", 0, None)] + CLEAN,
+    "a start row without a trace": CLEAN + [(None, -1, "start", 0, None)],
+}
+
+
+def test_the_scans_summary_is_the_exact_aggregates_on_a_clean_frame_and_gives_way_on_any_problem(spark):
+    """`scanned_summary` (the stream's survey without its aggregate job): on a clean frame, per trace the
+    figures the exact aggregate (`WindowStream._per_item`) gives, and whether an item jumps; None on a frame
+    with any problem `check_trace_frame` finds, so the survey runs the aggregate that names it."""
+    from pyspark.sql import functions as F
+
+    from spark_impl.event_table import scanned_summary
+    from spark_impl.streaming.micro_batch import WindowStream
+
+    jumping = CLEAN + [("t1", 201, "jump", 6_000, None)]
+    only_start = CLEAN + [("t9", -1, "start", 0, None)]  # a trace of nothing but its start row
+    for rows, jumps in ((CLEAN, False), (jumping, True), (only_start, False)):
+        for partitions in (0, 4):
+            frame = _items(spark, rows, partitions)
+            summary = scanned_summary(scan_and_hash(frame).collect())
+            exact = {row["trace_id"]: {"n": row["n"], "lo": row["lo"], "hi": row["hi"], "start_rows": row["start_rows"],
+                                       "early": row["early"] and row["early"].asDict()}
+                     for row in WindowStream._per_item(frame, checks=False).drop("part").collect()}
+            assert summary is not None and summary.traces == exact and summary.jumps is jumps
+            assert frame.where(F.col("kind") == "jump").count() == int(jumps)
+    problems = {**PROBLEMS, **TRACE_PROBLEMS}
+    got = {(name, p): scanned_summary(scan_and_hash(_items(spark, rows, p)).collect())
+           for name, rows in problems.items() for p in (0, 4)}
+    assert {key: value for key, value in got.items() if value is not None} == {}
