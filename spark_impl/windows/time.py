@@ -87,11 +87,15 @@ def unexpired(items: DataFrame, spec: Time, ctx: Context) -> DataFrame:
     together post in the order the groups were created (`slot`, the seq of
     that event), so a resumed run must create them in that order again. An
     expired first event enters and leaves again before the cut, so the
-    window holds the same events after it."""
+    window holds the same events after it. The first events are the least
+    seq of each group (`group_table`, joined back by broadcast): no step
+    sorts the events by key."""
     clock = items.groupBy("trace_id").agg(F.max("time").alias("#clock"))
-    first = f"row_number() OVER ({partition(ctx)} ORDER BY seq) = 1" if ctx.group_keys else "false"
-    return events(items).join(F.broadcast(clock), "trace_id").selectExpr("*", f"{first} AS `#first_of_group`") \
-        .where(f"time > `#clock` - {spec.span} OR `#first_of_group`").drop("#clock", "#first_of_group")
+    clocked = events(items).join(F.broadcast(clock), "trace_id")
+    if not ctx.group_keys:
+        return clocked.where(f"time > `#clock` - {spec.span}").drop("#clock")
+    return with_group(clocked, group_table(items, ctx).select(*ctx.partition, "slot"), ctx) \
+        .where(f"time > `#clock` - {spec.span} OR seq = slot").drop("#clock", "slot")
 
 
 def first_time_held(items: DataFrame, spec: FirstTime, ctx: Context) -> DataFrame:
