@@ -811,8 +811,9 @@ class Summary:
     """What the rows of `scan_and_hash` show of a trace frame that passes
     every check of `check_trace_frame`: per trace (`traces`, by id) its
     items' count `n` (the start row apart), least and greatest seq `lo`,
-    `hi`, `start_rows`, and `early`, its earliest item by (time, seq)
-    (`{"time", "seq"}`); `jumps`, whether an item is a jump."""
+    `hi`, `start_rows`, `early`, its earliest item by (time, seq)
+    (`{"time", "seq"}`), and `clock`, its latest time; `jumps`, whether an
+    item is a jump."""
 
     traces: dict
     jumps: bool
@@ -846,7 +847,8 @@ def scanned_summary(scanned: list) -> Summary | None:
         traces[trace_id] = {
             "n": sum(p["n"] for p in parts), "lo": first and first["first_seq"],
             "hi": max(p["last_seq"] for p in parts) if parts else None, "start_rows": int(trace_id in starts),
-            "early": first and {"time": first["first_time"], "seq": first["first_seq"]}}
+            "early": first and {"time": first["first_time"], "seq": first["first_seq"]},
+            "clock": max(p["latest"] for p in parts) if parts else None}
     return Summary(traces, any(row["jumps"] for row in scanned if row["hashes"] is not None))
 
 

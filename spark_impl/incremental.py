@@ -131,7 +131,8 @@ def apply_window_incrementally(events_df: DataFrame, window: str | WindowSpec, *
 def resume(items: DataFrame, spec: WindowSpec, *, state: DataFrame | None,
            cuts: Mapping[str, tuple[int, int]] | None = None,
            start: int | None = None, jumps: bool = True, pane_rows: bool = True,
-           one_trace: str | None = None, placed: bool = False) -> Incremental:
+           one_trace: str | None = None, placed: bool = False,
+           lasts: Mapping[str, tuple[int, int]] | None = None) -> Incremental:
     """`apply_window_incrementally` after its checks: the window over checked
     trace items resumed from `state`. `cuts`: trace id -> (its last seq, its
     latest clock) in the state, where the caller knows them (a stream's
@@ -139,7 +140,10 @@ def resume(items: DataFrame, spec: WindowSpec, *, state: DataFrame | None,
     them in each plan that reads the state (a broadcast is a job however
     small its rows). `placed`: the caller has checked, with `cuts`, that
     the state is this window's and that each item comes after its trace's
-    cut (a stream's survey does), so no row is checked again here."""
+    cut (a stream's survey does), so no row is checked again here.
+    `lasts`: trace id -> (seq, time) of its last item among the state and
+    `items`, for every trace they hold, where the caller knows them: the
+    state's plan reads them as literals (`held`)."""
     mark = fingerprint(spec)
     if state is not None and placed:
         if not isinstance(cuts, Mapping):
@@ -165,7 +169,7 @@ def resume(items: DataFrame, spec: WindowSpec, *, state: DataFrame | None,
     elif cuts is not None:
         out = out.join(F.broadcast(cuts.select("trace_id", "#cut")), "trace_id", "left") \
                  .where("`#cut` IS NULL OR after > `#cut`").drop("#cut")
-    kept, replays = held(items, spec, jumps=jumps)
+    kept, replays = held(items, spec, jumps=jumps, lasts=lasts)
     return Incremental(out, kept.withColumn(STATE_OF, F.lit(mark)), replays)
 
 
@@ -236,16 +240,20 @@ def _check_state(state: DataFrame) -> None:
                            "apply_window_incrementally call")
 
 
-def held(items: DataFrame, spec: WindowSpec, *, jumps: bool = True) -> tuple[DataFrame, bool]:
+def held(items: DataFrame, spec: WindowSpec, *, jumps: bool = True,
+         lasts: Mapping[str, tuple[int, int]] | None = None) -> tuple[DataFrame, bool]:
     """The state after `items`: the rows the window's family declares its
     future reads (`HELD`; every item where it declares none), each trace's
     `start` row, and its last item or an `advance` to its clock in its
-    place (module docstring); and whether every item was kept."""
+    place (module docstring); and whether every item was kept. `lasts`:
+    each trace's last item (seq, time), known to the caller: literal rows,
+    where an aggregate over `items` finds them otherwise."""
     validated = pipeline.check_input(items, spec, jumps=jumps)
     window, keys = pipeline.split_groupwin(spec)
     runner = pipeline.family_of(spec)
     props = tuple(c for c in validated.columns if c not in frames.BASE_COLUMNS)
-    ctx = Context(partition=("trace_id",) + keys, group_keys=keys, properties=props, jumps=jumps)
+    literal = None if lasts is None else tuple((t, s, c) for t, (s, c) in lasts.items())
+    ctx = Context(partition=("trace_id",) + keys, group_keys=keys, properties=props, jumps=jumps, lasts=literal)
     kept = runner.held(validated, window, ctx) if runner.held is not None else None
     columns = [quoted(c) for c in validated.columns]
     if kept is None:
@@ -253,8 +261,11 @@ def held(items: DataFrame, spec: WindowSpec, *, jumps: bool = True) -> tuple[Dat
     # a `set` item's variables hold until the next one: every one is kept (they are few)
     kept = kept.selectExpr(*columns).where("kind NOT IN ('start', 'set')").unionByName(
         validated.where("kind IN ('start', 'set')"))
-    last = validated.where("kind <> 'start'").groupBy("trace_id").agg(
-        F.max("seq").alias("seq"), F.max("time").alias("time"))
+    if literal is not None:
+        last = items.sparkSession.createDataFrame(list(literal), "trace_id string, seq long, time long")
+    else:
+        last = validated.where("kind <> 'start'").groupBy("trace_id").agg(
+            F.max("seq").alias("seq"), F.max("time").alias("time"))
     marker = last.selectExpr("trace_id", "seq", "'advance' AS kind", "time")
     # the marker gives way to a kept item of its seq: a flag over the rows of each (trace, seq), so the
     # family's plan of `kept` runs once (an anti-join of the marker against `kept` would run it twice) and

@@ -34,16 +34,19 @@ whole stream, exactly the rows of one batch `apply_window` over all the
 items. Time is each trace's logical clock, as in batch: no Spark timer and
 no watermark.
 
-**Cost.** A micro-batch is a handful of jobs: the survey (its items read
-and kept in memory; per trace their seqs and, with `validate`, the batch's
-per-trace checks, `event_table.trace_checks`, and the order and id scan,
-`event_table.scan_and_hash`, in the same job), the batch's exact id and
-order checks only where the scan cannot decide, the state (the window's
-`HELD` plan) and the updates (the window's plan, computed by the sink), each
-over the state and the items, plus each job's fixed cost
-(spark_impl/streaming/bench.py has the figures). The checks cover every
-item the micro-batch holds, those held back ahead of a gap too: a bad one
-fails the micro-batch it arrives in, not the one its turn comes in. The
+**Cost.** A micro-batch is a handful of jobs: the survey (one job: the
+order and id scan of its items, `event_table.scan_and_hash`, which also
+gives each trace's seqs, clock and the batch's per-trace checks where they
+pass, `scanned_summary`, beside the state's cut per trace), the batch's
+exact checks only where the scan cannot decide (they name the problem), the
+state (the window's `HELD` plan, each trace's last item read off the survey)
+and the updates (the window's plan, computed by the sink), each over the
+state and the items, plus each job's fixed cost
+(spark_impl/streaming/bench.py has the figures). A micro-batch of files (or
+local rows) is read again by each job, which costs less than caching it;
+any other source's rows are cached by the survey's job. The checks cover
+every item the micro-batch holds, those held back ahead of a gap too: a bad
+one fails the micro-batch it arrives in, not the one its turn comes in. The
 jobs after the survey of a micro-batch whose items and state hold at most
 `frames.ONE_PARTITION_ROWS` rows run interpreted, without code generation
 or adaptive execution (`session.interpreted`): at that size compiling and
@@ -257,8 +260,8 @@ class WindowStream:
 
     def _survey(self, items, state) -> dict:
         """One job: per trace, of the state its cut (last seq run), whether it holds a jump and the windows
-        that wrote it; of the items their count, lowest and highest seq (the start row apart), start rows
-        and earliest item. With `validate` the items' figures are read off the order and id scan of the
+        that wrote it; of the items their count, lowest and highest seq (the start row apart), start rows,
+        earliest item and latest clock. With `validate` the items' figures are read off the order and id scan of the
         items (`event_table.scan_and_hash`, in the same job) where it shows they pass every check of the
         batch (`scanned_summary`); where it does not, a second job aggregates them with the batch's
         per-trace checks (`event_table.trace_checks`), which name the problem. `checked`: the scan
@@ -303,6 +306,7 @@ class WindowStream:
             _expr(f"max(CASE WHEN seq <> {START_SEQ} THEN seq END)").alias("hi"),
             _expr(f"count(CASE WHEN seq = {START_SEQ} THEN 1 END)").alias("start_rows"),
             _expr(f"min_by(struct(time, seq), struct(time, seq)) FILTER (WHERE seq <> {START_SEQ})").alias("early"),
+            _expr(f"max(CASE WHEN seq <> {START_SEQ} THEN time END)").alias("clock"),
             *(trace_checks() if checks else ()))
 
     def _turns(self, survey: dict) -> Turns:
@@ -394,6 +398,9 @@ class WindowStream:
         # computes and broadcasts them in jobs of their own
         cuts = None if state is None else {t: (survey["state"][t]["cut"], survey["state"][t]["clock"])
                                            for t in moved if t in survey["state"]}
+        # each moved trace's last item (seq, time), read off the survey where every item of it runs now (no
+        # gap): literals, so the state's plan aggregates no items to find them (`incremental.held`)
+        lasts = None if turns.gap else {t: (survey["items"][t]["hi"], survey["items"][t]["clock"]) for t in moved}
         updates, kept = None, still
         chunks = [groups[i:i + PLANS_PER_JOB] for i in range(0, len(groups), PLANS_PER_JOB)]
         for chunk in chunks:
@@ -401,7 +408,8 @@ class WindowStream:
             for spec, mine, held in chunk:
                 # the survey refused a state of another window and an item at or before its trace's cut or
                 # its clock (`_turns`): the window's plans check no row again (`placed`)
-                done = resume(mine, spec, state=held, cuts=cuts, jumps=jumps, placed=held is not None)
+                done = resume(mine, spec, state=held, cuts=cuts, jumps=jumps, placed=held is not None,
+                              lasts=lasts and {t: lasts[t] for t in moved if self.one is not None or self.table[t] == spec})
                 part = conform(done.updates, self.schema)
                 part_updates = part if part_updates is None else part_updates.unionByName(part)
                 part_kept = done.state if part_kept is None else part_kept.unionByName(done.state,

@@ -142,7 +142,11 @@ class Context:
     item, when the caller knows there is one trace (an event table without a
     trace column); a family may then leave `trace_id` out of its grouping and
     join keys (a constant string key costs a hash aggregate a third more,
-    measured) and put it back as this literal.
+    measured) and put it back as this literal. `lasts`: where the caller
+    knows them (a stream's survey), each trace's last item as (trace id,
+    seq, time) triples, its latest clock being that time: a family's state
+    reads a trace's clock off them (`base.trace_clocks`) rather than
+    aggregating it.
     """
 
     partition: tuple[str, ...]
@@ -151,6 +155,7 @@ class Context:
     jumps: bool = True
     pane_rows: bool = True
     one_trace: str | None = None
+    lasts: tuple[tuple[str, int, int], ...] | None = None
 
 
 # spec class -> family module (spark_impl.windows.<module>) whose POSTS holds its function.

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from attrs import frozen
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
+from pyspark.sql import functions as F
 
 from spark_impl.windows import Context
 
@@ -29,6 +30,15 @@ PARTS = ("seq", "time", "pos")  # what an Emit gives
 def quoted(name: str) -> str:
     """A column name as a SQL identifier."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def trace_clocks(items: DataFrame, ctx: Context) -> DataFrame:
+    """Per trace of `items`, `#clock`, its latest clock (the time of its
+    last item: a trace's time never goes back): literal rows from
+    `ctx.lasts` where the caller knows them, else an aggregate."""
+    if ctx.lasts is not None:
+        return items.sparkSession.createDataFrame([(t, c) for t, _, c in ctx.lasts], "trace_id string, `#clock` long")
+    return items.where("kind <> 'start'").groupBy("trace_id").agg(F.max("time").alias("#clock"))
 
 
 def events(items: DataFrame) -> DataFrame:

@@ -81,7 +81,7 @@ from oracle.model import Call, CountPanes, Hopping, Session, Sliding, Statement,
 from spark_impl.errors import InvalidFrame
 from spark_impl.frames import JSON_TEXT, NO_VALUES
 from spark_impl.windows import Context
-from spark_impl.windows.base import quoted
+from spark_impl.windows.base import quoted, trace_clocks
 from spark_impl.windows.pane_kernel import (
     KernelRows, aligned_end, event_row, field_column, kernel, machine_for, pane_output)
 from spark_impl.windows.pane_query import (
@@ -777,8 +777,11 @@ def open_panes(items: DataFrame, spec, ctx: Context) -> DataFrame | None:
     if not isinstance(window, (Tumbling, Hopping)) or window.event_time:
         return None
     span = window.size + (window.hop if isinstance(window, Hopping) else window.size)
-    clock = items.where("kind <> 'start'").groupBy("trace_id").agg(
-        F.max("time").alias("#clock"), F.max(F.expr("kind = 'jump'")).alias("#jumped"))
+    if ctx.lasts is not None and not ctx.jumps:  # the clocks known, and no jump anywhere
+        clock = trace_clocks(items, ctx).withColumn("#jumped", F.lit(False))
+    else:
+        clock = items.where("kind <> 'start'").groupBy("trace_id").agg(
+            F.max("time").alias("#clock"), F.max(F.expr("kind = 'jump'")).alias("#jumped"))
     return items.where("kind NOT IN ('start', 'set')").join(clock, "trace_id") \
         .where(f"`#jumped` OR (kind = 'event' AND time >= `#clock` - {span})").drop("#clock", "#jumped")
 

@@ -61,7 +61,7 @@ from pyspark.sql import functions as F
 from oracle.model import ExtTimed, FirstTime, Time, TimeAccum
 from spark_impl import clock
 from spark_impl.windows import Context, TimeFrame
-from spark_impl.windows.base import Emit, arrival_posts, events, over, quoted, stamped_events
+from spark_impl.windows.base import Emit, arrival_posts, events, over, quoted, stamped_events, trace_clocks
 
 TIMER = 0  # the contract's phase of a timer stop (1: an arrival)
 SO_FAR = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
@@ -90,8 +90,7 @@ def unexpired(items: DataFrame, spec: Time, ctx: Context) -> DataFrame:
     window holds the same events after it. The first events are the least
     seq of each group (`group_table`, joined back by broadcast): no step
     sorts the events by key."""
-    clock = items.groupBy("trace_id").agg(F.max("time").alias("#clock"))
-    clocked = events(items).join(F.broadcast(clock), "trace_id")
+    clocked = events(items).join(F.broadcast(trace_clocks(items, ctx)), "trace_id")
     if not ctx.group_keys:
         return clocked.where(f"time > `#clock` - {spec.span}").drop("#clock")
     return with_group(clocked, group_table(items, ctx).select(*ctx.partition, "slot"), ctx) \

@@ -124,7 +124,7 @@ def test_the_scans_summary_is_the_exact_aggregates_on_a_clean_frame_and_gives_wa
             frame = _items(spark, rows, partitions)
             summary = scanned_summary(scan_and_hash(frame).collect())
             exact = {row["trace_id"]: {"n": row["n"], "lo": row["lo"], "hi": row["hi"], "start_rows": row["start_rows"],
-                                       "early": row["early"] and row["early"].asDict()}
+                                       "early": row["early"] and row["early"].asDict(), "clock": row["clock"]}
                      for row in WindowStream._per_item(frame, checks=False).drop("part").collect()}
             assert summary is not None and summary.traces == exact and summary.jumps is jumps
             assert frame.where(F.col("kind") == "jump").count() == int(jumps)
