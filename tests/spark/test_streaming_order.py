@@ -143,3 +143,15 @@ def test_a_small_micro_batch_runs_its_plans_over_the_state_interpreted(spark, tm
     assert sorted(plans) == [0, 1]
     assert "state_of" in plans[1]  # the second micro-batch's plan reads the state
     assert not [b for b, plan in plans.items() if "AdaptiveSparkPlan" in plan], plans
+
+
+def test_a_micro_batch_of_files_is_read_again_by_each_job_and_any_other_source_cached(spark, tmp_path):
+    """`rereadable`: a frame over files (a file source's micro-batch) is read again by each job of the
+    micro-batch; a frame of any other leaf (a range, rows of an RDD: a Kafka topic's micro-batch is such)
+    is cached by the survey's job."""
+    from spark_impl.streaming.micro_batch import rereadable
+
+    spark.range(3).write.parquet(str(tmp_path / "files"))
+    files = spark.read.parquet(str(tmp_path / "files"))
+    assert rereadable(files) and rereadable(files.where("id > 0").union(files))
+    assert not rereadable(spark.range(3)) and not rereadable(files.union(spark.range(3)))
