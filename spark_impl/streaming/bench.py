@@ -50,27 +50,49 @@ worker against two. Targets (issue 45): micro-batches of 1 M rows
 at least 0.3 M events/s and within 1.5x the batch; of 100,000 rows at least
 0.1 M events/s; a 1,000-row micro-batch under 1 s.
 
-**The last measured run** (2026-12-04, at c19f0e8: `difftest bench --engine
+**The last measured run** (2026-12-04, at 10963e7: `difftest bench --engine
 streaming --no-bare --budget 150`, defaults, one run, nothing else on the
 machine, local[2]; every stream posted exactly the batch's rows; the bare
-floors are of 2026-11-28, the run before in brackets, 2026-12-03 at 80567d0,
-its files one row group each and its checks three jobs):
+floors are of 2026-11-28, the run before in brackets, 2026-12-04 at c19f0e8,
+its survey two jobs and its items cached):
 
 | workload | 5 M / 1 M rows | batch | x | 1 M / 100,000 rows | batch | x | 1,000 rows |
 |---|---:|---:|---:|---:|---:|---:|---:|
 | bare `applyInPandasWithState`, keyed by trace | 15.10 s | | | 5.54 s | | | |
 | bare `applyInPandasWithState`, keyed by `k` | 38.06 s | | | 52.24 s | | | |
-| `#groupwin(k)#time(10 sec)` | 106.93 s (93.63) | 20.34 s | 5.26 | 65.67 s (75.09) | 14.35 s | 4.58 | 3.05 s |
-| `#groupwin(k)#length(10)` | 49.46 s (52.30) | 15.77 s | 3.14 | 32.95 s (45.68) | 7.56 s | 4.36 | 2.48 s |
-| `ccl: KEEP 10 ROWS PER(k)` | 41.24 s (54.73) | 13.04 s | 3.16 | 26.86 s (44.43) | 7.20 s | 3.73 | 2.44 s |
-| eKuiper tumbling count by color | 80.16 s (83.67) | 19.31 s | 4.15 | 44.73 s (50.47) | 10.65 s | 4.20 | 2.79 s |
+| `#groupwin(k)#time(10 sec)` | 71.53 s (106.93) | 21.83 s | 3.28 | 46.01 s (65.67) | 10.00 s | 4.60 | 2.33 s |
+| `#groupwin(k)#length(10)` | 35.60 s (49.46) | 15.12 s | 2.36 | 22.69 s (32.95) | 7.61 s | 2.98 | 1.76 s |
+| `ccl: KEEP 10 ROWS PER(k)` | 32.73 s (41.24) | 14.70 s | 2.23 | 21.05 s (26.86) | 6.77 s | 3.11 | 1.56 s |
+| eKuiper tumbling count by color | 49.06 s (80.16) | 16.87 s | 2.91 | 30.74 s (44.73) | 8.54 s | 3.60 | 2.08 s |
 
 The state after the last micro-batch: 100,000 rows (1.44 MiB) for the
 length windows (each key's last ten), 20,000 for `#time(10 sec)` (the events
 of the last 10 s) and for the eKuiper query (the rows of its open panes).
-The JVM's peak: 2.6 to 4.2 GiB; the largest Python worker's: 209 to 265 MiB.
-The batch of the same files runs at 246 to 383 k events/s at 5 M and 70 to
-139 k at 1 M in ten files, under the stream targets themselves.
+The JVM's peak: 2.3 to 4.3 GiB; the largest Python worker's: 204 to 239 MiB.
+The batch of the same files runs at 229 to 340 k events/s at 5 M and 100 to
+148 k at 1 M in ten files, under the stream targets themselves.
+
+**Where a 1 M-row micro-batch's time goes now** (2026-12-04, 3 M events in
+micro-batches of 1 M, the second and third, each step timed apart, the same
+process): `#groupwin(k)#length(10)` survey 1.8 to 2.7 s (one job: the scan
+1.0 s, the state's cuts 0.1 s), state 3.6 to 4.9 s, updates 1.4 to 2.8 s;
+`#groupwin(k)#time(10 sec)` survey 1.8 to 2.1 s, state 3.8 to 4.1 s (7
+adaptive jobs), updates 6.2 to 7.3 s (9 adaptive jobs). Apart, on one
+micro-batch: the family's `HELD` plan alone (each key's last ten: a shuffle
+and sort of the state and the items by key) 2.2 s of the state's 2.3 s; the
+state and the updates over items placed once by key and sorted (persisted,
+so neither plan shuffles) 3.7 s with the placing, against 4.1 to 4.7 s apart:
+too little to keep (the run before measured it slower in the whole stream).
+What the survey replaced: an aggregate per trace with the batch's per-trace
+checks (`min_by`s: a sort aggregate) 1.0 s beside the scan's 1.0 s, and the
+items cached (0.9 s for 1 M rows) where each job now reads the files again
+(0.1 to 0.3 s a read).
+
+**Jobs per micro-batch, now** (2026-12-04 at 1d48f2f, `#groupwin(k)#length(10)`, a 1,000-row
+micro-batch after 100,000 events, each step timed apart in one process): 9 jobs in 2.6 to
+3.3 s, the survey 2 (0.4 to 0.6 s), the state 4 (1.2 to 2.2 s: the state's 100,000 rows
+shuffled by key and written again each micro-batch), the updates 2 (0.3 to 0.45 s), the
+state's read 1; the last items read off the survey since (10963e7) save the state one.
 
 **Jobs per micro-batch** (`#groupwin(k)#length(10)`, a 1,000-row micro-batch
 after 100,000 events, the fourth to sixth, counted by the query's job group,
