@@ -311,8 +311,54 @@ def passes_checks(rows: DataFrame, *, traced: bool, ids: str | None, until: int 
     found = one_pass(rows, traced=traced, ids=ids).collect()
     if any(row["suspect"] for row in found):
         return False
-    runs = [row for row in found if row["bucket"] is None]
-    return runs_pass(runs, until=until, start=start)
+    return runs_pass(_runs_of(found), until=until, start=start)
+
+
+def _runs_of(found: list) -> list:
+    """The runs among the rows of a one-pass scan (`one_pass`, `scan_and_hash`): the rows with a count (hash,
+    flag and start rows have none)."""
+    return [row for row in found if row["n"] is not None]
+
+
+def _starts_and_flags(table, schema):
+    """A trace frame's partition (`trace_id`, `seq`, `time`, `start`, `odd`, `jump`): a row per start
+    item (`is_start`, its seq as `lo`, its time as `start_time`) and one row of whether a row has an
+    odd kind or clock (`odd`) or is a jump (`jumps`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    starts = table.filter(table.column("start"))
+    if starts.num_rows:
+        yield _widened(pa.RecordBatch.from_pydict(
+            {"trace_id": starts.column("trace_id").combine_chunks(), "lo": starts.column("seq").combine_chunks(),
+             "start_time": starts.column("time").combine_chunks(), "is_start": pa.array([True] * starts.num_rows)}),
+            schema)
+    yield _widened(pa.RecordBatch.from_pydict({"odd": [bool(pc.any(table.column("odd")).as_py())],
+                                               "jumps": [bool(pc.any(table.column("jump")).as_py())],
+                                               "is_start": [False]}), schema)
+
+
+def trace_frame_summary(trace_df: DataFrame, *, order: bool = True) -> Summary | None:
+    """`Summary` of a trace frame (the batch's input) where one job shows it
+    passes every check of `check_trace_frame`: `one_pass` over its rows, the
+    start rows apart from the order scan, each event's (trace, id) hashed,
+    with each partition's start rows and whether a row has an odd kind or
+    clock or is a jump (`_starts_and_flags`); None where it does not (or
+    cannot tell), and the exact checks name the problem. `order=False`: the
+    order is left out (`_summary`)."""
+    kinds = ", ".join(f"'{k}'" for k in frames.KINDS)
+    event = F.coalesce(F.col("kind") == "event", F.lit(False))
+    sent = trace_df.select(
+        "trace_id", "seq", "time", F.coalesce(F.col("kind") == "start", F.lit(False)).alias("start"),
+        F.when(event, F.xxhash64("trace_id", "id")).alias("h"), (event & F.col("id").isNull()).alias("missing"),
+        F.expr(f"coalesce(kind IS NULL OR kind NOT IN ({kinds}) OR abs(time) > {MAX_CLOCK}, false)").alias("odd"),
+        F.coalesce(F.col("kind") == "jump", F.lit(False)).alias("jump"))
+    found = sent.mapInArrow(_scan_and_bucket, _ONE_PASS).repartition("bucket") \
+        .mapInArrow(_merge_buckets, _ONE_PASS).collect()
+    if any(row["suspect"] for row in found):
+        return None
+    return _summary(_runs_of(found), [row for row in found if row["is_start"]],
+                    [row for row in found if row["odd"] is not None], order=order)
 
 
 def one_pass(rows: DataFrame, *, traced: bool, ids: str | None) -> DataFrame:
@@ -357,7 +403,8 @@ def _one_pass_schema():
     import pyarrow as pa
 
     return pa.schema([("trace_id", pa.string())] + [(name, pa.int64()) for name in _RUN_LONGS]
-                     + [("bucket", pa.int32()), ("hashes", pa.binary()), ("suspect", pa.bool_())])
+                     + [("bucket", pa.int32()), ("hashes", pa.binary()), ("suspect", pa.bool_()),
+                        ("odd", pa.bool_()), ("jumps", pa.bool_()), ("is_start", pa.bool_()), ("start_time", pa.int64())])
 
 
 def _scan_and_bucket(batches):
@@ -371,6 +418,10 @@ def _scan_and_bucket(batches):
         return
     table = pa.Table.from_batches(batches)
     schema = _one_pass_schema()
+    if "start" in table.column_names:  # a trace frame's (`trace_frame_summary`)
+        for row in _starts_and_flags(table, schema):
+            yield row
+        table = table.filter(pc.invert(table.column("start")))
     names = [n for n in ("trace_id", "seq", "time") if n in table.column_names]
     for run in _scan_partition(table.select(names).to_batches()):
         yield _widened(run, schema)
@@ -644,7 +695,8 @@ def _ascending(codes, seqs) -> bool:
 _RUN_LONGS = tuple(c.split()[0] for c in _RUN.split(", ")[1:])
 #: `_scan_and_bucket`'s rows: a partition's runs (`_RUN`, `bucket` null), or one bucket of its events' sorted
 #: (trace, id) hashes (`hashes`), or a suspect (`suspect`: an event without an id, a hash met twice)
-_ONE_PASS = _RUN + ", bucket int, hashes binary, suspect boolean"
+_ONE_PASS = (_RUN + ", bucket int, hashes binary, suspect boolean, odd boolean, jumps boolean, is_start boolean, "
+             "start_time long")
 
 
 def _describe(problem, order_col: str, time_col: str, trace_col: str | None, until: int | None,
@@ -700,6 +752,12 @@ def check_trace_frame(trace_df: DataFrame, per_trace: list | None = None, scanne
     rows of `scan_and_hash` over the same frame, from the same job) none
     where `scan_decides` finds nothing."""
     if per_trace is None:
+        summary = trace_frame_summary(trace_df, order=False)
+        if summary is not None:  # every check but the order passes: one job, or the exact order check too
+            if not summary.ordered:
+                check_events(trace_df.where("kind <> 'start'").select("trace_id", "seq", "time"), order_col="seq",
+                             time_col="time", trace_col="trace_id", until=None)
+            return summary.jumps
         found = _first_trace_problem(trace_df, distinct_ids=False)
         first, jumps = found.first, found.jumps
     else:
@@ -797,7 +855,7 @@ def scan_decides(scanned: list) -> bool:
             if row["missing_id"]:
                 return False
             hashes.append(np.frombuffer(row["hashes"], np.int64))
-        elif not row["is_start"]:
+        elif row["n"] is not None:
             runs.append(row)
     if hashes:
         h = np.sort(np.concatenate(hashes))
@@ -817,39 +875,53 @@ class Summary:
 
     traces: dict
     jumps: bool
+    ordered: bool = True  # the runs showed the order passes (`_summary`'s `order=False` may not know)
 
 
 def scanned_summary(scanned: list) -> Summary | None:
     """`Summary` from the rows of `scan_and_hash`, where they show the frame
-    passes every check of `check_trace_frame`: `scan_decides`, and the
-    per-trace aggregate's (`trace_checks`) too: no odd kind or clock, no
-    trace with two start rows or one after its first item's clock. None
-    where they do not (or cannot tell): the caller runs the exact aggregate,
-    which names the problem. On a frame that passes, the time grows with
-    `seq` in each trace, so a trace's earliest item is its first by seq."""
-    if not scan_decides(scanned) or any(row["odd"] for row in scanned if row["hashes"] is not None):
+    passes every check of `check_trace_frame`: `scan_decides` (ids and
+    order), then `_summary` (the per-trace aggregate's checks). None where
+    they do not (or cannot tell): the caller runs the exact aggregate, which
+    names the problem."""
+    if not scan_decides(scanned):
         return None
-    runs: dict = {}
-    starts: dict = {}
-    for row in scanned:
-        if row["is_start"]:
-            if row["trace_id"] is None or row["trace_id"] in starts or row["lo"] != frames.START_SEQ:
-                return None  # a start row without a trace or of another seq, or a trace's second
-            starts[row["trace_id"]] = row["start_time"]
-        elif row["hashes"] is None:
-            runs.setdefault(row["trace_id"], []).append(row)
+    flags = [row for row in scanned if row["hashes"] is not None]
+    return _summary(_runs_of(scanned), [row for row in scanned if row["is_start"]], flags)
+
+
+def _summary(runs: list, starts: list, flags: list, *, order: bool = True) -> Summary | None:
+    """`Summary` of a frame whose ids passed, from its partitions' runs,
+    start rows and flag rows (`odd`, `jumps`), where they show it passes the
+    rest of `check_trace_frame`: the order (`runs_pass`) and the per-trace
+    aggregate's (`trace_checks`) checks, no odd kind or clock, no trace
+    with two start rows or one after its first item's clock, no start row of
+    a seq but -1. None where they do not. On a frame that passes, the time
+    grows with `seq` in each trace, so a trace's earliest item is its first
+    by seq. `order=False`: everything but the order (the caller checks it
+    exactly), the figures then only as good as the order."""
+    if any(row["odd"] for row in flags) or (order and not runs_pass(runs)):
+        return None
+    by_trace: dict = {}
+    for row in runs:
+        by_trace.setdefault(row["trace_id"], []).append(row)
+    first_times: dict = {}
+    for row in starts:
+        if row["trace_id"] is None or row["trace_id"] in first_times or row["lo"] != frames.START_SEQ:
+            return None  # a start row without a trace or of another seq, or a trace's second
+        first_times[row["trace_id"]] = row["start_time"]
     traces = {}
-    for trace_id in runs.keys() | starts.keys():
-        parts = runs.get(trace_id, [])
+    for trace_id in by_trace.keys() | first_times.keys():
+        parts = [p for p in by_trace.get(trace_id, []) if p["first_seq"] is not None]
         first = min(parts, key=lambda p: p["first_seq"]) if parts else None
-        if first is not None and starts.get(trace_id) is not None and starts[trace_id] > first["first_time"]:
+        if first is not None and first_times.get(trace_id) is not None and first_times[trace_id] > first["first_time"]:
             return None  # the start after the first item
         traces[trace_id] = {
             "n": sum(p["n"] for p in parts), "lo": first and first["first_seq"],
-            "hi": max(p["last_seq"] for p in parts) if parts else None, "start_rows": int(trace_id in starts),
+            "hi": max(p["last_seq"] for p in parts) if parts else None, "start_rows": int(trace_id in first_times),
             "early": first and {"time": first["first_time"], "seq": first["first_seq"]},
             "clock": max(p["latest"] for p in parts) if parts else None}
-    return Summary(traces, any(row["jumps"] for row in scanned if row["hashes"] is not None))
+    return Summary(traces, any(row["jumps"] for row in flags), order or runs_pass(runs))
 
 
 #: `trace_checks`' column telling a trace has a problem

@@ -13,6 +13,7 @@ import random
 
 import pytest
 
+from spark_impl.errors import InvalidFrame
 from spark_impl.event_table import ID_BUCKETS, ids_may_repeat, passes_checks, scan_and_hash, scan_decides
 
 
@@ -132,3 +133,26 @@ def test_the_scans_summary_is_the_exact_aggregates_on_a_clean_frame_and_gives_wa
     got = {(name, p): scanned_summary(scan_and_hash(_items(spark, rows, p)).collect())
            for name, rows in problems.items() for p in (0, 4)}
     assert {key: value for key, value in got.items() if value is not None} == {}
+
+
+def test_the_batch_check_of_a_trace_frame_decides_in_one_job_what_the_stream_survey_decides(spark):
+    """`trace_frame_summary` (`check_trace_frame`'s one job: `one_pass` with the start rows and flags) gives
+    the summary `scanned_summary` gives on clean frames, and None on every problem frame; a frame whose
+    partitions' runs overlap is left to the exact checks."""
+    from spark_impl.event_table import check_trace_frame, scanned_summary, trace_frame_summary
+
+    jumping = CLEAN + [("t1", 201, "jump", 6_000, None)]
+    for rows in (CLEAN, jumping, CLEAN + [("t9", -1, "start", 0, None)]):
+        for partitions in (0, 4):
+            frame = _items(spark, rows, partitions)
+            assert trace_frame_summary(frame) == scanned_summary(scan_and_hash(frame).collect()) is not None
+    assert check_trace_frame(_items(spark, jumping, 4)) is True and check_trace_frame(_items(spark, CLEAN, 4)) is False
+    problems = {**PROBLEMS, **TRACE_PROBLEMS}
+    got = {(name, p): trace_frame_summary(_items(spark, rows, p)) for name, rows in problems.items() for p in (0, 4)}
+    assert {key: value for key, value in got.items() if value is not None} == {}
+    overlapping = spark.createDataFrame(CLEAN, "trace_id string, seq long, kind string, time long, id string")
+    assert trace_frame_summary(overlapping.repartition(4)) is None
+    assert check_trace_frame(overlapping.repartition(4)) is False  # the exact order check passes it
+    back = spark.createDataFrame(PROBLEMS["a time going back"], "trace_id string, seq long, kind string, time long, id string")
+    with pytest.raises(InvalidFrame, match="goes back"):
+        check_trace_frame(back.repartition(4))
