@@ -85,7 +85,7 @@ def apply_window(trace_df, window: str | WindowSpec, dialect: str = "esper", *, 
     Raises `InvalidFrame` naming a missing or mistyped input column, the parser's
     errors for a bad clause, `UnsupportedWindow` for a window not implemented.
     `validate` (the default): first check that the frame describes traces
-    (`event_table.check_trace_frame`: two Spark jobs), raising `InvalidFrame`
+    (`event_table.check_trace_frame`: one Spark job for a frame in order), raising `InvalidFrame`
     naming the column, the trace and the value; `validate=False` skips it for a
     frame known to be valid (an invalid one then gives wrong output). Any
     other `trace_df` (a list, a pandas frame) is a `WrongArgument` naming it."""

@@ -15,7 +15,7 @@ size (in a temporary folder, untimed) and read back by every workload.
 * with `--trace-frame`, each window also through `spark_impl.apply_window` with
   its defaults, on the same events as a trace frame (`trace_id`, `seq`,
   `kind`, `time`, `id` and the properties: a projection of the file), as a
-  user calls it on recorded traces: the frame's check (two jobs) finds no
+  user calls it on recorded traces: the frame's check (one job) finds no
   jump, so the plan is made for input without jumps;
 * the checks alone (`spark_impl.event_table.one_pass`: the order scan and,
   since the table has an `id` column, the id hashes, in one job), which every

@@ -730,11 +730,13 @@ def _describe(problem, order_col: str, time_col: str, trace_col: str | None, unt
 def check_trace_frame(trace_df: DataFrame, per_trace: list | None = None, scanned: list | None = None) -> bool:
     """Raise `InvalidFrame` for the first problem of a trace frame (the input of
     `apply_window`), naming the column, the trace and the value: what the
-    oracle refuses in a trace: a valid frame in two Spark jobs (the
-    aggregate below, then `passes_checks` over the items), a frame with a
-    problem in up to three more, which name it. Returns whether the frame
-    holds a `jump` item (found by the first job: a plan for input without
-    jumps is cheaper).
+    oracle refuses in a trace: a valid frame in one Spark job
+    (`trace_frame_summary`: the order runs, the id hashes and the per-trace
+    figures below in one pass), or two where the order scan cannot decide
+    (a frame read from several files: the exact order check follows); a
+    frame with a problem in up to four more, which name it. Returns whether
+    the frame holds a `jump` item (found by the first job: a plan for input
+    without jumps is cheaper).
 
     * per trace (one aggregate, `trace_checks`): a kind that is null or not one
       of `KINDS`, an event without an id, a clock further than 2^62 ms from 0,
