@@ -346,14 +346,7 @@ def trace_frame_summary(trace_df: DataFrame, *, order: bool = True) -> Summary |
     clock or is a jump (`_starts_and_flags`); None where it does not (or
     cannot tell), and the exact checks name the problem. `order=False`: the
     order is left out (`_summary`)."""
-    kinds = ", ".join(f"'{k}'" for k in frames.KINDS)
-    event = F.coalesce(F.col("kind") == "event", F.lit(False))
-    sent = trace_df.select(
-        "trace_id", "seq", "time", F.coalesce(F.col("kind") == "start", F.lit(False)).alias("start"),
-        F.when(event, F.xxhash64("trace_id", "id")).alias("h"), (event & F.col("id").isNull()).alias("missing"),
-        F.expr(f"coalesce(kind IS NULL OR kind NOT IN ({kinds}) OR abs(time) > {MAX_CLOCK}, false)").alias("odd"),
-        F.coalesce(F.col("kind") == "jump", F.lit(False)).alias("jump"))
-    found = sent.mapInArrow(_scan_and_bucket, _ONE_PASS).repartition("bucket") \
+    found = _scanned_columns(trace_df).mapInArrow(_scan_and_bucket, _ONE_PASS).repartition("bucket") \
         .mapInArrow(_merge_buckets, _ONE_PASS).collect()
     if any(row["suspect"] for row in found):
         return None
@@ -796,14 +789,20 @@ def scan_and_hash(trace_df: DataFrame) -> DataFrame:
     an event has no id, a row has an odd kind or clock (`trace_checks`' null
     or unknown kind, a clock past 2^62) and a row is a jump:
     `ids_may_repeat`'s runs without its shuffle, merged on the driver."""
+    return _scanned_columns(trace_df).mapInArrow(_scan_and_hash_partition, _SCANNED)
+
+
+def _scanned_columns(trace_df: DataFrame) -> DataFrame:
+    """What a one-pass scan of a trace frame reads of each row: trace_id, seq, time, whether it is the start
+    row, its event's (trace, id) hash and whether that event lacks an id, whether its kind or clock is odd
+    (`trace_checks`' null or unknown kind, a clock past 2^62), whether it is a jump."""
     kinds = ", ".join(f"'{k}'" for k in frames.KINDS)
-    sent = trace_df.select(
+    event = F.coalesce(F.col("kind") == "event", F.lit(False))
+    return trace_df.select(
         "trace_id", "seq", "time", F.coalesce(F.col("kind") == "start", F.lit(False)).alias("start"),
-        F.when(F.col("kind") == "event", F.xxhash64("trace_id", "id")).alias("h"),
-        F.coalesce((F.col("kind") == "event") & F.col("id").isNull(), F.lit(False)).alias("missing"),
+        F.when(event, F.xxhash64("trace_id", "id")).alias("h"), (event & F.col("id").isNull()).alias("missing"),
         F.expr(f"coalesce(kind IS NULL OR kind NOT IN ({kinds}) OR abs(time) > {MAX_CLOCK}, false)").alias("odd"),
         F.coalesce(F.col("kind") == "jump", F.lit(False)).alias("jump"))
-    return sent.mapInArrow(_scan_and_hash_partition, _SCANNED)
 
 
 def _scan_and_hash_partition(batches):
@@ -851,19 +850,17 @@ def scan_decides(scanned: list) -> bool:
     checks."""
     import numpy as np
 
-    hashes, runs = [], []
+    hashes = []
     for row in scanned:
         if row["hashes"] is not None:
             if row["missing_id"]:
                 return False
             hashes.append(np.frombuffer(row["hashes"], np.int64))
-        elif row["n"] is not None:
-            runs.append(row)
     if hashes:
         h = np.sort(np.concatenate(hashes))
         if bool((h[1:] == h[:-1]).any()):
             return False
-    return runs_pass(runs)
+    return runs_pass(_runs_of(scanned))
 
 
 @frozen
