@@ -38,6 +38,7 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from functools import reduce
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from types import MappingProxyType
@@ -156,6 +157,50 @@ class ImplUnderTest:
 
     def run(self, spec: WindowSpec, window: str, dialect: str,
             batch: Sequence[tuple[str, Trace]]) -> dict[str, tuple[Update, ...]]:
+        out, reader = self._output(spec, window, dialect, batch)
+        return self._updates(out.collect(), batch, reader)
+
+    def run_many(self, members: Sequence[Member]) -> list[tuple[dict[str, tuple[Update, ...]] | None, str | None]]:
+        """Several batches (each a window and its traces) in one Spark job:
+        each window's output, its harness columns and its member's index,
+        unioned and collected by one action (a job costs about a second
+        whatever it holds). Per member its updates, or its error: a window
+        the function refuses, or whose output is not the schema, fails
+        alone; where the one job fails, each window runs again alone, so the
+        error is its own window's."""
+        results: list = [None] * len(members)
+        outputs = []
+        for index, (spec, window, dialect, batch) in enumerate(members):
+            try:
+                out, reader = self._output(spec, window, dialect, batch)
+            except ImplError as exc:
+                results[index] = (None, str(exc))
+            except Exception as exc:  # the implementation under test failing is a finding, not a crash
+                results[index] = (None, impl_failure(exc))
+            else:
+                outputs.append((index, out, reader))
+        if len(outputs) == 1:
+            index, out, reader = outputs[0]
+            results[index] = _collected(lambda: self._updates(out.collect(), members[index][3], reader))
+        elif outputs:
+            try:
+                union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
+                               [out.selectExpr("*", f"{index} AS `#member`") for index, out, _ in outputs])
+                rows = union.collect()
+            except Exception:  # noqa: BLE001 - whose window failed is told by running each alone
+                for index, out, reader in outputs:
+                    results[index] = _collected(lambda: self._updates(out.collect(), members[index][3], reader))
+            else:
+                split: dict[int, list] = {index: [] for index, _, _ in outputs}
+                for row in rows:
+                    split[row["#member"]].append(row)
+                for index, _, reader in outputs:
+                    results[index] = (self._updates(split[index], members[index][3], reader), None)
+        return results
+
+    def _output(self, spec: WindowSpec, window: str, dialect: str, batch: Sequence[tuple[str, Trace]]):
+        """The function's output over the batch's frame, its harness columns
+        selected (`frames.harness_columns`), and the reader of its rows' fields."""
         frame = self.frames.to_dataframe(self.spark, batch, extra_properties=self.frames.spec_properties(spec),
                                          mixed=spec.MIXED_KINDS)
         # a spec whose case keys go beyond its text (eKuiper's time mode, zone) is handed as the spec itself;
@@ -163,8 +208,22 @@ class ImplUnderTest:
         out = self.function(frame, spec if case_settings(spec, dialect) else window, dialect, **self.skip_check)
         check_output(out, rows=self.frames.posts_rows(spec))
         columns, reader = self.frames.harness_columns(out, spec)
-        rows = out.selectExpr(*columns).collect()
+        return out.selectExpr(*columns), reader
+
+    def _updates(self, rows, batch: Sequence[tuple[str, Trace]], reader) -> dict[str, tuple[Update, ...]]:
         return self.frames.updates_from_rows(rows, dict(batch), {tid: reader for tid, _ in batch} if reader else None)
+
+
+#: one batch of a job: (spec, window clause, dialect, labelled traces)
+Member = tuple[WindowSpec, str, str, Sequence[tuple[str, Trace]]]
+
+
+def _collected(updates: Callable[[], dict]) -> tuple[dict | None, str | None]:
+    """(updates(), None), or (None, the implementation's error)."""
+    try:
+        return updates(), None
+    except Exception as exc:  # the implementation under test failing is a finding, not a crash
+        return None, impl_failure(exc)
 
 
 #: the columns the harness reads from an implementation's output, and their types
@@ -238,6 +297,18 @@ def run_impl(impl: ImplUnderTest, spec: WindowSpec, window: str, dialect: str,
         return None, str(exc)
     except Exception as exc:  # the implementation under test failing is a finding, not a crash
         return None, impl_failure(exc)
+
+
+def run_impl_many(impl, members: Sequence[Member]) -> list[tuple[dict[str, tuple[Update, ...]] | None, str | None]]:
+    """`run_impl` of each member, in one job where the implementation runs
+    several windows at once (`ImplUnderTest.run_many`)."""
+    many = getattr(impl, "run_many", None)
+    if many is None:
+        return [run_impl(impl, *member) for member in members]
+    try:
+        return many(members)
+    except Exception as exc:  # outside any one window's run (the frames, the session): every member's error
+        return [(None, impl_failure(exc))] * len(members)
 
 
 def judge(spec: WindowSpec, window: str, dialect: str, batch: Sequence[tuple[str, Trace]],
@@ -414,19 +485,28 @@ class KindRun:
 
 
 @define
-class InFlight:
-    """A batch whose implementation job runs in a worker thread."""
+class Batch:
+    """A window of a kind and its traces, run through the oracle."""
 
     kind: KindRun
     spec: WindowSpec
     window: str
     batch: list[tuple[str, Trace]]
     expected: dict[str, tuple[Update, ...]] | Future  # a Future where the oracle runs in a process pool
+
+
+@define
+class InFlight:
+    """Batches whose implementation job (one for them all) runs in a worker thread."""
+
+    batches: list[Batch]
     job: Future
 
 
 #: a kind's traces are spread over at least this many windows (batches)
 SPECS_PER_KIND = 4
+#: batches (windows) the implementation runs in one job (`ImplUnderTest.run_many`)
+WINDOWS_PER_JOB = 8
 MIN_BATCH = 20
 
 
@@ -443,8 +523,10 @@ class Runner:
     depend on its timing. Each batch's traces are made from its seed
     (`seeded_traces`) and run through the oracle in the main thread while the
     implementation's jobs for the batches before it run in worker threads
-    (`in_flight` batches at most, across kinds), so Python and Spark work at
-    the same time. A kind's first disagreeing batch ends its drawing; at the
+    (`in_flight` jobs at most, across kinds), so Python and Spark work at
+    the same time. A job runs `windows_per_job` batches, of any kinds, at once
+    (`ImplUnderTest.run_many`: a Spark job costs about a second whatever it
+    holds). A kind's first disagreeing batch ends its drawing; at the
     end of the run its disagreeing trace is shrunk and saved."""
 
     impl: ImplUnderTest
@@ -454,6 +536,7 @@ class Runner:
     found_dir: Path = Path("corpus/found")
     seed: int | None = None
     in_flight: int = 3
+    windows_per_job: int = WINDOWS_PER_JOB
     on_batch: Callable[[str, BatchResult], None] | None = None
     on_target: Callable[[KindStats], None] | None = None  # called for each kind as the run ends
     on_round: Callable[[int, int, float], None] | None = None  # (round, traces judged so far, seconds) after each round
@@ -464,6 +547,7 @@ class Runner:
     pictures_dir: Path | None = None  # where (None: beside the saved case)
     oracle_processes: int = 0  # > 0: the oracle runs in that many processes, not in the main thread
     _pending: deque = field(factory=deque, init=False)
+    _gathered: list = field(factory=list, init=False)  # batches made, waiting for their job
     _last_judged: float = field(default=0.0, init=False)
     _oracles: ProcessPoolExecutor | None = field(default=None, init=False)
 
@@ -502,6 +586,7 @@ class Runner:
                 round_ += 1
                 if self.on_round:
                     self.on_round(round_, sum(s.cases for s in self.stats), time.perf_counter() - start)
+            self._submit(worker)
             while self._pending:
                 self._settle(self._pending.popleft())
             self._oracles = None
@@ -554,30 +639,45 @@ class Runner:
             return
         batch = label(seeded_traces(seed, count, max_items=self.max_items, **trace_shape(spec)))
         window = oracle.render(spec, kind.dialect)
-        expected = expected_updates(spec, batch) if self._oracles is None else None
-        job = worker.submit(run_impl, self.impl, spec, window, kind.dialect, batch)
         if self._oracles is not None:
             expected = self._oracles.submit(expected_updates, spec, batch)
-        self._pending.append(InFlight(kind, spec, window, batch, expected, job))
+        else:
+            expected = expected_updates(spec, batch)
+        self._gathered.append(Batch(kind, spec, window, batch, expected))
+        if len(self._gathered) >= self.windows_per_job:
+            self._submit(worker)
+
+    def _submit(self, worker: ThreadPoolExecutor) -> None:
+        """The gathered batches' implementation job handed to `worker` (one
+        job for them all, `run_impl_many`); the jobs that ended judged, and
+        the oldest waited for while `in_flight` jobs are out."""
+        if self._gathered:
+            batches, self._gathered = self._gathered, []
+            members = [(b.spec, b.window, b.kind.dialect, b.batch) for b in batches]
+            self._pending.append(InFlight(batches, worker.submit(run_impl_many, self.impl, members)))
         while len(self._pending) >= self.in_flight or (self._pending and self._pending[0].job.done()):
             self._settle(self._pending.popleft())
 
     def _settle(self, flight: InFlight) -> None:
-        """Judge a batch whose job ended. The wall time since the batch judged
-        before it is its kind's, so the kinds' seconds add up to the run's."""
-        kind = flight.kind
-        expected = flight.expected.result() if isinstance(flight.expected, Future) else flight.expected
-        actual, error = flight.job.result()
-        result = judge(flight.spec, flight.window, kind.dialect, flight.batch, expected, actual, error)
+        """Judge the batches of a job that ended. The wall time since the job
+        judged before it is its batches' kinds', shared by their traces, so
+        the kinds' seconds add up to the run's."""
+        outcomes = flight.job.result()
         now = time.perf_counter()
-        kind.stats.seconds += now - self._last_judged
+        traces = sum(len(b.batch) for b in flight.batches)
+        share = (now - self._last_judged) / max(1, traces)
         self._last_judged = now
-        self.done_log.append((now, len(flight.batch)))
-        kind.stats.add(result)
-        if self.on_batch:
-            self.on_batch(kind.stats.kind, result)
-        if result.mismatches and kind.failed is None:
-            kind.failed = result
+        for batch, (actual, error) in zip(flight.batches, outcomes):
+            kind = batch.kind
+            expected = batch.expected.result() if isinstance(batch.expected, Future) else batch.expected
+            result = judge(batch.spec, batch.window, kind.dialect, batch.batch, expected, actual, error)
+            kind.stats.seconds += share * len(batch.batch)
+            self.done_log.append((now, len(batch.batch)))
+            kind.stats.add(result)
+            if self.on_batch:
+                self.on_batch(kind.stats.kind, result)
+            if result.mismatches and kind.failed is None:
+                kind.failed = result
 
     def _record(self, stats: KindStats, result: BatchResult) -> None:
         errors = [r.error for r in result.mismatches if r.error is not None]

@@ -125,13 +125,40 @@ def test_a_mismatch_with_batches_in_flight_ends_the_search_after_them(spark, tmp
         return function(trace_df, window, dialect)
 
     runner = Runner(ImplUnderTest(broken_from_the_third_job, spark, "broken"), batch_size=8, found_dir=tmp_path,
-                    seed=3, in_flight=3)
+                    seed=3, in_flight=3, windows_per_job=1)
     [stats] = runner.run(targets("esper", "#length_batch(2)"), examples=400, budget=None)
     assert stats.mismatches == 1 and len(stats.found) == 1
     jobs_before_shrinking = stats.batches
     assert 3 <= jobs_before_shrinking <= 3 + 2  # the failing job and at most the two in flight behind it
     assert stats.cases < 400
     assert len(load_case(stats.found[0]).trace.items) <= 6
+
+
+def test_windows_of_one_job_are_judged_each_as_its_own(spark):
+    """Four windows in one job (`run_many`): one the function refuses, one whose
+    rows fail the job when collected; each fails alone and names its error,
+    the other two match the oracle."""
+    from pyspark.sql import functions as F
+
+    from difftest.runner import label
+    from difftest.strategies import seeded_traces
+
+    def picky(trace_df, window, dialect):
+        if window == "#length(2)":
+            raise ValueError("no #length(2) here")
+        out = load_impl("spark_impl:apply_window")(trace_df, window, dialect)
+        if window == "#time(1 sec)":  # fails only when its rows are computed, in the one job of the four
+            return out.withColumn("id", F.when(F.col("time") >= 0, F.raise_error(F.lit("late failure"))).otherwise(F.col("id")))
+        return out
+
+    members = [(parse(w), w, "esper", label(seeded_traces(n, 12))) for n, w in
+               enumerate(["#length(2)", "#length_batch(2)", "#time(1 sec)", "#firstlength(2)"])]
+    outcomes = ImplUnderTest(picky, spark, "picky").run_many(members)
+    assert outcomes[0] == (None, "ValueError: no #length(2) here")
+    assert outcomes[2][0] is None and "late failure" in outcomes[2][1]
+    for (spec, _, _, batch), (actual, error) in zip([members[1], members[3]], [outcomes[1], outcomes[3]]):
+        assert error is None and actual == {tid: __import__("oracle").run(spec, trace) for tid, trace in batch}
+        assert any(actual.values())
 
 
 # what users' implementations did, and what the run must say (issue 10): an error of the
