@@ -248,3 +248,42 @@ def test_a_restart_from_the_checkpoint_after_batch_k_loses_nothing_and_repeats_n
     second = run_files(spark, tmp_path / "in", schema, specs, tmp_path / "checkpoint")
     assert sorted(second) == list(range(k, BATCHES))  # batch k runs again after a crash, never one before it
     assert _all_rows({**first, **second}) == _all_rows(posted)
+
+
+@pytest.mark.parametrize("how, k", [(None, 0), ("crash", 3), ("stop", 2)])
+def test_a_state_of_snapshot_and_logs_posts_what_a_snapshot_per_batch_posts(spark, tmp_path, uninterrupted, monkeypatch,
+                                                                            how, k):
+    """Every micro-batch that may logs its items (`micro_batch.LOG_SHARE`
+    unbounded, a snapshot every third): the stream, and a restart after batch
+    k, post the rows of the stream that rewrote its state every time."""
+    from spark_impl.streaming import micro_batch, run_files, write_files
+
+    _, specs, schema, files, posted = uninterrupted
+    monkeypatch.setattr(micro_batch, "LOG_SHARE", float("inf"))
+    monkeypatch.setattr(micro_batch, "MAX_LOGS", 3)
+    manifests = []
+    write = micro_batch.Location.write
+
+    def spy(self, frame, batch_id, manifest=None):
+        manifests.append((batch_id, manifest))
+        return write(self, frame, batch_id, manifest)
+
+    monkeypatch.setattr(micro_batch.Location, "write", spy)
+    if how is None:
+        write_files(tmp_path / "in", files, schema)
+        assert _all_rows(run_files(spark, tmp_path / "in", schema, specs, tmp_path / "checkpoint")) == _all_rows(posted)
+        # batch 0 a snapshot; 1 and 2 logs over it; 3 a snapshot (a third log would reach MAX_LOGS); 4 a log
+        assert manifests == [(0, None), (1, {"base": 0, "logs": [1], "log_rows": manifests[1][1]["log_rows"]}),
+                             (2, {"base": 0, "logs": [1, 2], "log_rows": manifests[2][1]["log_rows"]}), (3, None),
+                             (4, {"base": 3, "logs": [4], "log_rows": manifests[4][1]["log_rows"]})]
+        return
+    if how == "stop":
+        write_files(tmp_path / "in", files[:k], schema)
+        first = run_files(spark, tmp_path / "in", schema, specs, tmp_path / "checkpoint")
+        write_files(tmp_path / "in", files[k:], schema, first=k)
+    else:
+        write_files(tmp_path / "in", files, schema)
+        first = run_files(spark, tmp_path / "in", schema, specs, tmp_path / "checkpoint", fail_after=k)
+    second = run_files(spark, tmp_path / "in", schema, specs, tmp_path / "checkpoint")
+    assert _all_rows({**first, **second}) == _all_rows(posted)
+    assert any(m is not None for _, m in manifests)
