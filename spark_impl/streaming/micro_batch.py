@@ -254,6 +254,7 @@ class WindowStream:
         self.table = None if self.one is not None else dict(specs)
         self.marks = {fingerprint(s): s for s in ([self.one] if self.one is not None else self.table.values())}
         self.schema = schema  # the output's
+        self._last_items: int | None = None  # the last micro-batch's items
 
     def __call__(self, batch, batch_id: int) -> None:
         prior = self.location.newest_before(batch_id)
@@ -284,12 +285,17 @@ class WindowStream:
             items.unpersist()
 
     def _step(self, items, state, batch_id: int, before: list[int]) -> None:
-        survey = self._survey(items, state)
+        # the survey runs before the micro-batch's size is known: uncompiled after a micro-batch of few items
+        # (a stream's micro-batches are alike), whatever the state's rows, which it only counts per trace (a
+        # 1,000-row micro-batch over 100,000 rows of state: the survey 0.45-0.48 -> 0.36-0.43 s, a job fewer)
+        small = self._last_items is not None and self._last_items <= ONE_PARTITION_ROWS
+        with interpreted(items.sparkSession) if small else nullcontext():
+            survey = self._survey(items, state)
         # a small micro-batch over a small state runs its jobs uncompiled (`session.interpreted`): compiling
         # them costs more than their rows (a 1,000-row micro-batch over 100,000 rows of state runs faster
         # compiled and adapted: 3.6 to 4.6 s against 4.7 to 5.3 s)
-        rows = sum(row["n"] + row["start_rows"] for row in survey["items"].values()) + sum(
-            row["rows"] for row in survey["state"].values())
+        self._last_items = sum(row["n"] + row["start_rows"] for row in survey["items"].values())
+        rows = self._last_items + sum(row["rows"] for row in survey["state"].values())
         with interpreted(items.sparkSession) if rows <= ONE_PARTITION_ROWS else nullcontext():
             self._window(items, state, survey, batch_id, before)
 
