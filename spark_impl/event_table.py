@@ -491,11 +491,12 @@ def check_events(rows: DataFrame, *, order_col: str, time_col: str, trace_col: s
     scanned as it lies by `_scan_partition` (Arrow batches through numpy: Spark
     SQL compares a row with the one before it only after a shuffle and sort of
     the whole table, which would cost as much as the window itself). It gives
-    each trace's run of rows in that partition, checked within; a trace's runs,
-    lined up by seq, are then compared end to first (a few rows per trace and
-    partition). A table written in order (a log, a Parquet export) has runs of
-    disjoint seq ranges, and the scan decides it. If some trace's runs overlap,
-    the scan cannot, and `_full_check` sorts the table instead."""
+    each trace's runs of rows in that partition (split where the seqs skip),
+    checked within; a trace's runs, lined up by seq, are then compared end to
+    first (a few rows per trace and partition). A table written in order (a
+    log, a Parquet export, several files of one packed into a task) has runs
+    of disjoint seq ranges, and the scan decides it. If some trace's runs
+    overlap, the scan cannot, and `_full_check` sorts the table instead."""
     if order:
         found = _first([scanned_problems(rows, until, traced=trace_col is not None, start=start)])
         if found is not None and found.rank == _OVERLAP:
@@ -600,9 +601,13 @@ def _first(problems: list[DataFrame]):
 
 
 def _scan_partition(batches):
-    """mapInArrow: one input partition's (trace_id, seq, time) rows -> one `_RUN`
-    row per trace in it. Rows are sorted by (trace, seq) here (a partition
-    written in order is already sorted, which numpy's sort finds cheap)."""
+    """mapInArrow: one input partition's (trace_id, seq, time) rows -> `_RUN`
+    rows: per trace in it, a run per stretch of its seqs that does not skip
+    (a partition of several files' rows, each in order, holds several), its
+    counts on the first; one run per trace where the seqs skip more than
+    `_MAX_SKIPS` times (sparse order values). Rows are sorted by (trace,
+    seq) here (a partition written in order is already sorted, which
+    numpy's sort finds cheap)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -647,32 +652,68 @@ def _scan_partition(batches):
     if len(untimed):
         which, first = np.unique(c[untimed], return_index=True)
         put("null_time_at", which, s[untimed[first]])
-    # rows with a trace, a seq and a time
+    # rows with a trace, a seq and a time, in runs: a trace's rows split where its seqs skip (a partition may
+    # hold several files' rows, each a stretch in order, and its runs must line up with the other
+    # partitions' between them); one run per trace where the order values are sparse (too many skips)
     keep = timed & (c < groups - 1)
     if not keep.all():
         c, s, t = c[keep], s[keep], t[keep]
+    extra = {}
     if len(c):
-        starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+        trace_start = np.r_[True, c[1:] != c[:-1]]
+        cut = trace_start | np.r_[False, (s[1:] > s[:-1] + 1)]
+        if np.count_nonzero(cut) - np.count_nonzero(trace_start) > _MAX_SKIPS:
+            cut = trace_start
+        starts = np.flatnonzero(cut)
         ends = np.r_[starts[1:] - 1, len(c) - 1]
-        which = c[starts]
-        put("first_seq", which, s[starts])
-        put("first_time", which, t[starts])
-        put("last_seq", which, s[ends])
-        put("last_time", which, t[ends])
-        put("latest", which, np.maximum.reduceat(t, starts))
-        bad = np.flatnonzero((c[1:] == c[:-1]) & ((s[1:] == s[:-1]) | (t[1:] < t[:-1]))) + 1
-        if len(bad):
-            which, first = np.unique(c[bad], return_index=True)
-            at = bad[first]
-            put("bad_seq", which, s[at])
-            put("bad_prev_seq", which, s[at - 1])
-            put("bad_time", which, t[at])
-            put("bad_prev_time", which, t[at - 1])
+        run_latest = np.maximum.reduceat(t, starts)
+        first_run = trace_start[starts]  # each trace's first run carries its counts
+        which = c[starts[first_run]]
+        put("first_seq", which, s[starts[first_run]])
+        put("first_time", which, t[starts[first_run]])
+        put("last_seq", which, s[ends[first_run]])
+        put("last_time", which, t[ends[first_run]])
+        put("latest", which, run_latest[first_run])
+        run_of_row = np.cumsum(cut) - 1
+        bad = np.flatnonzero(~cut[1:] & ((s[1:] == s[:-1]) | (t[1:] < t[:-1]))) + 1
+        bad_run, first = np.unique(run_of_row[bad], return_index=True)
+        at = bad[first]
+        on_first = first_run[bad_run]
+        for name, values in (("bad_seq", s[at]), ("bad_prev_seq", s[at - 1]), ("bad_time", t[at]),
+                             ("bad_prev_time", t[at - 1])):
+            put(name, c[at[on_first]], values[on_first])
+        later = np.flatnonzero(~first_run)
+        if len(later):
+            runs = len(later)
+            extra = {"trace": c[starts[later]], "n": np.zeros(runs, np.int64), "first_seq": s[starts[later]],
+                     "first_time": t[starts[later]], "last_seq": s[ends[later]], "last_time": t[ends[later]],
+                     "latest": run_latest[later]}
+            bad_at = dict(zip(bad_run.tolist(), at.tolist()))
+            rows_at = [bad_at.get(r) for r in later.tolist()]
+            marked = np.array([r is not None for r in rows_at], bool)
+            index = np.array([r if r is not None else 1 for r in rows_at], np.int64)
+            extra.update({"bad_seq": (s[index], marked), "bad_prev_seq": (s[index - 1], marked),
+                          "bad_time": (t[index], marked), "bad_prev_time": (t[index - 1], marked)})
     present = np.flatnonzero(out["n"] > 0)
     columns = {"trace_id": pa.array([traces[i] for i in present], pa.string())}
     for name in _RUN_LONGS:
         columns[name] = pa.array(out[name][present], pa.int64(), mask=~known[name][present])
     yield pa.RecordBatch.from_pydict(columns)
+    if extra:  # a trace's later runs: its counts are on its first
+        columns = {"trace_id": pa.array([traces[i] for i in extra["trace"]], pa.string())}
+        for name in _RUN_LONGS:
+            value = extra.get(name, extra["n"] if name in ("n", "n_seq", "n_time") else None)
+            if value is None:
+                columns[name] = pa.nulls(len(extra["trace"]), pa.int64())
+            elif isinstance(value, tuple):
+                columns[name] = pa.array(value[0], pa.int64(), mask=~value[1])
+            else:
+                columns[name] = pa.array(value, pa.int64())
+        yield pa.RecordBatch.from_pydict(columns)
+
+
+#: a partition's runs split at most this many times where a trace's seqs skip (`_scan_partition`)
+_MAX_SKIPS = 64
 
 
 def _ascending(codes, seqs) -> bool:

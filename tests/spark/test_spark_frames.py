@@ -296,12 +296,21 @@ def test_the_partition_scan_decides_a_table_in_order_and_sorts_only_an_interleav
         raise AssertionError("the full check ran")
 
     monkeypatch.setattr(event_table, "_full_check", no_sort)
-    times = [100 * n for n in range(40)]
-    times[25] = 50
-    in_order = spark.createDataFrame(list(enumerate(times)), "n long, ts long").coalesce(4)
+    times = [100 * n for n in range(400)]
+    times[125] = 50
+    rows = list(enumerate(times))
+    in_order = spark.createDataFrame(rows, "n long, ts long").coalesce(4)
     assert in_order.rdd.getNumPartitions() > 1
-    with pytest.raises(InvalidFrame, match="50 ms at n=25, after 2400 ms at n=24$"):
+    with pytest.raises(InvalidFrame, match="50 ms at n=125, after 12400 ms at n=124$"):
         apply_window_to_events(in_order, "#keepall", order_col="n", time_col="ts")
+    # a partition of several stretches in order (files packed into one task): its runs split where the order
+    # skips, so they line up with the other partition's between them
+    dealt = rows[:100] + rows[200:300] + rows[100:200] + rows[300:]  # two slices: 0-99 and 200-299, the others
+    packed = spark.createDataFrame(spark.sparkContext.parallelize(dealt, 2), "n long, ts long")
+    assert packed.rdd.getNumPartitions() == 2
+    with pytest.raises(InvalidFrame, match="50 ms at n=125, after 12400 ms at n=124$"):
+        apply_window_to_events(packed, "#keepall", order_col="n", time_col="ts")
+    # rows dealt round the partitions: a run per row would be too many, so a run per trace, which overlap
     with pytest.raises(AssertionError, match="the full check ran"):
         apply_window_to_events(in_order.repartition(3), "#keepall", order_col="n", time_col="ts")
 
