@@ -707,12 +707,12 @@ class Runner:
     def totals(self) -> dict[str, Any]:
         cases = sum(s.cases for s in self.stats)
         seconds = sum(s.seconds for s in self.stats)
-        # steady state: wall time from the end of the run's first batch (which pays for
-        # Spark's warm-up) to the end of the last, and the traces judged in it; it
+        # steady state: wall time from the end of the run's first job (which pays for
+        # Spark's warm-up) to the end of the last, and the traces judged after it; it
         # covers generation, the oracle, the implementation's jobs and the comparison
         steady = self.done_log
         steady_seconds = steady[-1][0] - steady[0][0] if len(steady) > 1 else 0.0
-        steady_cases = sum(n for _, n in steady[1:])
+        steady_cases = sum(n for when, n in steady if when > steady[0][0])
         known: dict[str, int] = {k.name: 0 for k in KNOWN_DIFFERENCES}
         for s in self.stats:
             for name, count in s.known.items():

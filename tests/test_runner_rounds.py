@@ -68,3 +68,19 @@ def test_the_oracle_in_processes_of_its_own_judges_as_in_the_main_thread():
     wrong = _Unshrunk(_Stand(wrong="#time("), seed=7, batch_size=1000, oracle_processes=1)
     stats = wrong.run(_kinds()[:2], examples=40, budget=None)
     assert [s.mismatches for s in stats] == [0, 1]
+
+
+def test_the_steady_rate_leaves_out_every_batch_of_the_first_job():
+    """The first job pays Spark's warm-up: its batches, judged at one instant, are left out of the steady
+    rate (traces judged after it over the time after it), not only its first."""
+    run = Runner(impl=None, done_log=[(10.0, 500), (10.0, 500), (12.0, 400), (14.0, 600)])
+    totals = run.totals()
+    assert totals["traces_per_second"] == 250.0  # (400 + 600) traces over 4 s
+
+
+def test_a_job_runs_several_windows_of_any_kinds_and_judges_each_as_its_own():
+    stand = _Stand(wrong="#time(")
+    run = _Unshrunk(stand, seed=8, batch_size=1000, windows_per_job=3)
+    stats = run.run(_kinds(), examples=40, budget=None)
+    assert [s.batches for s in stats] == [2, 1, 2, 2]  # the wrong kind stops after its first batch
+    assert [s.mismatches for s in stats] == [0, 1, 0, 0] and all(s.cases == 20 * s.batches for s in stats)
