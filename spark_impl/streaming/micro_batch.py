@@ -311,11 +311,12 @@ class WindowStream:
         if manifest is None:  # a snapshot: the window's state after the items (`HELD`)
             self.location.write(waiting if kept is None else kept.unionByName(waiting, allowMissingColumns=True),
                                 batch_id)
-        else:  # a log: the items that ran, each marked with its window, in the snapshot's columns
+        else:  # a log: the items that ran, each marked with its window, in the snapshot's columns (a column the
+            # window's checks added there, a variable's or `op`, is null on an item as those checks make it)
             mark = F.lit(next(iter(self.marks))) if self.one is not None else F.expr(
                 lookup({t: fingerprint(s) for t, s in self.table.items()}, sql_type="STRING"))
             logged = running.withColumn(STATE_OF, mark).unionByName(waiting)
-            self.location.write(logged.select(*(F.col(quoted(c)) for c in state.columns)), batch_id, manifest)
+            self.location.write(conform(logged, state.schema), batch_id, manifest)
         self.sink(updates, batch_id)
         if before:
             self.location.prune(self._manifest["base"])

@@ -73,6 +73,30 @@ def test_items_ahead_of_a_gap_wait_in_the_state_and_run_when_it_fills(spark, tmp
     assert where.read(2).where(HELD_BACK).count() == 0
 
 
+def test_a_logged_state_of_a_window_reading_a_variable_posts_the_batch_rows(spark, tmp_path, monkeypatch):
+    """Every micro-batch logs (`micro_batch.LOG_SHARE` unbounded): the snapshot holds a column the window's
+    checks add (the variable `lim`, which no item carries), the logs hold it null, and the stream posts the
+    batch's rows."""
+    from spark_impl import apply_window
+    from spark_impl.frames import to_dataframe
+    from spark_impl.streaming import micro_batch
+
+    monkeypatch.setattr(micro_batch, "LOG_SHARE", float("inf"))
+    rows, schema = _rows(Trace(TRACE.items, variables={"lim": 1}))
+    by_seq = {r[1]: r for r in rows}
+    files = [[by_seq[s] for s in seqs] for seqs in ([-1, 0, 1], [2, 3], [4, 5])]
+    assert len(rows) == 7
+    window = "#expr(current_count <= lim)"
+    posted = _run(spark, tmp_path, files, schema, parse(window))
+    expected = apply_window(to_dataframe(spark, [("t", Trace(TRACE.items, variables={"lim": 1}))], ["k", "v"]),
+                            window).collect()
+    assert sorted(map(repr, (r for b in posted.values() for r in b))) == sorted(map(repr, expected))
+    assert len(expected) > 3
+    where = micro_batch.Location(spark, str(tmp_path / "window"))
+    assert where.manifest(2)["logs"] == [1, 2]  # micro-batches 1 and 2 logged over the snapshot of 0
+    assert "lim" in where.read(0).columns
+
+
 def test_an_item_twice_or_again_after_it_ran_fails_naming_the_trace_and_seq(spark, tmp_path):
     rows, schema = _rows(Trace(TRACE.items, start_time=0, variables={"lim": 1}))
     by_seq = {r[1]: r for r in rows}
