@@ -333,11 +333,10 @@ class WindowStream:
         if self._manifest is None:
             return None
         logs, log_rows = self._manifest["logs"], self._manifest["log_rows"]
-        rows = sum(row["n"] + row["start_rows"] for row in survey["items"].values())
         snapshot = sum(row["rows"] for row in survey["state"].values()) - log_rows
-        if len(logs) + 1 >= MAX_LOGS or log_rows + rows > LOG_SHARE * snapshot:
+        if len(logs) + 1 >= MAX_LOGS or log_rows + self._last_items > LOG_SHARE * snapshot:
             return None
-        return {"base": self._manifest["base"], "logs": [*logs, batch_id], "log_rows": log_rows + rows}
+        return {"base": self._manifest["base"], "logs": [*logs, batch_id], "log_rows": log_rows + self._last_items}
 
     # ------------------------------------------------------------------ order
 
