@@ -158,7 +158,7 @@ class ImplUnderTest:
     def run(self, spec: WindowSpec, window: str, dialect: str,
             batch: Sequence[tuple[str, Trace]]) -> dict[str, tuple[Update, ...]]:
         out, reader = self._output(spec, window, dialect, batch)
-        return self._updates(out.collect(), batch, reader)
+        return self._updates(self.frames.collect_columns(out), batch, reader)
 
     def run_many(self, members: Sequence[Member]) -> list[tuple[dict[str, tuple[Update, ...]] | None, str | None]]:
         """Several batches (each a window and its traces) in one Spark job:
@@ -181,21 +181,24 @@ class ImplUnderTest:
                 outputs.append((index, out, reader))
         if len(outputs) == 1:
             index, out, reader = outputs[0]
-            results[index] = _collected(lambda: self._updates(out.collect(), members[index][3], reader))
+            results[index] = _collected(lambda: self._updates(self.frames.collect_columns(out), members[index][3], reader))
         elif outputs:
             try:
                 union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
                                [out.selectExpr("*", f"{index} AS `#member`") for index, out, _ in outputs])
-                rows = union.collect()
+                columns = self.frames.collect_columns(union)
             except Exception:  # noqa: BLE001 - whose window failed is told by running each alone
                 for index, out, reader in outputs:
-                    results[index] = _collected(lambda: self._updates(out.collect(), members[index][3], reader))
+                    results[index] = _collected(
+                        lambda: self._updates(self.frames.collect_columns(out), members[index][3], reader))
             else:
-                split: dict[int, list] = {index: [] for index, _, _ in outputs}
-                for row in rows:
-                    split[row["#member"]].append(row)
+                split: dict[int, list[int]] = {index: [] for index, _, _ in outputs}
+                for place, member in enumerate(columns.pop("#member")):
+                    split[member].append(place)
                 for index, _, reader in outputs:
-                    results[index] = (self._updates(split[index], members[index][3], reader), None)
+                    mine = split[index]
+                    part = {name: [values[i] for i in mine] for name, values in columns.items()}
+                    results[index] = (self._updates(part, members[index][3], reader), None)
         return results
 
     def _output(self, spec: WindowSpec, window: str, dialect: str, batch: Sequence[tuple[str, Trace]]):
@@ -210,8 +213,9 @@ class ImplUnderTest:
         columns, reader = self.frames.harness_columns(out, spec)
         return out.selectExpr(*columns), reader
 
-    def _updates(self, rows, batch: Sequence[tuple[str, Trace]], reader) -> dict[str, tuple[Update, ...]]:
-        return self.frames.updates_from_rows(rows, dict(batch), {tid: reader for tid, _ in batch} if reader else None)
+    def _updates(self, columns, batch: Sequence[tuple[str, Trace]], reader) -> dict[str, tuple[Update, ...]]:
+        return self.frames.updates_from_columns(columns, dict(batch),
+                                                {tid: reader for tid, _ in batch} if reader else None)
 
 
 #: one batch of a job: (spec, window clause, dialect, labelled traces)

@@ -560,49 +560,123 @@ def updates_from_rows(rows: Iterable[Any], traces: Mapping[str, Trace],
     implementation under test): an id of no event of the trace is an `Event` of
     that id without properties, two rows at one position are both posted, and
     two error rows of one update join their messages."""
+    return updates_from_columns(_columns_of(rows), traces, readers)
+
+
+#: the columns `updates_from_columns` reads: HARNESS_COLUMNS and an eKuiper pane's `window`
+READ_COLUMNS = (*HARNESS_COLUMNS, "window")
+
+
+def collect_columns(out) -> dict[str, list]:
+    """The rows of `out` as a list per column (every column of `out`), for
+    `updates_from_columns`. Collected as Arrow batches where the session gives
+    them (a column at a time: a row costs a few microseconds where a pickled
+    `Row` cost tens), else by `collect()`; a struct value is then a dict, whose
+    values are in the struct's field order."""
+    collect = getattr(out, "_collect_as_arrow", None)
+    if collect is not None:
+        try:
+            batches = collect()
+        except Exception:  # noqa: BLE001 - a type Arrow does not carry: the rows as Spark's Row objects (a failing job fails again there)
+            pass
+        else:
+            import pyarrow as pa
+
+            if not batches:
+                return {name: [] for name in out.columns}
+            table = pa.Table.from_batches(batches)
+            return {name: table.column(name).to_pylist() for name in table.column_names}
+    return _columns_of(out.collect())
+
+
+def _columns_of(rows: Iterable[Any]) -> dict[str, list]:
+    """Rows (Spark's `Row`s, or mappings) as READ_COLUMNS' lists; a column a
+    row lacks is None in it."""
+    columns: dict[str, list] = {name: [] for name in READ_COLUMNS}
+    appends = [columns[name].append for name in READ_COLUMNS]
+    places: dict[tuple, list] = {}
+    for row in rows:
+        fields = getattr(row, "__fields__", None)
+        if fields is not None:  # a Row: its values by place, the places found once per field list
+            key = tuple(fields)
+            where = places.get(key)
+            if where is None:
+                where = places[key] = [fields.index(n) if n in fields else None for n in READ_COLUMNS]
+            for append, i in zip(appends, where):
+                append(None if i is None else row[i])
+        else:
+            for append, name in zip(appends, READ_COLUMNS):
+                append(_optional(row, name))
+    return columns
+
+
+def updates_from_columns(columns: Mapping[str, Sequence], traces: Mapping[str, Trace],
+                         readers: Mapping[str, RowFields] | None = None) -> dict[str, tuple[Update, ...]]:
+    """`updates_from_rows` of rows given as a list per column (`collect_columns`;
+    a column not given is None on every row)."""
     readers = readers or {}
+    count = len(columns["trace_id"])
+    rows = [columns.get(name) or [None] * count for name in READ_COLUMNS]
+    trace_ids, after, phase, time, ordinal = rows[:5]
     events = {tid: {e.id: e for e in trace.events()} for tid, trace in traces.items()}
     units: dict[str, dict[tuple, list]] = defaultdict(lambda: defaultdict(list))
-    for row in rows:
-        units[row["trace_id"]][(row["after"], row["phase"], row["time"], row["ordinal"])].append(row)
+    for i, (tid, key) in enumerate(zip(trace_ids, zip(after, phase, time, ordinal))):
+        units[tid][key].append(i)
     result: dict[str, tuple[Update, ...]] = {tid: () for tid in traces}
     for tid, by_key in units.items():
         read = readers[tid].unpack if tid in readers else json.loads
-        result[tid] = tuple(_update(key, by_key[key], events.get(tid, {}), read) for key in sorted(by_key))
+        result[tid] = tuple(_update(key, by_key[key], rows, events.get(tid, {}), read) for key in sorted(by_key))
     return result
 
 
-def _optional(row, column: str) -> str | None:
-    """A row's `values` (a derived-value row's JSON) or `error` (a rejected
-    item's message), or None; rows collected without the column have none."""
+def _optional(row, column: str) -> Any:
+    """A mapping row's value of `column`, or None where it has none."""
     try:
         return row[column]
     except (KeyError, ValueError, IndexError):
         return None
 
 
-def _update(key: tuple, rows: list, events: Mapping[str, Any], read=json.loads) -> Update:
+def _orderable(value: Any) -> Any:
+    """A `pos` value as a tuple (a struct's fields in order, as a `Row`
+    compares; a dict from Arrow likewise), nested structs too."""
+    if isinstance(value, dict):
+        return tuple(_orderable(v) for v in value.values())
+    if isinstance(value, tuple):  # a Row: its nested structs may be dicts neither
+        return tuple(_orderable(v) for v in value)
+    if isinstance(value, list):
+        return [_orderable(v) for v in value]
+    return value
+
+
+_SIDE, _POS, _ID, _VALUES, _ERROR, _WINDOW = (READ_COLUMNS.index(c) for c in ("side", "pos", "id", "values", "error", "window"))
+
+
+def _update(key: tuple, indices: list[int], columns: list[list], events: Mapping[str, Any], read=json.loads) -> Update:
     sides: dict[str, list] = {"insert": [], "remove": [], "update": []}
     derived: dict[str, list] = {"insert": [], "remove": [], "update": []}
     errors: list[str] = []
     pane = None
     no_rows = False  # a query's pane whose output is no row: values, both sides empty
-    for row in rows:
-        bounds = _optional(row, "window")
+    side_of, pos_of, id_of, values_of = columns[_SIDE], columns[_POS], columns[_ID], columns[_VALUES]
+    error_of, window_of = columns[_ERROR], columns[_WINDOW]
+    for i in indices:
+        bounds = window_of[i]
         if bounds is not None:
             pane = Pane(bounds["start"], bounds["end"])
-        if row["side"] is None:
-            no_rows = no_rows or _optional(row, "values") == "[]"
+        side = side_of[i]
+        if side is None:
+            no_rows = no_rows or values_of[i] == "[]"
             continue
-        if row["side"] == "error":
-            errors.append(_optional(row, "error") or "")
+        if side == "error":
+            errors.append(error_of[i] or "")
             continue
-        values = _optional(row, "values")
+        values = values_of[i]
         if values is not None:  # a row of fields, packed (`RowFields`)
-            derived[row["side"]].append((tuple(row["pos"]), read(values)))
+            derived[side].append((_orderable(pos_of[i]), read(values)))
         else:
-            event = events.get(row["id"]) or Event(str(row["id"]), {})
-            sides[row["side"]].append((tuple(row["pos"]), event))
+            event = events.get(id_of[i]) or Event(str(id_of[i]), {})
+            sides[side].append((_orderable(pos_of[i]), event))
     ordered = {}
     for side, posted in [*sides.items(), *(("values " + s, p) for s, p in derived.items())]:
         posted.sort(key=lambda pe: pe[0])
