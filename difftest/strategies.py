@@ -882,11 +882,14 @@ class SeededChoices:
 
     rng: random.Random
 
+    # `random()` scaled, not `randint`/`randrange` (which draw bits until a value
+    # falls in range: two thirds of a batch's making); the bias of a 53-bit float
+    # over a few dozen options is nil
     def integer(self, low: int, high: int) -> int:
-        return self.rng.randint(low, high)
+        return low + int(self.rng.random() * (high - low + 1))
 
     def pick(self, options: Sequence[T]) -> T:
-        return options[self.rng.randrange(len(options))]
+        return options[int(self.rng.random() * len(options))]
 
 
 def _key_value(choose: Choices, values: tuple, events_so_far: int):

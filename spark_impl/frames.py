@@ -619,13 +619,17 @@ def updates_from_columns(columns: Mapping[str, Sequence], traces: Mapping[str, T
     rows = [columns.get(name) or [None] * count for name in READ_COLUMNS]
     trace_ids, after, phase, time, ordinal = rows[:5]
     events = {tid: {e.id: e for e in trace.events()} for tid, trace in traces.items()}
-    units: dict[str, dict[tuple, list]] = defaultdict(lambda: defaultdict(list))
-    for i, (tid, key) in enumerate(zip(trace_ids, zip(after, phase, time, ordinal))):
-        units[tid][key].append(i)
+    units: dict[tuple, list[int]] = defaultdict(list)  # an update's rows, by (trace, after, phase, time, ordinal)
+    for i, key in enumerate(zip(trace_ids, after, phase, time, ordinal)):
+        units[key].append(i)
+    by_trace: dict[str, list] = defaultdict(list)
+    for key in sorted(units, key=lambda k: (str(k[0]), k[1:])):  # a trace's updates in key order
+        by_trace[key[0]].append(key)
     result: dict[str, tuple[Update, ...]] = {tid: () for tid in traces}
-    for tid, by_key in units.items():
+    for tid, keys in by_trace.items():
         read = readers[tid].unpack if tid in readers else json.loads
-        result[tid] = tuple(_update(key, by_key[key], rows, events.get(tid, {}), read) for key in sorted(by_key))
+        found = events.get(tid, {})
+        result[tid] = tuple(_update(key[1:], units[key], rows, found, read) for key in keys)
     return result
 
 
@@ -653,13 +657,13 @@ _SIDE, _POS, _ID, _VALUES, _ERROR, _WINDOW = (READ_COLUMNS.index(c) for c in ("s
 
 
 def _update(key: tuple, indices: list[int], columns: list[list], events: Mapping[str, Any], read=json.loads) -> Update:
-    sides: dict[str, list] = {"insert": [], "remove": [], "update": []}
-    derived: dict[str, list] = {"insert": [], "remove": [], "update": []}
+    side_of, pos_of, id_of, values_of = columns[_SIDE], columns[_POS], columns[_ID], columns[_VALUES]
+    error_of, window_of = columns[_ERROR], columns[_WINDOW]
+    sides: dict[str, list[int]] = {}  # a side's rows posting events
+    derived: dict[str, list[int]] = {}  # a side's rows of fields, packed (`RowFields`)
     errors: list[str] = []
     pane = None
     no_rows = False  # a query's pane whose output is no row: values, both sides empty
-    side_of, pos_of, id_of, values_of = columns[_SIDE], columns[_POS], columns[_ID], columns[_VALUES]
-    error_of, window_of = columns[_ERROR], columns[_WINDOW]
     for i in indices:
         bounds = window_of[i]
         if bounds is not None:
@@ -667,22 +671,22 @@ def _update(key: tuple, indices: list[int], columns: list[list], events: Mapping
         side = side_of[i]
         if side is None:
             no_rows = no_rows or values_of[i] == "[]"
-            continue
-        if side == "error":
+        elif side == "error":
             errors.append(error_of[i] or "")
-            continue
-        values = values_of[i]
-        if values is not None:  # a row of fields, packed (`RowFields`)
-            derived[side].append((_orderable(pos_of[i]), read(values)))
         else:
-            event = events.get(id_of[i]) or Event(str(id_of[i]), {})
-            sides[side].append((_orderable(pos_of[i]), event))
-    ordered = {}
-    for side, posted in [*sides.items(), *(("values " + s, p) for s, p in derived.items())]:
-        posted.sort(key=lambda pe: pe[0])
-        ordered[side] = tuple(e for _, e in posted)
+            (sides if values_of[i] is None else derived).setdefault(side, []).append(i)
+
+    def in_order(rows: list[int] | None) -> list[int]:  # by `pos`; rows at one position as they came
+        if rows and len(rows) > 1:
+            rows.sort(key=lambda i: _orderable(pos_of[i]))
+        return rows or []
+
+    def posted(side: str) -> tuple:
+        return tuple(events.get(id_of[i]) or Event(str(id_of[i]), {}) for i in in_order(sides.get(side)))
+
     values = None
-    if ordered["values insert"] or ordered["values remove"] or ordered["values update"] or no_rows:
-        values = DerivedValues(ordered["values insert"], ordered["values remove"], update=ordered["values update"])
-    return Update(after=key[0], time=key[2], insert=ordered["insert"], remove=ordered["remove"],
-                  update=ordered["update"], error=" | ".join(errors) if errors else None, values=values, window=pane)
+    if derived or no_rows:
+        rows = {side: [read(values_of[i]) for i in in_order(derived.get(side))] for side in ("insert", "remove", "update")}
+        values = DerivedValues(rows["insert"], rows["remove"], update=rows["update"])
+    return Update(after=key[0], time=key[2], insert=posted("insert"), remove=posted("remove"),
+                  update=posted("update"), error=" | ".join(errors) if errors else None, values=values, window=pane)
