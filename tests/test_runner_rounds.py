@@ -84,3 +84,20 @@ def test_a_job_runs_several_windows_of_any_kinds_and_judges_each_as_its_own():
     stats = run.run(_kinds(), examples=40, budget=None)
     assert [s.batches for s in stats] == [2, 1, 2, 2]  # the wrong kind stops after its first batch
     assert [s.mismatches for s in stats] == [0, 1, 0, 0] and all(s.cases == 20 * s.batches for s in stats)
+
+
+def test_a_run_collects_cycles_rarely_and_restores_the_collector():
+    import gc
+
+    from difftest.runner import fewer_collections
+
+    before, frozen = gc.get_threshold(), gc.get_freeze_count()
+    with fewer_collections(young=12_345):
+        assert gc.get_threshold()[0] == 12_345 and gc.get_freeze_count() > frozen
+    assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
+    try:
+        with fewer_collections():
+            raise RuntimeError("a run that fails")
+    except RuntimeError:
+        pass
+    assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
