@@ -182,7 +182,8 @@ class ImplUnderTest:
                 outputs.append((index, out, reader))
         if len(outputs) == 1:
             index, out, reader = outputs[0]
-            results[index] = _collected(lambda: self._updates(self.frames.collect_columns(out), members[index][3], reader))
+            results[index] = _collected(
+                lambda: self._updates(self.frames.collect_columns(out), members[index][3], reader))
         elif outputs:
             try:
                 union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),

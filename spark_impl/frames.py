@@ -577,7 +577,7 @@ def collect_columns(out) -> dict[str, list]:
     if collect is not None:
         try:
             batches = collect()
-        except Exception:  # noqa: BLE001 - a type Arrow does not carry: the rows as Spark's Row objects (a failing job fails again there)
+        except Exception:  # noqa: BLE001 - a type Arrow does not carry: read as Rows (a failing job fails there again)
             pass
         else:
             import pyarrow as pa
@@ -646,14 +646,15 @@ def _orderable(value: Any) -> Any:
     compares; a dict from Arrow likewise), nested structs too."""
     if isinstance(value, dict):
         return tuple(_orderable(v) for v in value.values())
-    if isinstance(value, tuple):  # a Row: its nested structs may be dicts neither
+    if isinstance(value, tuple):  # a Row, whose nested structs are Rows
         return tuple(_orderable(v) for v in value)
     if isinstance(value, list):
         return [_orderable(v) for v in value]
     return value
 
 
-_SIDE, _POS, _ID, _VALUES, _ERROR, _WINDOW = (READ_COLUMNS.index(c) for c in ("side", "pos", "id", "values", "error", "window"))
+_SIDE, _POS, _ID, _VALUES, _ERROR, _WINDOW = (READ_COLUMNS.index(c)
+                                              for c in ("side", "pos", "id", "values", "error", "window"))
 
 
 def _update(key: tuple, indices: list[int], columns: list[list], events: Mapping[str, Any], read=json.loads) -> Update:
