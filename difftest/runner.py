@@ -159,7 +159,7 @@ class ImplUnderTest:
     def run(self, spec: WindowSpec, window: str, dialect: str,
             batch: Sequence[tuple[str, Trace]]) -> dict[str, tuple[Update, ...]]:
         out, reader = self._output(spec, window, dialect, batch)
-        return self._updates(self.frames.collect_columns(out), batch, reader)
+        return self._collect(out, batch, reader)
 
     def run_many(self, members: Sequence[Member]) -> list[tuple[dict[str, tuple[Update, ...]] | None, str | None]]:
         """Several batches (each a window and its traces) in one Spark job:
@@ -182,8 +182,7 @@ class ImplUnderTest:
                 outputs.append((index, out, reader))
         if len(outputs) == 1:
             index, out, reader = outputs[0]
-            results[index] = _collected(
-                lambda: self._updates(self.frames.collect_columns(out), members[index][3], reader))
+            results[index] = _collected(lambda: self._collect(out, members[index][3], reader))
         elif outputs:
             try:
                 union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
@@ -191,8 +190,7 @@ class ImplUnderTest:
                 columns = self.frames.collect_columns(union)
             except Exception:  # noqa: BLE001 - whose window failed is told by running each alone
                 for index, out, reader in outputs:
-                    results[index] = _collected(
-                        lambda: self._updates(self.frames.collect_columns(out), members[index][3], reader))
+                    results[index] = _collected(lambda: self._collect(out, members[index][3], reader))
             else:
                 split: dict[int, list[int]] = {index: [] for index, _, _ in outputs}
                 for place, member in enumerate(columns.pop("#member")):
@@ -214,6 +212,10 @@ class ImplUnderTest:
         check_output(out, rows=self.frames.posts_rows(spec))
         columns, reader = self.frames.harness_columns(out, spec)
         return out.selectExpr(*columns), reader
+
+    def _collect(self, out, batch: Sequence[tuple[str, Trace]], reader) -> dict[str, tuple[Update, ...]]:
+        """The updates of one window's output, collected by a job of its own."""
+        return self._updates(self.frames.collect_columns(out), batch, reader)
 
     def _updates(self, columns, batch: Sequence[tuple[str, Trace]], reader) -> dict[str, tuple[Update, ...]]:
         return self.frames.updates_from_columns(columns, dict(batch),
