@@ -293,7 +293,7 @@ def add_run(subparsers) -> None:
                    help="check only this window kind, drawn as in a full run (repeatable; e.g. intersection, "
                         "groupwin/time_batch; default: every implemented kind)")
     p.add_argument("--examples", type=positive_int, default=2000, metavar="N",
-                   help="traces per window kind (default: 2000), spread over 8 windows at least, run in rounds "
+                   help="traces per window kind (default: 2000), spread over 10 windows at least, run in rounds "
                         "of a window per kind: the budget may stop a kind sooner, every kind alike")
     p.add_argument("--batch-size", type=positive_int, default=1000, metavar="B",
                    help="at most B traces per window, one Spark job (default: 1000)")

@@ -532,7 +532,7 @@ def fewer_collections(young: int = 50_000):
 
 
 #: a kind's traces are spread over at least this many windows (batches)
-SPECS_PER_KIND = 8
+SPECS_PER_KIND = 10
 #: batches (windows) the implementation runs in one job (`ImplUnderTest.run_many`)
 WINDOWS_PER_JOB = 8
 MIN_BATCH = 20

@@ -548,13 +548,13 @@ def test_a_kind_that_compared_nothing_is_said_loudly():
 
 
 def test_each_kind_draws_its_own_traces_and_several_windows():
-    """Kinds of one run never share a seed, and a kind's batches are sized for 8 windows at least."""
+    """Kinds of one run never share a seed, and a kind's batches are sized for 10 windows at least."""
     from difftest.runner import Runner, Target
 
     runner = Runner(impl=None, seed=7, batch_size=1000)
     seeds = {runner.kind_seed(Target(kind, None, dialect)) for kind in ("length", "time") for dialect in ("esper", "ccl")}
     assert len(seeds) == 4
-    assert runner.window_size(2000) == 250 and runner.window_size(200) == 25
+    assert runner.window_size(2000) == 200 and runner.window_size(200) == 20
     assert runner.window_size(40) == 20 and runner.window_size(7) == 7  # MIN_BATCH, or all the traces asked
     assert Runner(impl=None, batch_size=100).window_size(2000) == 100
 
