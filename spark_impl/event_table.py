@@ -83,7 +83,9 @@ def apply_window_to_events(events_df: DataFrame, window: str | WindowSpec, *, or
 
     Every other column is an event property (the order and time columns too, so
     `#ext_timed(ts, 10 sec)` can read `ts`). An event table has no jumps, so the
-    window is planned without them (`apply_window`'s `jumps=False`).
+    window is planned without them (`apply_window`'s `jumps=False`), and
+    without variables (`pipeline.apply`'s `variables=False`): a name an
+    expression reads is a property.
 
         >>> out = apply_window_to_events(
         ...     trades, "#groupwin(symbol)#time(10 sec)",
@@ -116,7 +118,8 @@ def apply_window_to_events(events_df: DataFrame, window: str | WindowSpec, *, or
             "trace_id", F.lit(frames.START_SEQ).cast("long").alias("seq"), F.lit("start").alias("kind"),
             F.lit(start).cast("long").alias("time"),
         ), allowMissingColumns=True)
-    out = pipeline.apply(rows, spec, jumps=False, pane_rows=pane_rows, one_trace=None if trace_col else ONE_TRACE)
+    out = pipeline.apply(rows, spec, jumps=False, variables=False, pane_rows=pane_rows,
+                         one_trace=None if trace_col else ONE_TRACE)
     return pipeline.numbered(out) if numbered else out
 
 

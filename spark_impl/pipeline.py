@@ -60,13 +60,15 @@ def family_of(spec: WindowSpec) -> Family:
 # --------------------------------------------------------------------------- input
 
 
-def check_input(trace_df: DataFrame, spec: WindowSpec, *, jumps: bool = True) -> DataFrame:
+def check_input(trace_df: DataFrame, spec: WindowSpec, *, jumps: bool = True, variables: bool = True) -> DataFrame:
     """The input with `seq` and `time` as long and `op`/`vars` present; raises
     `InvalidFrame` naming a missing or mistyped column. Bad values (an unknown
     kind, an event with an operation code the window does not take: any code
     but insert, except in a keyed window, which takes every code of the model)
     raise when the frame is computed, naming the trace and seq; so does a jump
-    item when `jumps` is false (the plan was made for input without jumps)."""
+    item when `jumps` is false (the plan was made for input without jumps),
+    and a `set` item or a start row declaring variables when `variables` is
+    false."""
     fields = {f.name: f.dataType for f in trace_df.schema.fields}
     for name, (meaning, types) in _REQUIRED.items():
         if name not in fields:
@@ -90,7 +92,7 @@ def check_input(trace_df: DataFrame, spec: WindowSpec, *, jumps: bool = True) ->
     op = "op" if "op" in fields else "CAST(NULL AS STRING)"
     vars_ = "vars" if "vars" in fields else "CAST(NULL AS STRING)"
     return trace_df.selectExpr(
-        "trace_id", "CAST(seq AS BIGINT) AS seq", _checked_kind(op, accepted_opcodes(spec), jumps),
+        "trace_id", "CAST(seq AS BIGINT) AS seq", _checked_kind(op, accepted_opcodes(spec), jumps, variables, vars_),
         "CAST(time AS BIGINT) AS time", "id",
         f"{op} AS op", f"{vars_} AS vars", *props,
     )
@@ -105,10 +107,12 @@ def _check_type(name: str, actual: T.DataType, allowed: tuple) -> None:
 _WHERE = "concat('trace ', trace_id, ' seq ', seq, ': ')"
 
 
-def _checked_kind(op: str, taken: frozenset[str], jumps: bool) -> str:
+def _checked_kind(op: str, taken: frozenset[str], jumps: bool, variables: bool = True,
+                  declared: str = "vars") -> str:
     """SQL: the `kind` column, failing the job on an unknown kind, on an event's
-    operation code the window does not take (`taken`: `accepted_opcodes`), and
-    on a jump when the plan promised none."""
+    operation code the window does not take (`taken`: `accepted_opcodes`), on
+    a jump when the plan promised none, and on a variable's declaration (SQL
+    `declared`: the start row's variables) or setting when it promised none."""
     listed = ", ".join(repr(code) for code in OPCODES if code in taken)
     what = ("is not supported by this window" if taken == {"insert"}
             else f"is not an operation code (known: {', '.join(c for c in OPCODES if c in taken)})")
@@ -119,30 +123,40 @@ def _checked_kind(op: str, taken: frozenset[str], jumps: bool) -> str:
         f"THEN raise_error(concat({_WHERE}, 'operation code ', {op}, ' {what}')) "
         f"WHEN kind = 'jump' AND {str(not jumps).lower()} "
         f"THEN raise_error(concat({_WHERE}, 'a jump item, but the window was planned for input without jumps')) "
+        f"{'' if variables else _NO_VARIABLES.format(where=_WHERE, vars=declared)}"
         "ELSE kind END AS kind"
     )
+
+
+#: the CASE branch failing the job on a variable declared (a start row's `vars`) or set, where none was promised
+_NO_VARIABLES = ("WHEN kind = 'set' OR (kind = 'start' AND {vars} IS NOT NULL AND {vars} <> '{{}}') "
+                 "THEN raise_error(concat({where}, 'a variable declared or set, but the window was planned for "
+                 "input without variables')) ")
 
 
 # --------------------------------------------------------------------------- pipeline
 
 
 def apply(trace_df: DataFrame, spec: WindowSpec, *, jumps: bool = True, pane_rows: bool = True,
-          one_trace: str | None = None) -> DataFrame:
+          one_trace: str | None = None, variables: bool = True) -> DataFrame:
     """The window's output rows (OUTPUT_COLUMNS, then the properties), unsorted.
     `jumps=False` promises that the input holds no `jump` item (an event table
     never does): families whose jumps need more work plan without it, and a jump
-    row fails the job, naming it. `pane_rows=False` (an eKuiper query only)
+    row fails the job, naming it. `variables=False` promises the same of
+    variables (no `set` item, no start row declaring one: an event table has
+    neither), so an expression window reads every name as a property.
+    `pane_rows=False` (an eKuiper query only)
     leaves the panes' rows out: the query's output rows only. `one_trace`:
     every row's `trace_id`, when the caller knows it is one value (`Context`)."""
     if not pane_rows and not (isinstance(spec, Statement) and spec.rules.posted == "pane"):
         raise UnsupportedWindow("pane_rows=False is for an eKuiper query: only a query has output rows of its own")
     runner = family_of(spec)
     window, keys = split_groupwin(spec)
-    validated = check_input(trace_df, spec, jumps=jumps)
+    validated = check_input(trace_df, spec, jumps=jumps, variables=variables)
     props = tuple(c for c in validated.columns if c not in BASE_COLUMNS)
     fields = _fields(runner, spec, {f.name: f for f in validated.schema.fields if f.name in props})
-    ctx = Context(partition=("trace_id",) + keys, group_keys=keys, properties=props, jumps=jumps, pane_rows=pane_rows,
-                  one_trace=one_trace)
+    ctx = Context(partition=("trace_id",) + keys, group_keys=keys, properties=props, jumps=jumps, variables=variables,
+                  pane_rows=pane_rows, one_trace=one_trace)
     return finalize(runner.posts(validated, window, ctx), validated, ctx, fields)
 
 

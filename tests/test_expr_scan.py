@@ -137,3 +137,30 @@ def test_a_long_sub_window_among_few_runs_the_kernel(monkeypatch):
     got = _posted([pa.Table.from_batches(list(scan(iter(table.to_batches()))), schema=OUT)])
     assert got == _sequential(spec, table)
     assert ran == [401]  # t0 alone (its start row and 400 events)
+
+
+def test_columns_of_one_value_stay_out_and_the_posts_are_the_kernels(monkeypatch):
+    """An event table's rows (every row an event of trace "0", no variable,
+    slot 0) come in without `trace_id`, `kind`, `vars` and `slot`: the scan,
+    and the kernel where it runs (a long sub-window), post what the kernel
+    posts over the whole rows, less those columns."""
+    spec = oracle.parse("#expr(sum(price) < 30)")
+    monkeypatch.setattr(expr_scan, "LONG_RUN", 100)
+    rng = random.Random(11)
+    symbols = ["A"] * 300 + [rng.choice([None, "B", "C", "D"]) for _ in range(200)]
+    rows = [("0", symbol, 0, seq, "event", 10 * seq, f"e{seq}", None, rng.choice(PRICES),
+             rng.choice([None, 1, 5]), rng.choice([True, False])) for seq, symbol in enumerate(symbols)]
+    table = _table(sorted(rows, key=lambda r: (r[1] or "", r[3])))
+    constants = {"trace_id": ("0", pa.string()), "slot": (0, pa.int64()), "kind": ("event", pa.string()),
+                 "vars": (None, pa.string())}
+    out = pa.schema([f for f in OUT if f.name not in constants])
+    ran = []
+    kernel = expr._kernel(spec, PARTITION, NAMES)
+    scan = expr_scan.scan_kernel(spec, PARTITION, NAMES, TYPES, lambda t: ran.append(t.num_rows) or kernel(t), out,
+                                 constants=constants)
+    got = pa.Table.from_batches(list(scan(iter(table.drop_columns(list(constants)).to_batches(max_chunksize=64)))),
+                                schema=out)
+    want = pa.Table.from_pylist([dict(zip(OUT.names, row)) for row in _sequential(spec, table)], OUT)
+    assert _posted([got]) == _posted([want.select(out.names)])
+    assert ran == [300]  # the long sub-window ran the kernel, its rows given the constant columns
+    assert sum(side == "remove" for side in got.column("side").to_pylist()) > 100

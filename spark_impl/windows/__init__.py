@@ -136,7 +136,10 @@ class Context:
     carry them on a post row built from the posted event's own input row; the
     pipeline joins back by (trace_id, id) only the properties a family's rows lack.
     `jumps`: whether `items` may hold `jump` items (false: the caller promised
-    none, and the pipeline fails the job on one). `pane_rows`: an eKuiper
+    none, and the pipeline fails the job on one). `variables`: whether `items`
+    may declare or set variables (a start row's `vars`, a `set` item; false: the
+    caller promised neither, as an event table has neither, and the pipeline
+    fails the job on one). `pane_rows`: an eKuiper
     query posts its panes' rows beside its output rows (false: the output rows
     only, what eKuiper's sink receives). `one_trace`: the trace id of every
     item, when the caller knows there is one trace (an event table without a
@@ -153,6 +156,7 @@ class Context:
     group_keys: tuple[str, ...] = ()
     properties: tuple[str, ...] = ()
     jumps: bool = True
+    variables: bool = True
     pane_rows: bool = True
     one_trace: str | None = None
     lasts: tuple[tuple[str, int, int], ...] | None = None

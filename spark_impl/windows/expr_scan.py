@@ -373,19 +373,32 @@ def _with_variables(table, starts) -> np.ndarray:
 
 
 def scan_kernel(spec, partition: tuple[str, ...], names: tuple[str, ...], types: dict, sequential, schema,
-                carried: tuple[str, ...] = ()):
+                carried: tuple[str, ...] = (), constants: dict | None = None):
     """The `mapInArrow` function over partitions sorted by sub-window and seq:
     chunks of whole sub-windows scanned (`scan_expiry`), or run one sub-window at
     a time by `sequential` (the per-sub-window kernel) where the scan does not
     apply (a sub-window with variables, `_with_variables`; a chunk with a value
     where numpy could part from the rule, `_NotExact`). Its rows are that
     kernel's, each with the `carried` properties of its event (null on a post
-    of no event)."""
+    of no event). `constants`: columns left out of the rows in and out, each
+    one value on every row, as name -> (value, Arrow type): `kind` given
+    (every row an event) means no variables, and `sequential` gets them all."""
+    constants = dict(constants or {})
+    keys = tuple(c for c in partition if c not in constants)  # the sub-window's columns that come in
+
+    def filled(table):
+        """`table` with the constant columns, as `sequential` reads them."""
+        import pyarrow as pa
+
+        for name, (value, kind) in constants.items():
+            table = table.append_column(pa.field(name, kind), pa.array([value] * table.num_rows, kind))
+        return table
 
     def with_carried(posted, table):
         """The sequential kernel's rows of one sub-window, its events' `carried` properties added."""
         import pyarrow as pa
 
+        posted = posted.drop_columns([c for c in constants if c in posted.column_names])
         if not carried:
             return posted.cast(schema)
         row_of = {key: n for n, key in enumerate(table.column("id").to_pylist()) if key is not None}
@@ -397,15 +410,19 @@ def scan_kernel(spec, partition: tuple[str, ...], names: tuple[str, ...], types:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        starts = _starts(table, partition)
+        starts = _starts(table, keys)
         lengths = np.diff(np.append(starts, table.num_rows))
         # a long sub-window among few: the scan's steps (one numpy round each) would outnumber the rows
-        sequential_ones = _with_variables(table, starts) | (lengths > max(LONG_RUN, table.num_rows // 16))
-        scanned = np.repeat(~sequential_ones, lengths) & np.asarray(
-            pc.equal(table.column("kind"), "event").to_numpy(zero_copy_only=False), bool)
-        rows = table.filter(pa.array(scanned))
+        sequential_ones = lengths > max(LONG_RUN, table.num_rows // 16)
+        if "kind" in constants:  # every row an event, and no variable anywhere
+            rows = table.filter(pa.array(np.repeat(~sequential_ones, lengths)))
+        else:
+            sequential_ones |= _with_variables(table, starts)
+            scanned = np.repeat(~sequential_ones, lengths) & np.asarray(
+                pc.equal(table.column("kind"), "event").to_numpy(zero_copy_only=False), bool)
+            rows = table.filter(pa.array(scanned))
         try:
-            gone, by, number = scan_expiry(rows, spec.expiry, names, types, partition)
+            gone, by, number = scan_expiry(rows, spec.expiry, names, types, keys)
         except _NotExact:
             sequential_ones[:] = True
         else:
@@ -416,17 +433,17 @@ def scan_kernel(spec, partition: tuple[str, ...], names: tuple[str, ...], types:
             side = pa.array(["insert"] * n + ["remove"] * gone.size, pa.string())
             taken = pa.array(at)
             yield pa.Table.from_arrays(
-                [*(rows.column(c).take(taken) for c in (*partition, "slot")),
+                [*(rows.column(c).take(taken) for c in (*keys, "slot") if c not in constants),
                  pa.array(seq[arrival]), pa.array(time[arrival]), side,
                  pa.array(np.concatenate([seq, number])), rows.column("id").take(taken),
                  *(rows.column(p).take(taken) for p in carried)],
                 schema=schema)
         for group in np.flatnonzero(sequential_ones):
             one = table.slice(starts[group], lengths[group])
-            yield with_carried(sequential(one), one)
+            yield with_carried(sequential(filled(one)), one)
 
     def kernel(batches):
-        for table in whole_runs(batches, lambda table: _starts(table, partition)[-1], CHUNK_ROWS):
+        for table in whole_runs(batches, lambda table: _starts(table, keys)[-1], CHUNK_ROWS):
             for out in posts(table):
                 yield from out.to_batches()
 

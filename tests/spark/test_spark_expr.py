@@ -2,13 +2,16 @@
 a user's own frame with variables on its `start` row and no column for them,
 the rewrite of `current_count <= n` as `#length(n)`, and a value the expression
 cannot take failing the job with the trace named. Expectations worked out by
-hand from esper.md §4."""
+hand from esper.md §4. An event table (no variables, its columns of one value
+left out of the scan) posts what the same events post as a trace frame."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from spark_impl import apply_window
+from spark_impl import apply_window, apply_window_to_events, pipeline
 from spark_impl.windows.expr import _as_length
 from oracle.dialects import esper
 from oracle.model import Length
@@ -54,3 +57,39 @@ def test_a_value_the_expression_cannot_take_fails_the_job_naming_why(spark):
     frame = spark.createDataFrame(rows, SCHEMA)
     with pytest.raises(Exception, match="trace t seq 0: the expiry expression failed: .*cannot be ordered"):
         apply_window(frame.selectExpr("*", "'IBM' AS symbol"), "#expr(symbol > price)").collect()
+
+
+@pytest.mark.parametrize("window", ["#groupwin(k)#expr(sum(price) < 12)", "#expr(sum(price) < 12)",
+                                    "#groupwin(k)#expr(oldest_timestamp + 2000 > newest_timestamp and price > 0)"])
+@pytest.mark.parametrize("traced", [False, True])
+def test_an_event_table_posts_what_its_trace_frame_posts(spark, window, traced):
+    """Planned without variables (`variables=False`), the group table and the
+    constant columns left out, the posts are those of the same events as a
+    trace frame, where a name could be a variable."""
+    draw = random.Random(window)
+    rows, t = [], 0
+    for n in range(300):
+        t += draw.choice([0, 0, 500, 1000])
+        rows.append((n, t, draw.randrange(6), f"E{n}", draw.choice([None, -0.0, 1.5, 3.25, 7.0, float("nan")]),
+                     f"d{n % 2}" if traced else "d0"))
+    events = spark.createDataFrame(rows, "n long, t long, k long, id string, price double, device string")
+    table = apply_window_to_events(events, window, order_col="n", time_col="t", trace_col="device" if traced else None)
+    trace = "device" if traced else "'0'"
+    frame = apply_window(events.selectExpr(f"{trace} AS trace_id", "n AS seq", "'event' AS kind",
+                                           "t AS time", "id", "k", "price"), window)
+    # `pos.slot` orders the posts of sub-windows posting in one unit, which only a variable's setting makes:
+    # without variables it is 0, as the frame's where no name is read (with one, the group's first seq)
+    shared = [c for c in table.columns if c in frame.columns and (traced or c != "trace_id")]
+    columns = [part for c in shared for part in (["pos.due", "pos.n"] if c == "pos" else [c])]
+    got = sorted(map(repr, table.selectExpr(*columns).collect()))
+    assert sum("remove" in row for row in got) > 20
+    assert got == sorted(map(repr, frame.selectExpr(*columns).collect()))
+
+
+def test_a_variable_where_none_was_promised_fails_the_job(spark):
+    rows = [("t", -1, "start", 0, None, None, None, None),
+            ("t", 0, "event", 0, "E1", None, None, 1.0),
+            ("t", 1, "set", 0, None, None, '{"A": 5}', None)]
+    out = pipeline.apply(spark.createDataFrame(rows, SCHEMA), esper.parse("#expr(sum(price) < A)"), variables=False)
+    with pytest.raises(Exception, match="trace t seq 1: a variable declared or set, but the window was planned"):
+        out.collect()
