@@ -57,6 +57,14 @@ def stamped_events(items: DataFrame, timestamp: str) -> DataFrame:
     return items.where(f"kind = 'event' AND {quoted(timestamp)} IS NOT NULL")
 
 
+def constant_columns(values: dict) -> list[str]:
+    """SQL select items: each column of one value (a string or a long) put back
+    after a kernel it did not cross into (name -> value)."""
+    return [f"CAST({value} AS BIGINT) AS {quoted(name)}" if isinstance(value, int)
+            else "'" + value.replace("\\", "\\\\").replace("'", "\\'") + f"' AS {quoted(name)}"
+            for name, value in values.items()]
+
+
 def over(ctx: Context, *extra: str, frame: str = "") -> str:
     """`OVER (...)`: the sub-window, further split by `extra` columns, in arrival
     order, with an optional frame clause."""

@@ -104,7 +104,7 @@ from oracle.errors import UnsupportedWindow
 from oracle.model import Correl, Expr, ExprBatch, Intersection, Linest, RetainUnion, Size, Uni, WeightedAvg, TimeBatch, TimeLengthBatch, nested_specs, spec_kind
 from spark_impl.frames import JSON_TEXT, NO_VALUES
 from spark_impl.windows import Context, family
-from spark_impl.windows.base import ARRIVAL, events, quoted
+from spark_impl.windows.base import ARRIVAL, constant_columns, events, quoted
 from spark_impl.windows.intersect import MEMBER_SHIFT
 
 CONTRACT = ("trace_id", "seq", "phase", "time", "slot_due", "slot", "side", "pos", "id")
@@ -421,10 +421,17 @@ def _statistics_posts(staged: DataFrame, spec, ctx: Context, n_values: int, prop
     keys = tuple(ctx.group_keys)
     size = isinstance(spec, Size)
     extra_struct = _extra_struct(spec, props)
-    order = [c.strip("`") for c in (*_POST, "`#side`", "slot_due", "slot", "pos")]
+    # a column of one value on every row stays in the JVM, put back after the kernel (each column crossing into
+    # Python and back costs: measured at 2 M rows, 11 columns through an identity 2.1-2.6 s, 5 columns 0.8 s)
+    constants = {} if several_posts(spec.source) else {"#pd": 0, "#ps": 0, "#pm": 0}
+    if ctx.one_trace is not None:
+        constants["trace_id"] = ctx.one_trace
+    partition = tuple(c for c in ctx.partition if c not in constants)
+    order = [c.strip("`") for c in (*_POST, "`#side`", "slot_due", "slot", "pos") if c.strip("`") not in constants]
+    posts_by = [c.strip("`") for c in _POST if c.strip("`") not in constants]
     carried = bool(spec.extra or spec.all_properties)  # else `#x` is the kernel's constant
     rows = staged.selectExpr(
-        *(quoted(c) for c in ctx.partition), *(quoted(c) for c in order if c not in ctx.partition),
+        *(quoted(c) for c in partition), *(quoted(c) for c in order if c not in partition),
         f"CAST({_SIGN} AS TINYINT) AS `#sg`",
         "`#d`", *(f"`#v{i}`" for i in range(n_values)),
         f"CASE WHEN side = 'insert' THEN {extra_struct} END AS `#x`")
@@ -435,23 +442,27 @@ def _statistics_posts(staged: DataFrame, spec, ctx: Context, n_values: int, prop
     state = ["#n", *sums]
     kinds = {name: (T.LongType() if name == "#n" else T.DoubleType()) for name in state}
     schema = T.StructType([
-        *(fields[c] for c in ctx.partition), *(fields[c.strip("`")] for c in _POST if c.strip("`") not in ctx.partition),
+        *(fields[c] for c in partition), *(fields[c] for c in posts_by if c not in partition),
         *(T.StructField(f"{side}{name}", kinds[name]) for side in ("new", "old") for name in state),
-        T.StructField("new#x", fields["#x"].dataType), T.StructField("old#x", fields["#x"].dataType)])
-    kernel = _statistics_kernel(tuple(ctx.partition), order, n_values, sums, carried)
+        *(T.StructField(f"{side}#x", fields["#x"].dataType) for side in (("new", "old") if carried else ()))])
+    kernel = _statistics_kernel(partition, order, len(posts_by), n_values, sums, carried)
     if ctx.one_trace is not None:
         # one trace, one sequence: its rows as one partition without a shuffle or a sort by the constant
         # trace (measured at 10 M, #length(10) source: 36.7 s executor, against 50.5 grouped and sorted and
         # 46.8 shuffled to one partition; a source partitioned by key runs its last stage in this task too)
         posted = rows.coalesce(1).mapInArrow(_whole_partition(kernel), schema)
     else:
-        posted = rows.groupBy(*ctx.partition).applyInArrow(kernel, schema)
+        posted = rows.groupBy(*partition).applyInArrow(kernel, schema)
+    # without carried properties no field reads `#x` (`_row`): null, of its type, rather than through the kernel
+    posted = posted.selectExpr("*", *constant_columns(constants),
+                               *(f"CASE WHEN false THEN {extra_struct} END AS `{side}#x`"
+                                 for side in (() if carried else ("new", "old"))))
     new, old = ([f"'{name}', `{side}{name}`" for name in state] + [f"'#x', `{side}#x`"] for side in ("new", "old"))
     return posted.selectExpr("trace_id", *(quoted(k) for k in keys), *_POST,
                              f"named_struct({', '.join(new)}) AS `#new`", f"named_struct({', '.join(old)}) AS `#old`")
 
 
-def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: int, sums: tuple[str, ...],
+def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_post: int, n_values: int, sums: tuple[str, ...],
                        carried: bool):
     """Grouped-map kernel over one sub-window's staged rows (`_statistics_posts`):
     rows in update order (`order`, nulls first as Spark sorts them), then
@@ -464,14 +475,15 @@ def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: i
       of a segment (after each reset) are the cumulative sums, from 0.0, of
       the points' signed terms (x, x², y, y², xy: those in `sums`), each
       row holding the sums after the segment's last point at or before it;
-    * per post (a run of equal `_POST` values): the state on its last row;
+    * per post (a run of equal values of `order`'s first `n_post` columns:
+      `_POST`'s, less those of one value): the state on its last row;
       the carried properties `#x` of the last inserted row so far; the old
       state the previous (posted) post's, the empty statistics (0, 0.0, no
       properties) before the first.
 
-    `#sg` is the row's side as a sign; the carried properties come as `#x`
-    only where the view has some (`carried`), else each inserted row's is the
-    constant `named_struct('n_', 0)`. Memory is the cost here (a page first
+    `#sg` is the row's side as a sign; the carried properties come as `#x`,
+    and go out as `new#x` and `old#x`, only where the view has some
+    (`carried`). Memory is the cost here (a page first
     touched costs more than the arithmetic on it): no column is put in
     update order whole where its points or the posts' last rows are all a
     step reads, a constant key orders nothing, and the state is kept at the
@@ -480,7 +492,7 @@ def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: i
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    posts_by = order[:len(_POST)]
+    posts_by = order[:n_post]
 
     def sort_key(column):
         if column.null_count:  # nulls first, as Spark orders them
@@ -558,13 +570,10 @@ def _statistics_kernel(partition: tuple[str, ...], order: list[str], n_values: i
                 kind = pa.int64() if name == "#n" else pa.float64()
                 chosen_at = at[chosen] if label == "new" else np.where(prior >= 0, at[np.maximum(prior, 0)], 0)
                 columns[f"{label}{name}"] = pa.array(chosen_at, kind)
-        for label, which in (("new#x", last_insert[chosen]),
-                             ("old#x", np.where(prior >= 0, last_insert[np.maximum(prior, 0)], -1))):
-            if carried:
-                taken = table.column("#x").take(pa.array(ranked[np.maximum(which, 0)]))
-            else:
-                taken = pa.StructArray.from_arrays([pa.array(np.zeros(len(which), np.int32))],
-                                                   fields=[pa.field("n_", pa.int32(), nullable=False)])
+        for label, which in ((("new#x", last_insert[chosen]),
+                              ("old#x", np.where(prior >= 0, last_insert[np.maximum(prior, 0)], -1)))
+                             if carried else ()):
+            taken = table.column("#x").take(pa.array(ranked[np.maximum(which, 0)]))
             columns[label] = pc.if_else(pa.array(which >= 0), taken, pa.nulls(len(which), taken.type))
         # in batches of Arrow's usual size: one batch of a whole trace's posts is more than the JVM's reader holds
         posted = pa.table(columns)

@@ -69,7 +69,7 @@ from oracle.model import (
 )
 from spark_impl import clock
 from spark_impl.windows import Context
-from spark_impl.windows.base import ARRIVAL, events, quoted
+from spark_impl.windows.base import ARRIVAL, constant_columns, events, quoted
 from spark_impl.windows.expr_scan import scan_kernel, scannable
 from spark_impl.windows.length import held_by_arrival, sliding
 from spark_impl.windows.time import group_table, with_group
@@ -141,17 +141,12 @@ def expression_window(items: DataFrame, spec: Expr | ExprBatch, ctx: Context) ->
         posted = sent.repartition(*keys) if keys else sent.repartition(1)
         posted = posted.sortWithinPartitions(*keys, "seq") \
             .mapInArrow(scanned, schema)
-        posted = posted.selectExpr("*", *(f"{_literal(constants[c])} AS {c}" for c in ("trace_id", "slot")
-                                          if c in constants))
+        posted = posted.selectExpr("*", *constant_columns({c: constants[c] for c in ("trace_id", "slot")
+                                                            if c in constants}))
     else:
         posted = rows.groupBy(*ctx.partition).applyInArrow(kernel, schema)
     return posted.selectExpr("trace_id", "seq", f"{ARRIVAL} AS phase", "time", "time AS slot_due", "slot", "side",
                              "pos", "id", *(quoted(p) for p in (*kept_keys, *carried)))
-
-
-def _literal(value) -> str:
-    """SQL: a constant column's value (a string or a long)."""
-    return f"CAST({value} AS BIGINT)" if isinstance(value, int) else "'" + value.replace("'", "''") + "'"
 
 
 #: the property types the scan takes, by Spark type name
