@@ -65,7 +65,7 @@ from pyspark.sql import types as T
 from oracle.model import Rank, Sort
 from spark_impl.compiled import jit, whole_runs
 from spark_impl.windows import Context
-from spark_impl.windows.base import Emit, arrival_posts, events, quoted
+from spark_impl.windows.base import Emit, arrival_posts, constant_columns, events, quoted
 
 
 def _order(spec: Sort) -> str:
@@ -135,7 +135,8 @@ def _ranked(items: DataFrame, spec: Rank, ctx: Context, carried: list[str] | Non
     """Each event of `items` with the kernel's `#out_seq`, `#out_time` (the
     arrival that removed it, null while held) and `#posted`, its columns
     `carried` (default: those the posts read; every column goes through
-    Arrow to the kernel and back, a string's cost the most)."""
+    Arrow to the kernel and back, a string's cost the most, but the one
+    trace's id, `Context.one_trace`, put back after)."""
     if carried is None:
         carried = list(dict.fromkeys([*ctx.partition, "seq", "time", "id", *ctx.properties]))
     partition = ", ".join(quoted(c) for c in ctx.partition)
@@ -156,12 +157,15 @@ def _ranked(items: DataFrame, spec: Rank, ctx: Context, carried: list[str] | Non
     # asked for after it is that order already: Spark plans none), and marks each sub-window's first row
     ordered = prepared.selectExpr("*", f"row_number() OVER (PARTITION BY {partition} ORDER BY seq) = 1 AS `#first`") \
         .sortWithinPartitions(*(quoted(c) for c in ctx.partition), "seq")
-    kept = [*carried, "#s_unfiled", "#u_null"]
+    # the one trace's id (an event table's), the same on every row, stays in the JVM
+    constants = {"trace_id": ctx.one_trace} if ctx.one_trace is not None else {}
+    kept = [*(c for c in carried if c not in constants), "#s_unfiled", "#u_null"]
     ordered = ordered.select(*(quoted(c) for c in dict.fromkeys([*kept, *(name for name, _ in criteria + keys), "#first"])))
     fields = {f.name: f for f in prepared.schema.fields}
     schema = T.StructType([*(fields[c] for c in kept), T.StructField("#out_seq", T.LongType()),
                            T.StructField("#out_time", T.LongType()), T.StructField("#posted", T.BooleanType())])
-    return ordered.mapInArrow(_rank_scan(spec.size, kept, criteria, keys), schema)
+    return ordered.mapInArrow(_rank_scan(spec.size, kept, criteria, keys), schema) \
+        .selectExpr("*", *constant_columns(constants))
 
 
 #: rows a kernel call takes at once (whole sub-windows)

@@ -1,6 +1,7 @@
-"""The statistics over one event table (`apply_window_to_events`: one trace,
-its rows as one partition for the kernel) post what the same events post as
-a trace frame (`apply_window`: the kernel per trace), which the corpus and
+"""The statistics and `#rank` over one event table (`apply_window_to_events`:
+one trace, its rows as one partition for the statistics' kernel, the columns
+of one value left out of the kernels) post what the same events post as a
+trace frame (`apply_window`: the kernel per trace), which the corpus and
 `difftest run` hold to the oracle."""
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from spark_impl import apply_window, apply_window_to_events
 from spark_impl.bench import as_trace_frame
 
 WINDOWS = ["#length(4)#uni(price)", "#time(3 sec)#linest(price, k)", "#length_batch(3)#correl(price, k)",
-           "#length(5)#size()", "#keepall()#uni(price, k)", "#unique(k)#uni(price)"]
+           "#length(5)#size()", "#keepall()#uni(price, k)", "#unique(k)#uni(price)",
+           "#length(6)#uni(price, k, id)", "#rank(k, 3, price)", "#groupwin(k)#rank(price, 2, price desc)"]
 
 
 @pytest.mark.parametrize("window", WINDOWS)
