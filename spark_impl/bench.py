@@ -93,9 +93,15 @@ run; what follows was measured beside it, on the same two-core machine):
   where a Python loop walked each group, and the posts carry their events'
   properties, so nothing is joined back by id: 45.73 s, 4.82 x bare at
   10 M in one run (2026-12-03, nothing else running, bare 9.48 s), against
-  12.75 x in the README's twelve-window run. Left: the group table (its
-  `slot`), the sort before the scan, the Arrow round trip and the checks
-  (2.31 s and 6.86 s of it).
+  12.75 x in the README's twelve-window run. Then, over an event table
+  (no variables: `pipeline.apply(variables=False)`), no group table and only
+  the columns that differ between rows through Arrow: 4.08 x (3.13 x
+  unchecked) at 10 M in one run. Where the rest goes, at 2 M (one process,
+  best of 3): shuffle and sort of the rows 1.5-1.8 s beside bare's 1.45 s;
+  the same rows through an identity `mapInArrow` 2.1 s more with 11 columns,
+  0.8 s with 5; the scan itself 0.5 s per 1 M rows (in process). So a
+  compiled loop (the issue's other way) would save at most that 0.5 s: the
+  Arrow crossing, not the loop, is the cost.
 * **One trace in order**: `#length(10)#uni(price)` keeps running sums over
   the whole trace in its order (Esper's statistics add and subtract each
   point in turn): one sequence, one task. Its sums are one Arrow table
@@ -108,6 +114,9 @@ run; what follows was measured beside it, on the same two-core machine):
   table as one partition (`coalesce(1)`, no sort by the constant trace). In
   stages: the source `#length(10)` alone about 12 s (one task), the kernel
   9.4 s, the rest the Arrow transfer of 20 M post rows in and 10 M out.
+  Leaving the columns of one value (the trace, the posts' due, slot and
+  member without several posts, `#x` without additional properties) in the
+  JVM: 5.98 x, 4.52 x unchecked at 10 M in one run (bare 6.72 s).
 * **eKuiper's queries** against Spark's own `groupBy(window(...), color)`
   of the same panes: like for like (`validate=False`; `window()` checks
   nothing) 1.15 x and 1.05 x at 10 M in the Performance run (target 1.5
