@@ -427,9 +427,9 @@ def _statistics_posts(staged: DataFrame, spec, ctx: Context, n_values: int, prop
     if ctx.one_trace is not None:
         constants["trace_id"] = ctx.one_trace
     partition = tuple(c for c in ctx.partition if c not in constants)
-    order = [c.strip("`") for c in (*_POST, "`#side`", "slot_due", "slot", "pos") if c.strip("`") not in constants]
-    posts_by = [c.strip("`") for c in _POST if c.strip("`") not in constants]
-    carried = bool(spec.extra or spec.all_properties)  # else `#x` is the kernel's constant
+    posts_by = [c for c in (c.strip("`") for c in _POST) if c not in constants]
+    order = [*posts_by, *(c for c in ("#side", "slot_due", "slot", "pos") if c not in constants)]
+    carried = bool(spec.extra or spec.all_properties)  # else no field reads `#x` (`_row`)
     rows = staged.selectExpr(
         *(quoted(c) for c in partition), *(quoted(c) for c in order if c not in partition),
         f"CAST({_SIGN} AS TINYINT) AS `#sg`",

@@ -134,9 +134,9 @@ def expression_window(items: DataFrame, spec: Expr | ExprBatch, ctx: Context) ->
         sent = rows.drop(*constants)
         schema = T.StructType([*(f for f in schema.fields if f.name not in constants),
                                *(rows.schema[p] for p in carried)])
+        arrow = to_arrow_schema(rows.schema)
         scanned = scan_kernel(spec, ctx.partition, tuple(names), types, kernel, to_arrow_schema(schema), carried,
-                              constants={name: (value, to_arrow_schema(T.StructType([rows.schema[name]]))[0].type)
-                                         for name, value in constants.items()})
+                              constants={name: (value, arrow.field(name).type) for name, value in constants.items()})
         keys = [quoted(c) for c in ctx.partition if c not in constants]
         posted = sent.repartition(*keys) if keys else sent.repartition(1)
         posted = posted.sortWithinPartitions(*keys, "seq") \
