@@ -14,9 +14,9 @@ own arrival if `n` better ones were there before it (new and old at once).
 
 In a window over the sub-window ordered that way (criteria, then seq
 descending), the events better than `e` are the rows before it:
-`min_by(struct(seq, time), seq, n)` over the frame from the first row to the
-row before gives the `n` earliest of them, and the last of those is the
-arrival that pushes `e` out. One shuffle by sub-window, one sort, one window
+`min_by(seq, seq, n)` (and `min_by(time, seq, n)`, their clocks) over the
+frame from the first row to the row before gives the `n` earliest of them,
+and the last of those is the arrival that pushes `e` out. One shuffle by sub-window, one sort, one window
 whose aggregate keeps `n` rows: the bare plan's shape. Each arrival pushes out
 at most one event, so a removal is the only row of its side.
 
@@ -77,12 +77,14 @@ def sorted_window(items: DataFrame, spec: Sort, ctx: Context) -> DataFrame:
     partition = ", ".join(quoted(c) for c in ctx.partition)
     better = (f"OVER (PARTITION BY {partition} ORDER BY {_order(spec)}, seq DESC "
               "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)")
+    # the n earliest better arrivals' seqs and, in the same order, their clocks: two arrays of longs
+    # (one array of (seq, time) structs cost 0.3 s more per 2 M events, measured)
     ranked = events(items).selectExpr(
-        "*", f"min_by(named_struct('seq', seq, 'time', time), seq, {spec.size}) {better} AS `#better`"
+        "*", f"min_by(seq, seq, {spec.size}) {better} AS `#better`", f"min_by(time, seq, {spec.size}) {better} AS `#at`"
     )
     # the n-th better arrival (the latest of the n earliest), or the event's own if it came later
-    pusher = (f"CASE WHEN size(`#better`) = {spec.size} THEN "
-              "greatest(element_at(`#better`, -1), named_struct('seq', seq, 'time', time)) END")
+    pusher = (f"CASE WHEN size(`#better`) = {spec.size} THEN greatest(named_struct('seq', element_at(`#better`, -1), "
+              "'time', element_at(`#at`, -1)), named_struct('seq', seq, 'time', time)) END")
     pushed = ranked.selectExpr("*", f"{pusher} AS `#pusher`")
     return arrival_posts(pushed, ctx, Emit("insert", "seq", "time"),
                          Emit("remove", "`#pusher`.seq", "`#pusher`.time"))
