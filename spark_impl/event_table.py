@@ -247,8 +247,8 @@ START_BIT, ODD_BIT, JUMP_BIT = 1, 2, 4
 def _id_hash(checked):
     """Column `h`: the (trace, id) 64-bit hash of a row where `checked` holds,
     `MISSING_ID` where its id is null, else null. One column where a hash and
-    a flag were two: each column crossing into Python costs (4 M rows: 0.18 s
-    more with the flag, 0.4 s against 1.6 s for the whole crossing)."""
+    a flag were two: each column crossing into Python costs (4 M rows of
+    seq, time and hash through Arrow: 0.86 s, 1.04 s with the flag)."""
     return F.when(checked, F.when(F.col("id").isNull(), F.lit(MISSING_ID)).otherwise(
         F.xxhash64("trace_id", "id"))).alias("h")
 
