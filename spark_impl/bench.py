@@ -92,9 +92,9 @@ run; what follows was measured beside it, on the same two-core machine):
   one sort (two rows per event where bare has one).
 * **Top-n** (`#sort`, `#rank`): `#sort` is a running `min_by(..., 5)` per
   row (a five-row heap, two five-element arrays of longs written per row:
-  at 2 M the sort and a `lag` alone 1.40 x bare, one array of longs 1.46 x,
-  the two 1.69 x, the one array of (seq, time) structs they replaced
-  1.89 x); `#rank`
+  the window alone at 2 M in one run, one array of longs 1.46 x bare, the
+  two 1.69 x, the one array of (seq, time) structs they replaced 1.89 x);
+  `#rank`
   sorts once by (sub-window, seq) and runs its books as one compiled loop
   (`sort._rank_books`, numba) over Arrow chunks of whole sub-windows: 3.60 x
   bare at 10 M in the README's run (5.08 x before), 2.32 x unchecked, of which
