@@ -94,11 +94,11 @@ run; what follows was measured beside it, on the same two-core machine):
   row (a five-row heap, two five-element arrays of longs written per row:
   the window alone at 2 M in one run, one array of longs 1.46 x bare, the
   two 1.69 x, the one array of (seq, time) structs they replaced 1.89 x);
-  `#rank`
-  sorts once by (sub-window, seq) and runs its books as one compiled loop
-  (`sort._rank_books`, numba) over Arrow chunks of whole sub-windows: 3.60 x
-  bare at 10 M in the README's run (5.08 x before), 2.32 x unchecked, of which
-  the Arrow crossing alone measured 3.7 to 7 s (0.5 to 0.9 x bare).
+  `#rank` sorts once by (sub-window, seq) and runs its books as one
+  compiled loop (`sort._rank_books`, numba) over Arrow chunks of whole
+  sub-windows: 3.14 x bare at 10 M in the README's run, 2.77 x unchecked
+  (an earlier run: 3.60 x, 2.32 x; 5.08 x before the loop was compiled), of
+  which the Arrow crossing alone measured 3.7 to 7 s (0.5 to 0.9 x bare).
 * **The expiry scan**: `#expr(sum(price) < 300)` evaluates each group's
   expiry over its held events, afresh at every step (the rule's sum, in
   arrival order). Every event crosses into Python (Arrow) and back, but a
@@ -106,10 +106,11 @@ run; what follows was measured beside it, on the same two-core machine):
   where a Python loop walked each group, and the posts carry their events'
   properties, so nothing is joined back by id: 45.73 s, 4.82 x bare at
   10 M in one run (2026-12-03, nothing else running, bare 9.48 s), against
-  12.75 x in the README's twelve-window run. Then, over an event table
+  12.75 x in the twelve-window run then. Then, over an event table
   (no variables: `pipeline.apply(variables=False)`), no group table and only
   the columns that differ between rows through Arrow: 4.08 x (3.13 x
-  unchecked) at 10 M in one run. Where the rest goes, at 2 M (one process,
+  unchecked) at 10 M in one run; 4.14 x (3.28 x) in the README's run.
+  Where the rest goes, at 2 M (one process,
   best of 3): shuffle and sort of the rows 1.5-1.8 s beside bare's 1.45 s;
   the same rows through an identity `mapInArrow` 2.1 s more with 11 columns,
   0.8 s with 5; the scan itself 0.5 s per 1 M rows (in process). So a
@@ -120,7 +121,7 @@ run; what follows was measured beside it, on the same two-core machine):
   point in turn): one sequence, one task. Its sums are one Arrow table
   through numpy (`derived._statistics_kernel`), the properties carried on
   the source's post rows (no join back by id): 43.45 s, 8.34 x bare at 10 M
-  in the README's run (205 s, 25.28 x before); then 40.74 s, 6.48 x (bare
+  in a twelve-window run (205 s, 25.28 x before); then 40.74 s, 6.48 x (bare
   6.29 s) with the kernel's memory cut (a page first touched costs more here
   than the arithmetic on it: the kernel took 17.4 s in Spark's worker, 6.1 s
   replayed on the same table in a warm process; now 9.4 s) and one event
@@ -129,13 +130,13 @@ run; what follows was measured beside it, on the same two-core machine):
   9.4 s, the rest the Arrow transfer of 20 M post rows in and 10 M out.
   Leaving the columns of one value (the trace, the posts' due, slot and
   member without several posts, `#x` without additional properties) in the
-  JVM: 5.98 x, 4.52 x unchecked at 10 M in one run (bare 6.72 s).
+  JVM: 5.98 x, 4.52 x unchecked at 10 M in one run (bare 6.72 s); 5.06 x,
+  4.52 x in the README's run.
 * **eKuiper's queries** against Spark's own `groupBy(window(...), color)`
   of the same panes: like for like (`validate=False`; `window()` checks
-  nothing) 1.15 x and 1.05 x at 10 M in the Performance run (target 1.5
-  x). With the default check they miss it: the check moves the order and
-  time columns from the JVM to Python through Arrow (about 2.5 to 3 s per
-  10 M rows on two cores).
+  nothing) 1.13 x and 1.11 x at 10 M in the Performance run (target 1.5
+  x). With the default check they miss it: the check moves the order, time
+  and id-hash columns from the JVM to Python through Arrow.
 * **A statement over `#time(10 sec)`** writes four rows per event (its
   arrival's new and old rows, its expiry's new and old rows) where the
   window writes two, and brings each group's events together (one more
