@@ -354,10 +354,10 @@ def _runs_of(found: list) -> list:
     return [row for row in found if row["n"] is not None]
 
 
-def _starts_and_flags(table, schema, start, **flags):
+def _starts_and_flags(table, schema, start, **more):
     """A trace frame's partition (`trace_id`, `seq`, `time`, `flags`; `start`: its `START_BIT`): a row per
     start item (`is_start`, its seq as `lo`, its time as `start_time`) and one row of whether a row has an
-    odd kind or clock (`odd`) or is a jump (`jumps`), with `flags` (more columns of that row)."""
+    odd kind or clock (`odd`) or is a jump (`jumps`), with `more` columns of that row by name."""
     import pyarrow as pa
 
     starts = table.filter(pa.array(start))
@@ -369,7 +369,7 @@ def _starts_and_flags(table, schema, start, **flags):
     yield pa.RecordBatch.from_pydict(
         {name: [None] for name in schema.names} | {"odd": [bool(_flags(table, ODD_BIT).any())],
                                                    "jumps": [bool(_flags(table, JUMP_BIT).any())],
-                                                   "is_start": [False]} | {k: [v] for k, v in flags.items()},
+                                                   "is_start": [False]} | {k: [v] for k, v in more.items()},
         schema=schema)
 
 
