@@ -42,7 +42,9 @@ size (in a temporary folder, untimed) and read back by every workload.
 Every output is written to Spark's `noop` sink; a window's time counts its
 check job. Each workload runs once untimed on the smallest size first (the JVM
 compiles a plan's hot code on its first large input: a cold run took twice as
-long in measurement), then `--repeat` rounds per size (default 2) run every
+long in measurement), and the bare plan once untimed at each size before its
+rounds (the first job of a larger size grows the heap); then `--repeat`
+rounds per size (default 2) run every
 workload once in turn, so drift (JIT, heap) falls on all alike; the best time
 counts (measured: the same 10 M plan took 11.4 s, then 7.3 s).
 Printed per window and size: seconds, events/s, the ratio to the bare plan in
@@ -396,7 +398,8 @@ def run_once(spark, build: Callable, path: str) -> tuple[float, int, int]:
 
 def measure(spark, sizes: Sequence[int], keys: int, windows: Sequence[str], folder: Path,
             repeat: int = 2, trace_frame: bool = False, unchecked: bool = False) -> list[Timing]:
-    """Every workload warmed on the smallest size, then per size `repeat`
+    """Every workload warmed on the smallest size, and each size opened by an
+    untimed bare run, then per size `repeat`
     rounds of one run of each workload in turn: a workload compared with
     another never gains from running after it (the JVM warms its shared code,
     the parquet reader and the hash aggregate, over the whole bench)."""
@@ -409,6 +412,9 @@ def measure(spark, sizes: Sequence[int], keys: int, windows: Sequence[str], fold
     width = max(34, *(len(name) for name in builds))
     print(f"timed runs, seconds of each of {repeat} rounds (the best counts):", flush=True)
     for n in sizes:
+        # untimed: the first job of a larger size grows the JVM's heap (the round's first window took 13.8 to
+        # 15.2 s at 10 M where it took 10.9 to 11.3 s after a 10 M job), so no workload pays for it
+        run_once(spark, builds[BARE], paths[n])
         runs = {name: [] for name in builds}
         for _ in range(repeat):
             for name, build in builds.items():
