@@ -74,13 +74,14 @@ run; what follows was measured beside it, on the same two-core machine):
   time and hash: 0.86 s, 1.04 s with a missing-id flag, now a sentinel
   hash; a trace frame's three flags one small integer) and the buckets'
   sorted runs merged by a stable sort (4 M hashes in one task: 0.04 s, a
-  fresh sort 0.49 s): 0.48 x bare in the README's run. Left: the crossing
+  fresh sort 0.49 s): 0.52 x bare in the README's run. Left: the crossing
   itself (3 longs a row, 0.37 x bare at 4 M) and the Parquet read (0.12 x);
   the JVM's own exact aggregates do worse (`groupBy(hash)`: 0.73 x bare
   against the pass's 0.66 x for the ids alone; `count(DISTINCT id)`
-  earlier 0.9 x). In that run the defaults' rows still cost 0.7 to 0.9 x
-  bare over their `validate=False` rows at 10 M, where at 4 M in one
-  process they are the two parts' sum (4.34 s against 1.31 + 3.10 s).
+  earlier 0.9 x). In that run the defaults' rows cost 0.6 to 0.9 x bare
+  over their `validate=False` rows at 10 M, more than the checks alone;
+  measured apart, in one process, best of 4, they are the two parts' sum
+  (10 M: 10.92 s against 3.20 + 8.21 s; 4 M: 4.34 s against 1.31 + 3.10 s).
 * **Count windows** (`#groupwin(k)#length(10)`, CCL `KEEP 10 ROWS SLACK 5
   PER(k)`, Apama's `retain 10 every 5`) are the bare plan's shape (one
   shuffle, one sort by key, window functions, two output rows per event)
@@ -98,8 +99,8 @@ run; what follows was measured beside it, on the same two-core machine):
   two 1.69 x, the one array of (seq, time) structs they replaced 1.89 x);
   `#rank` sorts once by (sub-window, seq) and runs its books as one
   compiled loop (`sort._rank_books`, numba) over Arrow chunks of whole
-  sub-windows: 3.14 x bare at 10 M in the README's run, 2.77 x unchecked
-  (an earlier run: 3.60 x, 2.32 x; 5.08 x before the loop was compiled), of
+  sub-windows: 3.13 x bare at 10 M in the README's run, 2.72 x unchecked
+  (earlier runs: 3.14 x, 2.77 x; 3.60 x, 2.32 x; 5.08 x before the loop was compiled), of
   which the Arrow crossing alone measured 3.7 to 7 s (0.5 to 0.9 x bare).
 * **The expiry scan**: `#expr(sum(price) < 300)` evaluates each group's
   expiry over its held events, afresh at every step (the rule's sum, in
@@ -111,7 +112,7 @@ run; what follows was measured beside it, on the same two-core machine):
   12.75 x in the twelve-window run then. Then, over an event table
   (no variables: `pipeline.apply(variables=False)`), no group table and only
   the columns that differ between rows through Arrow: 4.08 x (3.13 x
-  unchecked) at 10 M in one run; 4.14 x (3.28 x) in the README's run.
+  unchecked) at 10 M in one run; 3.65 x (3.04 x) in the README's run.
   Where the rest goes, at 2 M (one process,
   best of 3): shuffle and sort of the rows 1.5-1.8 s beside bare's 1.45 s;
   the same rows through an identity `mapInArrow` 2.1 s more with 11 columns,
@@ -132,11 +133,11 @@ run; what follows was measured beside it, on the same two-core machine):
   9.4 s, the rest the Arrow transfer of 20 M post rows in and 10 M out.
   Leaving the columns of one value (the trace, the posts' due, slot and
   member without several posts, `#x` without additional properties) in the
-  JVM: 5.98 x, 4.52 x unchecked at 10 M in one run (bare 6.72 s); 5.06 x,
-  4.52 x in the README's run.
+  JVM: 5.98 x, 4.52 x unchecked at 10 M in one run (bare 6.72 s); 5.50 x,
+  4.31 x in the README's run.
 * **eKuiper's queries** against Spark's own `groupBy(window(...), color)`
   of the same panes: like for like (`validate=False`; `window()` checks
-  nothing) 1.13 x and 1.11 x at 10 M in the Performance run (target 1.5
+  nothing) 1.09 x and 1.10 x at 10 M in the Performance run (target 1.5
   x). With the default check they miss it: the check moves the order, time
   and id-hash columns from the JVM to Python through Arrow.
 * **A statement over `#time(10 sec)`** writes four rows per event (its
