@@ -619,14 +619,16 @@ def test_spark_bench_runs_its_workloads_in_turn_so_none_is_measured_warmer(monke
 
     calls = []
     monkeypatch.setattr(bench, "write_events", lambda spark, n, keys, folder: f"events-{n}")
-    monkeypatch.setattr(bench, "workloads", lambda windows: {"a": "A", "b": "B"})
+    monkeypatch.setattr(bench, "workloads", lambda windows: {"a": "A", "b": "B", bench.BARE: "Z"})
     monkeypatch.setattr(bench, "run_once", lambda spark, build, path: calls.append((build, path)) or (len(calls), 1, 0))
     timings = bench.measure(None, (10, 100), 5, ("w",), tmp_path, repeat=2)
-    warm, rounds = calls[:2], calls[2:]
-    assert warm == [("A", "events-10"), ("B", "events-10")]
-    assert rounds == [(w, f"events-{n}") for n in (10, 100) for _ in range(2) for w in "AB"]
-    assert [(t.workload, t.events, t.seconds) for t in timings] == [("a", 10, 3), ("b", 10, 4), ("a", 100, 7),
-                                                                   ("b", 100, 8)]
+    warm, rounds = calls[:3], calls[3:]
+    assert warm == [("A", "events-10"), ("B", "events-10"), ("Z", "events-10")]
+    # each size opens with an untimed bare run (the heap grows on the first job of a larger size), then its rounds
+    assert rounds == [call for n in (10, 100) for call in
+                      [("Z", f"events-{n}")] + [(w, f"events-{n}") for _ in range(2) for w in "ABZ"]]
+    assert [(t.workload, t.events, t.seconds) for t in timings] == [
+        ("a", 10, 5), ("b", 10, 6), (bench.BARE, 10, 7), ("a", 100, 12), ("b", 100, 13), (bench.BARE, 100, 14)]
 
 
 @pytest.mark.parametrize(("args", "words"), [
