@@ -290,12 +290,12 @@ def _repeated_hashes(batches):
         suspect = suspect or bool(batch.column(2).to_numpy(zero_copy_only=False).any())
         runs += [np.frombuffer(blob, np.int64) for blob in batch.column(1).to_pylist()]
     if not suspect and runs:
-        h = merged_runs(runs)
+        h = _merged_runs(runs)
         suspect = bool((h[1:] == h[:-1]).any())
     yield pa.RecordBatch.from_pydict({"suspect": [suspect]})
 
 
-def merged_runs(runs: list):
+def _merged_runs(runs: list):
     """Sorted arrays of hashes as one sorted array. numpy's stable sort (a
     timsort for 64-bit integers) finds the sorted runs and merges them, where
     its default quicksort sorts afresh: 4 M hashes in 4 runs took 0.04 s
@@ -490,7 +490,7 @@ def _merge_buckets(batches):
     if not any_hashes:
         return
     if not suspect and blobs:
-        h = merged_runs(blobs)
+        h = _merged_runs(blobs)
         suspect = bool((h[1:] == h[:-1]).any())
     yield pa.RecordBatch.from_arrays([pa.nulls(1, f.type) if f.name not in ("bucket", "suspect") else
                                       pa.array([0] if f.name == "bucket" else [suspect], f.type) for f in schema],
@@ -921,7 +921,7 @@ def scan_decides(scanned: list) -> bool:
                 return False
             hashes.append(np.frombuffer(row["hashes"], np.int64))
     if hashes:
-        h = merged_runs(hashes)
+        h = _merged_runs(hashes)
         if bool((h[1:] == h[:-1]).any()):
             return False
     return runs_pass(_runs_of(scanned))
